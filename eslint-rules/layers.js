@@ -1,0 +1,140 @@
+// Runtime layering, enforced at error (house style rule 1 and 2).
+//   common        pure TS: imports only common and packages listed as 'common'
+//   node          common + node + Node builtins + 'node' packages
+//   electron-main common + node + electron + 'node' packages
+//   cli           common + node + Node builtins + 'node' packages (never electron)
+//   preload       common + electron
+//   renderer      `import type` from common only, plus 'renderer' packages
+// Every bare package import must be listed in PACKAGES with its runtime; an unlisted one is an error.
+import path from 'node:path';
+import { builtinModules } from 'node:module';
+
+export const PACKAGES = {
+  zod: 'common',
+  '@huggingface/jinja': 'common',
+  'better-sqlite3': 'node',
+  'onnxruntime-node': 'node',
+  'onnx-proto': 'node',
+  protobufjs: 'node',
+  '@huggingface/tokenizers': 'node',
+  '@huggingface/gguf': 'node',
+  'node-llama-cpp': 'node',
+  react: 'renderer',
+  'react-dom': 'renderer',
+  zustand: 'renderer',
+  recharts: 'renderer',
+  electron: 'electron',
+  // tooling and tests
+  vitest: 'dev',
+  'vitest/config': 'dev',
+  'playwright-core': 'dev',
+  'electron-vite': 'dev',
+  '@vitejs/plugin-react': 'dev',
+  vite: 'dev',
+};
+
+const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);
+
+function layerOf(file) {
+  const rel = file.split(path.sep).join('/');
+  if (/(^|\/)src-main\/common\//.test(rel)) return 'common';
+  if (/(^|\/)src-main\/node\//.test(rel)) return 'node';
+  if (/(^|\/)src-main\/electron-main\//.test(rel)) return 'electron-main';
+  if (/(^|\/)src-main\/cli\//.test(rel)) return 'cli';
+  if (/(^|\/)src-preload\//.test(rel)) return 'preload';
+  if (/(^|\/)src-renderer\//.test(rel)) return 'renderer';
+  return null;
+}
+
+function packageName(spec) {
+  if (spec.startsWith('@')) return spec.split('/').slice(0, 2).join('/');
+  return spec.split('/')[0];
+}
+
+const ALLOWED_LAYERS = {
+  common: ['common'],
+  node: ['common', 'node'],
+  'electron-main': ['common', 'node', 'electron-main'],
+  cli: ['common', 'node', 'cli'],
+  preload: ['common', 'preload'],
+  renderer: ['renderer', 'common'],
+};
+const ALLOWED_PACKAGES = {
+  common: ['common'],
+  node: ['common', 'node'],
+  'electron-main': ['common', 'node', 'electron'],
+  cli: ['common', 'node'],
+  preload: ['common', 'electron'],
+  renderer: ['renderer'],
+};
+
+const isTestFile = (f) => /\.(test|spec)\.tsx?$/.test(f) || /\/test-utils?\//.test(f.split(path.sep).join('/'));
+
+export const layersRule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Enforce the runtime layers of src-main, src-preload and src-renderer.' },
+    schema: [],
+  },
+  create(context) {
+    const file = context.filename;
+    const layer = layerOf(file);
+    if (!layer) return {};
+    const test = isTestFile(file);
+    function check(node, spec, typeOnly) {
+      if (typeof spec !== 'string') return;
+      if (spec.startsWith('.')) {
+        const target = layerOf(path.resolve(path.dirname(file), spec));
+        if (!target) return;
+        if (!ALLOWED_LAYERS[layer].includes(target)) {
+          context.report({ node, message: `${layer} may not import from ${target} ('${spec}')` });
+        } else if (layer === 'renderer' && target === 'common' && !typeOnly) {
+          context.report({ node, message: `the renderer may import only types from common ('${spec}'): use 'import type'` });
+        }
+        return;
+      }
+      if (BUILTINS.has(spec)) {
+        if (layer === 'common' || layer === 'renderer') {
+          context.report({ node, message: `${layer} may not import the Node builtin '${spec}'` });
+        }
+        return;
+      }
+      const pkg = PACKAGES[spec] !== undefined ? spec : packageName(spec);
+      const runtime = PACKAGES[pkg];
+      if (runtime === undefined) {
+        context.report({ node, message: `package '${pkg}' is not classified by runtime in eslint-rules/layers.js` });
+        return;
+      }
+      if (runtime === 'dev') {
+        if (!test) context.report({ node, message: `dev-only package '${pkg}' imported outside a test` });
+        return;
+      }
+      if (typeOnly && runtime !== 'electron') return;
+      if (!ALLOWED_PACKAGES[layer].includes(runtime)) {
+        context.report({ node, message: `${layer} may not import the ${runtime} package '${pkg}'` });
+      }
+    }
+    return {
+      ImportDeclaration(node) {
+        const typeOnly = node.importKind === 'type' || (node.specifiers.length > 0 && node.specifiers.every((s) => s.importKind === 'type'));
+        check(node, node.source.value, typeOnly);
+      },
+      ExportNamedDeclaration(node) {
+        if (node.source) check(node, node.source.value, node.exportKind === 'type');
+      },
+      ExportAllDeclaration(node) {
+        check(node, node.source.value, node.exportKind === 'type');
+      },
+      ImportExpression(node) {
+        if (node.source.type === 'Literal') check(node, node.source.value, false);
+      },
+      CallExpression(node) {
+        if (node.callee.type === 'Identifier' && node.callee.name === 'require' && node.arguments[0]?.type === 'Literal') {
+          check(node, node.arguments[0].value, false);
+        }
+      },
+    };
+  },
+};
+
+export default { rules: { layers: layersRule } };

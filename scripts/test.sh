@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test command: typecheck, lint, unit/integration tests (vitest), then the browser e2e suite.
+# Prints one plain summary line "N passed, N failed" from vitest's JSON reports and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NO_COLOR=1 FORCE_COLOR=0
+out=.ci-out
+mkdir -p "$out"
+rm -f "$out"/*.json
+status=0
+
+echo "== node $(node --version)"
+echo "== typecheck"
+npx tsc -p tsconfig.json --noEmit || status=1
+npx tsc -p tsconfig.web.json --noEmit || status=1
+echo "== lint"
+npx eslint --max-warnings 0 . || status=1
+
+echo "== unit and integration tests"
+npx vitest run --reporter=default --reporter=json --outputFile.json="$out/unit.json" || status=1
+
+if [ -f e2e/vitest.config.ts ]; then
+  echo "== e2e (renderer in Chromium against rein serve)"
+  npx vitest run --config e2e/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/e2e.json" || status=1
+fi
+
+node scripts/summarize-tests.mjs "$out"/*.json || status=1
+exit $status

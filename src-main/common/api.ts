@@ -1,0 +1,224 @@
+// The API contract: one typed map of verbs and one of events. The preload (IPC), the HTTP transport
+// (`POST /api/<verb>`, events over SSE at `/api/events`), the CLI and the renderer's services all derive
+// from this file. Every verb's input is validated against its schema at each boundary.
+import { z } from 'zod';
+import type {
+  AdapterView,
+  EmaPoint,
+  Page,
+  RatingView,
+  RunView,
+  Status,
+  TrainingProgress,
+  Turn,
+  TurnSummary,
+} from './domain.ts';
+import type { SettingDescription, Settings } from './config.ts';
+
+const id = z.number().int().positive();
+const text = z.string();
+
+export const ContextMessageSchema = z.looseObject({
+  role: z.string().min(1).max(64),
+  content: z.string(),
+  name: z.string().max(256).optional(),
+});
+
+/** A generic captured turn (`POST /v1/turns` and the `captureTurn` verb). */
+export const CaptureTurnInput = z
+  .strictObject({
+    source: z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, . _ -'),
+    session: z.string().min(1).max(512).optional(),
+    eventId: z.string().min(1).max(512),
+    prompt: text,
+    context: z.array(ContextMessageSchema).max(10_000).optional(),
+    response: text,
+    model: z.string().min(1).max(256).optional(),
+    /** Sampled response token ids (on-policy turns). */
+    tokens: z.array(z.number().int().nonnegative()).max(1_000_000).optional(),
+    /** Behaviour logprobs mu of `tokens`, same length. */
+    logprobs: z.array(z.number().finite().max(0)).max(1_000_000).optional(),
+    adapterVersion: z.number().int().nonnegative().optional(),
+    createdAt: z.number().int().positive().optional(),
+  })
+  .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
+    message: 'tokens and logprobs come together',
+    path: ['logprobs'],
+  })
+  .refine((t) => t.tokens === undefined || t.tokens.length === t.logprobs?.length, {
+    message: 'logprobs must have one entry per token',
+    path: ['logprobs'],
+  });
+export type CaptureTurnInput = z.infer<typeof CaptureTurnInput>;
+
+export const RateInput = z.strictObject({
+  /** The turn to rate; when absent, the newest rateable turn (of `session` when given). */
+  turnId: id.optional(),
+  session: z.string().min(1).max(512).optional(),
+  value: z.union([z.literal('good'), z.literal('bad'), z.number().int().min(1).max(5)]),
+  correction: z.string().min(1).max(1_000_000).optional(),
+  tags: z.array(z.string().min(1).max(64)).max(32).optional(),
+  comment: z.string().max(10_000).optional(),
+  rater: z.string().min(1).max(128).optional(),
+});
+export type RateInput = z.infer<typeof RateInput>;
+
+const Empty = z.strictObject({});
+
+export const VERBS = {
+  status: { input: Empty, help: 'Active adapter, ratings, pending count, EMA and the next training threshold.' },
+  captureTurn: { input: CaptureTurnInput, help: 'Store a captured turn (deduplicated per source and event id).' },
+  rate: { input: RateInput, help: 'Rate a turn good, bad or 1-5, with an optional correction, tags and comment.' },
+  undo: {
+    input: z.strictObject({ session: z.string().min(1).max(512).optional() }),
+    help: 'Undo the newest rating (of a session, or globally).',
+  },
+  ignoreTurn: { input: z.strictObject({ turnId: id }), help: 'Mark a turn as ignored (popup dismissed).' },
+  listTurns: {
+    input: z.strictObject({
+      limit: z.number().int().min(1).max(1000).default(50),
+      offset: z.number().int().min(0).default(0),
+      source: z.string().max(64).optional(),
+      session: z.string().max(512).optional(),
+      state: z.enum(['unrated', 'rated', 'ignored', 'expired']).optional(),
+      search: z.string().max(500).optional(),
+      since: z.number().int().optional(),
+      until: z.number().int().optional(),
+    }),
+    help: 'Captured turns, newest first.',
+  },
+  getTurn: { input: z.strictObject({ turnId: id }), help: 'One turn with its full text and context.' },
+  deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
+  listRatings: {
+    input: z.strictObject({
+      limit: z.number().int().min(1).max(1000).default(50),
+      offset: z.number().int().min(0).default(0),
+      kind: z.enum(['good', 'bad', 'scale']).optional(),
+      source: z.string().max(64).optional(),
+      trained: z.boolean().optional(),
+      includeUndone: z.boolean().default(false),
+      since: z.number().int().optional(),
+      until: z.number().int().optional(),
+    }),
+    help: 'Ratings, newest first.',
+  },
+  deleteRating: { input: z.strictObject({ ratingId: id }), help: 'Delete one rating.' },
+  emaHistory: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) }),
+    help: 'The EMA baseline over time for the active model.',
+  },
+  getSettings: { input: Empty, help: 'All settings with their current values.' },
+  describeSettings: { input: Empty, help: 'Every setting with its default, help text and schema.' },
+  setSettings: {
+    input: z.strictObject({ values: z.record(z.string(), z.unknown()) }),
+    help: 'Change settings; every value is validated, and a bad one names its key.',
+  },
+  listRuns: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(1000).default(50) }),
+    help: 'Training runs, newest first.',
+  },
+  listAdapters: { input: Empty, help: 'Adapter versions of the active model, newest first.' },
+  startTraining: {
+    input: z.strictObject({ fromVersion: z.number().int().nonnegative().optional() }),
+    help: 'Start a training round now.',
+  },
+  cancelTraining: { input: Empty, help: 'Cancel the running training round.' },
+  rollback: {
+    input: z.strictObject({ version: z.number().int().nonnegative().optional() }),
+    help: 'Make an earlier adapter version active (default: the one before the active one; 0 = base model).',
+  },
+  reset: {
+    input: z.strictObject({ confirm: z.literal(true) }),
+    help: 'Delete all ratings, runs and adapters of the active model (turns are kept).',
+  },
+  exportData: {
+    input: z.strictObject({ path: z.string().min(1).max(4096) }),
+    help: 'Write turns and ratings to a JSONL file.',
+  },
+  importData: {
+    input: z.strictObject({ path: z.string().min(1).max(4096) }),
+    help: 'Read a JSONL export back; records already present are skipped.',
+  },
+} as const;
+
+export type VerbName = keyof typeof VERBS;
+export const VERB_NAMES = Object.keys(VERBS) as VerbName[];
+
+export interface RateResult {
+  rating: RatingView;
+  status: Status;
+}
+export interface UndoResult {
+  undone: RatingView | null;
+  status: Status;
+}
+export interface CaptureResult {
+  turn: TurnSummary;
+  /** false when the same (source, eventId) was already stored. */
+  created: boolean;
+}
+
+/** Output type of each verb. */
+export interface VerbOutputs {
+  status: Status;
+  captureTurn: CaptureResult;
+  rate: RateResult;
+  undo: UndoResult;
+  ignoreTurn: { turn: TurnSummary };
+  listTurns: Page<TurnSummary>;
+  getTurn: Turn;
+  deleteTurn: { deleted: boolean };
+  listRatings: Page<RatingView>;
+  deleteRating: { deleted: boolean };
+  emaHistory: EmaPoint[];
+  getSettings: Settings;
+  describeSettings: SettingDescription[];
+  setSettings: Settings;
+  listRuns: RunView[];
+  listAdapters: AdapterView[];
+  startTraining: { runId: number };
+  cancelTraining: { cancelled: boolean };
+  rollback: { active: AdapterView | null; status: Status };
+  reset: { ratings: number; runs: number; adapters: number };
+  exportData: { path: string; turns: number; ratings: number };
+  importData: { turns: number; ratings: number; skipped: number };
+}
+
+/** Input type of each verb as callers write it (defaults optional). */
+export type VerbInput<V extends VerbName> = z.input<(typeof VERBS)[V]['input']>;
+/** Input type after validation (defaults applied). */
+export type VerbParsed<V extends VerbName> = z.output<(typeof VERBS)[V]['input']>;
+export type VerbOutput<V extends VerbName> = VerbOutputs[V];
+
+/** The verbs as a typed client (`window.rein`, the HTTP client, the CLI). */
+export type ReinApi = { [V in VerbName]: (input: VerbInput<V>) => Promise<VerbOutput<V>> };
+
+export interface Events {
+  turnCaptured: TurnSummary;
+  ratingAdded: { rating: RatingView; status: Status };
+  ratingUndone: { rating: RatingView; status: Status };
+  ratingDeleted: { ratingId: number; status: Status };
+  turnDeleted: { turnId: number; status: Status };
+  turnUpdated: TurnSummary;
+  trainingProgress: TrainingProgress;
+  adapterChanged: { modelId: string; version: number; status: AdapterView['status'] };
+  settingsChanged: Partial<Settings>;
+}
+export type EventName = keyof Events;
+export const EVENT_NAMES: EventName[] = [
+  'turnCaptured',
+  'ratingAdded',
+  'ratingUndone',
+  'ratingDeleted',
+  'turnDeleted',
+  'turnUpdated',
+  'trainingProgress',
+  'adapterChanged',
+  'settingsChanged',
+];
+
+/** Subscribe to one event; returns a disposer. */
+export type Subscribe = <E extends EventName>(event: E, fn: (payload: Events[E]) => void) => () => void;
+
+/** Which transport or client did something; recorded in the audit log. */
+export type Actor = 'cli' | 'http' | 'ipc' | 'hook' | 'plugin' | 'proxy' | 'system' | 'test';

@@ -1,0 +1,126 @@
+// Domain types shared by the core, the transports and the renderer (which imports them as types only).
+// Times are Unix milliseconds. Ids are SQLite rowids.
+
+export type RatingKind = 'good' | 'bad' | 'scale';
+export type TurnState = 'unrated' | 'rated' | 'ignored' | 'expired';
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export type AdapterStatus = 'candidate' | 'active' | 'inactive' | 'rejected' | 'rolled_back';
+
+export interface ContextMessage {
+  role: string;
+  content: string;
+  name?: string;
+  [extra: string]: unknown;
+}
+
+export interface TurnSummary {
+  id: number;
+  source: string;
+  session: string | null;
+  eventId: string;
+  createdAt: number;
+  model: string | null;
+  promptPreview: string;
+  responsePreview: string;
+  state: TurnState;
+  /** The newest live (not undone) rating of this turn, if any. */
+  rating: RatingView | null;
+  onPolicy: boolean;
+}
+
+export interface Turn extends Omit<TurnSummary, 'promptPreview' | 'responsePreview'> {
+  prompt: string;
+  response: string;
+  context: ContextMessage[];
+  /** Sampled response token ids and their behaviour logprobs (on-policy turns only). */
+  tokens: number[] | null;
+  logprobs: number[] | null;
+  adapterVersion: number | null;
+  truncated: boolean;
+}
+
+export interface RatingView {
+  id: number;
+  turnId: number;
+  kind: RatingKind;
+  /** The reward: good = +1, bad = -1, scale s in 1..5 = (s-3)/2. */
+  value: number;
+  scale: number | null;
+  correction: string | null;
+  tags: string[];
+  comment: string | null;
+  rater: string;
+  modelId: string;
+  createdAt: number;
+  undone: boolean;
+  runId: number | null;
+}
+
+export interface RunView {
+  id: number;
+  modelId: string;
+  status: RunStatus;
+  trigger: 'auto' | 'manual' | 'retrain';
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  config: unknown;
+  metrics: unknown;
+  error: string | null;
+  adapterVersion: number | null;
+  samples: number;
+}
+
+export interface AdapterView {
+  id: number;
+  modelId: string;
+  version: number;
+  status: AdapterStatus;
+  path: string;
+  runId: number | null;
+  parentVersion: number | null;
+  createdAt: number;
+  emaValue: number | null;
+  metrics: unknown;
+  reason: string | null;
+  publish: Record<string, { ok: boolean; message: string; at: number }>;
+}
+
+export interface EmaPoint {
+  at: number;
+  value: number;
+  reason: 'rating' | 'undo' | 'rollback' | 'reset' | 'delete';
+  ratingId: number | null;
+}
+
+export interface Status {
+  version: string;
+  home: string;
+  model: { id: string; configured: boolean };
+  activeAdapter: { version: number; createdAt: number } | null;
+  ratings: { good: number; bad: number; scaled: number; total: number };
+  pending: number;
+  threshold: number;
+  ema: { value: number; count: number } | null;
+  turns: { total: number; unrated: number };
+  training: { state: 'idle' | 'running'; runId: number | null };
+  capture: { paused: boolean };
+}
+
+export interface TrainingProgress {
+  runId: number;
+  phase: 'preparing' | 'training' | 'evaluating' | 'publishing' | 'done' | 'failed' | 'cancelled';
+  step: number;
+  steps: number;
+  loss: number | null;
+  kl: number | null;
+  clipFraction: number | null;
+  tokensPerSecond: number | null;
+  etaSeconds: number | null;
+  message?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { advantage, emaFold, emaNext, rewardOf } from './rewards.ts';
+
+describe('rewardOf', () => {
+  it('maps good, bad and the 1-5 scale', () => {
+    expect(rewardOf('good')).toEqual({ kind: 'good', reward: 1, scale: null });
+    expect(rewardOf('bad')).toEqual({ kind: 'bad', reward: -1, scale: null });
+    expect([1, 2, 3, 4, 5].map((s) => rewardOf(s).reward)).toEqual([-1, -0.5, 0, 0.5, 1]);
+  });
+  it('rejects scales outside 1-5 and non-integers', () => {
+    for (const bad of [0, 6, 2.5, Number.NaN]) expect(() => rewardOf(bad)).toThrow(RangeError);
+  });
+});
+
+describe('EMA', () => {
+  it('is seeded by the first reward, then decays by 0.99', () => {
+    expect(emaNext(null, -1)).toBe(-1);
+    expect(emaNext(-1, 1)).toBeCloseTo(-0.98, 12);
+    expect(emaFold(null, [1, 1, -1])).toBeCloseTo(0.99 * 1 + 0.01 * -1, 12);
+    expect(emaFold(null, [])).toBeNull();
+  });
+  it('clips the advantage to +-2', () => {
+    expect(advantage(1, -1.5)).toBe(2);
+    expect(advantage(-1, 1.5)).toBe(-2);
+    expect(advantage(0.5, 0.25)).toBe(0.25);
+  });
+});
