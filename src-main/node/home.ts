@@ -1,0 +1,74 @@
+// The Rein home (default ~/.rein, or $REIN_HOME): the database, the capture token, the running core's
+// address, its lock, adapters, models, backups and logs.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { ReinError } from '../common/errors.ts';
+
+export interface ReinHome {
+  dir: string;
+  dbPath: string;
+  /** The capture/API token: >= 32 random bytes, hex, mode 0600. */
+  tokenPath: string;
+  /** Written by a running core: {pid, port, url, startedAt}. */
+  serverInfoPath: string;
+  lockPath: string;
+  adaptersDir: string;
+  modelsDir: string;
+  backupsDir: string;
+  logsDir: string;
+}
+
+export function resolveHome(env: NodeJS.ProcessEnv = process.env): ReinHome {
+  const dir = path.resolve(env.REIN_HOME && env.REIN_HOME.length > 0 ? env.REIN_HOME : path.join(homedir(), '.rein'));
+  return {
+    dir,
+    dbPath: path.join(dir, 'rein.db'),
+    tokenPath: path.join(dir, 'token'),
+    serverInfoPath: path.join(dir, 'server.json'),
+    lockPath: path.join(dir, 'core.lock'),
+    adaptersDir: path.join(dir, 'adapters'),
+    modelsDir: path.join(dir, 'models'),
+    backupsDir: path.join(dir, 'backups'),
+    logsDir: path.join(dir, 'logs'),
+  };
+}
+
+export function ensureHome(home: ReinHome): ReinHome {
+  for (const d of [home.dir, home.adaptersDir, home.modelsDir, home.backupsDir, home.logsDir]) {
+    mkdirSync(d, { recursive: true, mode: 0o700 });
+  }
+  return home;
+}
+
+/** Read the token, creating it (0600, 32 random bytes as 64 hex chars) on first use. */
+export function readOrCreateToken(home: ReinHome): string {
+  ensureHome(home);
+  try {
+    const st = lstatSync(home.tokenPath);
+    if (st.isSymbolicLink()) throw new ReinError('forbidden', `refusing to read the token through a symlink: ${home.tokenPath}`);
+    if ((st.mode & 0o077) !== 0) chmodSync(home.tokenPath, 0o600);
+    const token = readFileSync(home.tokenPath, 'utf8').trim();
+    if (/^[0-9a-f]{64,}$/.test(token)) return token;
+    throw new ReinError('internal', `the token file ${home.tokenPath} is corrupt; delete it to make a new one`);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const token = randomBytes(32).toString('hex');
+  let fd: number;
+  try {
+    fd = openSync(home.tokenPath, 'wx', 0o600);
+  } catch (e) {
+    // Another process created it first: use theirs.
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return readOrCreateToken(home);
+    throw e;
+  }
+  try {
+    writeSync(fd, token + '\n');
+  } finally {
+    closeSync(fd);
+  }
+  if ((statSync(home.tokenPath).mode & 0o777) !== 0o600) chmodSync(home.tokenPath, 0o600);
+  return token;
+}
