@@ -1,0 +1,168 @@
+// The capture server: plain node:http on 127.0.0.1 only. It carries captured turns (`POST /v1/turns`), every API
+// verb (`POST /api/<verb>`, a one-line adapter onto `core.call`), the event stream (`GET /api/events`), a health
+// check, and the built renderer's static files. Guards run in this order: Host/Origin (DNS rebinding), rate limit,
+// token, content type, body size, JSON, schema; a rejected request changes nothing.
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { VERBS } from '../../common/api.ts';
+import type { VerbName } from '../../common/api.ts';
+import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
+import type { Core } from '../core/types.ts';
+import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.ts';
+import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
+import { createSseHub } from './sse.ts';
+import { serveStatic } from './static.ts';
+import { parseVerbInput } from './validate.ts';
+
+export interface CaptureServerOptions {
+  core: Core;
+  token: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  rateLimitPerMinute: number;
+  version: string;
+  /** The built renderer (out/renderer); without it `/` is a 404. */
+  rendererDir?: string | null;
+  maxBodyBytes?: number;
+  heartbeatMs?: number;
+  /** One line per rejected request, with its reason. */
+  log?: (line: string) => void;
+}
+
+export interface CaptureServer {
+  readonly port: number;
+  /** `http://127.0.0.1:PORT/` */
+  readonly url: string;
+  sseClients(): number;
+  /** Stop accepting, end event streams and idle connections, wait for in-flight requests. */
+  close(): Promise<void>;
+}
+
+const API_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+};
+
+/** Verb names are the keys of VERBS; `Object.hasOwn` keeps `/api/constructor` and friends out. */
+function verbOf(pathname: string): VerbName | null {
+  if (pathname === '/v1/turns') return 'captureTurn';
+  const name = pathname.slice('/api/'.length);
+  return pathname.startsWith('/api/') && Object.hasOwn(VERBS, name) ? (name as VerbName) : null;
+}
+
+export async function startCaptureServer(opts: CaptureServerOptions): Promise<CaptureServer> {
+  const { core, token } = opts;
+  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const limiter = new RateLimiter(opts.rateLimitPerMinute);
+  const sse = createSseHub(core, { heartbeatMs: opts.heartbeatMs ?? 15_000, headers: { 'x-content-type-options': 'nosniff' } });
+  const disposeSettings = core.on('settingsChanged', (changed) => {
+    const n = changed['server.rateLimitPerMinute'];
+    if (typeof n === 'number') limiter.setLimit(n);
+  });
+  let port = opts.port;
+
+  function reject(req: IncomingMessage, res: ServerResponse, err: ReinError, status = HTTP_STATUS[err.code], extra: Record<string, string> = {}) {
+    log(`rein server: rejected ${req.method} ${(req.url ?? '').split('?')[0]} with ${status} ${err.code}: ${err.message}`);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.writeHead(status, { ...API_HEADERS, ...extra });
+    res.end(JSON.stringify({ error: err.toBody() }));
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const pathname = (req.url ?? '/').split('?')[0];
+    const denied = checkHostAndOrigin(req.headers, port);
+    if (denied) return reject(req, res, denied);
+    const wait = limiter.take();
+    if (wait > 0) {
+      const err = new ReinError('rate_limited', `more than ${limiter.limit} requests per minute; retry in ${wait} s`);
+      return reject(req, res, err, 429, { 'retry-after': String(wait) });
+    }
+    if (pathname === '/api/health' && (method === 'GET' || method === 'HEAD')) {
+      res.writeHead(200, API_HEADERS);
+      res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));
+      return;
+    }
+    if (pathname.startsWith('/api/') || pathname.startsWith('/v1/')) {
+      const unauthorized = checkToken(req.headers, token);
+      if (unauthorized) return reject(req, res, unauthorized, 401, { 'www-authenticate': 'Bearer realm="rein"' });
+      if (pathname === '/api/events' && method === 'GET') return sse.attach(req, res);
+      const verb = verbOf(pathname);
+      if (verb === null || method !== 'POST') return reject(req, res, new NotFoundError(`no route ${method} ${pathname}`));
+      if (!isJsonContentType(req.headers['content-type'])) {
+        const err = new ReinError('bad_input', `Content-Type must be application/json, not ${JSON.stringify(req.headers['content-type'] ?? '')}`, {
+          field: 'content-type',
+        });
+        return reject(req, res, err, 415);
+      }
+      let body: unknown;
+      try {
+        body = await readJsonBody(req, maxBody);
+      } catch (e) {
+        // Refuse an oversized body without reading the rest: answer, then close the connection.
+        if (e instanceof ReinError && e.code === 'too_large') return reject(req, res, e, 413, { connection: 'close' });
+        throw e;
+      }
+      const out = await core.call(verb, parseVerbInput(verb, body), 'http');
+      const status = pathname === '/v1/turns' && (out as { created?: boolean }).created === true ? 201 : 200;
+      res.writeHead(status, API_HEADERS);
+      res.end(JSON.stringify(out));
+      return;
+    }
+    if (opts.rendererDir && (method === 'GET' || method === 'HEAD')) return serveStatic(opts.rendererDir, pathname, method, res);
+    return reject(req, res, new NotFoundError(`no route ${method} ${pathname}`));
+  }
+
+  const server: Server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (e instanceof ReinError) return reject(req, res, e);
+      log(`rein server: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
+      reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
+    });
+  });
+  server.keepAliveTimeout = 10_000;
+
+  await new Promise<void>((resolve, rejectListen) => {
+    const onError = (e: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      rejectListen(
+        e.code === 'EADDRINUSE'
+          ? new ReinError('conflict', `port ${opts.port} on 127.0.0.1 is already in use; set server.port or pass --port`, { cause: e })
+          : e,
+      );
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve();
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen({ host: '127.0.0.1', port: opts.port, exclusive: true });
+  });
+  port = (server.address() as AddressInfo).port;
+  server.on('error', (e) => log(`rein server: ${e.message}`));
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/`,
+    sseClients: () => sse.size(),
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        disposeSettings();
+        server.close(() => resolve());
+        sse.closeAll();
+        server.closeIdleConnections();
+        // In-flight requests get a moment to finish; then the remaining sockets are cut.
+        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+      });
+      return closing;
+    },
+  };
+}
