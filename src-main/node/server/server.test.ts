@@ -1,5 +1,6 @@
 // The capture server against a small in-test Core (the store's own tests cover the real one; the CLI and the
 // end-to-end tests in this folder's siblings use the real core). Real sockets on 127.0.0.1, port 0.
+import type * as NodeCrypto from 'node:crypto';
 import http from 'node:http';
 import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import type { CaptureServer } from './server.ts';
 import { RateLimiter } from './guards.ts';
 
 vi.mock('node:crypto', async (importOriginal) => {
-  const orig = await importOriginal<typeof import('node:crypto')>();
+  const orig = await importOriginal<typeof NodeCrypto>();
   return { ...orig, timingSafeEqual: vi.fn(orig.timingSafeEqual) };
 });
 const crypto = await import('node:crypto');
