@@ -1,0 +1,213 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { memoryLog } from '../shared/log.ts';
+import { createMemoryCore } from '../test-utils/memory-core.ts';
+import { createClaudeHooks } from './handler.ts';
+import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
+
+const FIX = path.join(import.meta.dirname, '../fixtures/claude');
+const payloads = JSON.parse(readFileSync(path.join(FIX, 'payloads.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+// The payloads carry the real client's paths; the tests read the fixtures through the real reader instead.
+const readFixture = (file: string) =>
+  readTranscriptLines(path.join(FIX, file.includes('/subagents/') ? 'subagent.jsonl' : 'tool-turn.jsonl'));
+
+function setup() {
+  const core = createMemoryCore();
+  const log = memoryLog();
+  const hooks = createClaudeHooks(core, { log, readTranscript: readFixture });
+  return { core, log, hooks };
+}
+
+describe('Claude transcript fallback', () => {
+  it('finds the human prompt past tool results, meta lines, local commands and sidechains', () => {
+    const t = parseTranscriptTurn(readTranscriptLines(path.join(FIX, 'tool-turn.jsonl')));
+    expect(t.prompt).toBe('The test for `mean` fails on an empty array. Fix it in src/stats.ts.');
+    expect(t.answer).toBe('Fixed: `mean([])` now returns 0 instead of NaN. The stats tests pass.');
+    expect(t.context.map((m) => [m.role, m.name ?? m.type ?? null])).toEqual([
+      ['assistant', null],
+      ['assistant', 'Bash'],
+      ['tool', 'tool_result'],
+      ['assistant', 'Edit'],
+      ['tool', 'tool_result'],
+    ]);
+    expect(t.context[0]!.content).toBe('Let me run the tests first.');
+    expect(JSON.parse(t.context[1]!.content)).toEqual({ command: 'npm test -- stats', description: 'Run stats tests' });
+    // The 5 kB tool output is cut with a visible marker.
+    expect(t.context[2]!.content.length).toBeLessThanOrEqual(4_000);
+    expect(t.context[2]!.content).toMatch(/truncated \d+ chars/);
+    expect(t.context[2]!.is_error).toBe(true);
+    expect(t.context.some((m) => m.content.includes('Found 3 callers'))).toBe(false);
+  });
+
+  it('takes a subagent transcript, where every line is a sidechain', () => {
+    const t = parseTranscriptTurn(readTranscriptLines(path.join(FIX, 'subagent.jsonl')), { subagent: true });
+    expect(t.prompt).toBe('Find every caller of mean() in src/ and list the files.');
+    expect(t.answer).toBe('mean() is called from src/report.ts and src/summary.ts.');
+    expect(t.context.map((m) => m.name ?? m.type)).toEqual(['Grep', 'tool_result']);
+  });
+
+  it('skips a half-written last line', () => {
+    const lines = readTranscriptLines(path.join(FIX, 'tool-turn.jsonl')).filter((l) => l !== '');
+    lines.push('{"type":"assistant","message":{"content":[{"type":"te');
+    expect(parseTranscriptTurn(lines).prompt).toMatch(/^The test for `mean`/);
+  });
+
+  it('refuses a path that is not a .jsonl transcript', () => {
+    expect(() => readTranscriptLines('/etc/passwd')).toThrow(/not a transcript/);
+  });
+});
+
+describe('Claude hooks: capture', () => {
+  it('Stop after UserPromptSubmit stores prompt, answer, session and the tool calls', async () => {
+    const { core, hooks } = setup();
+    expect(await hooks.handle(payloads['user-prompt-submit'])).toEqual({});
+    expect(await hooks.handle(payloads.stop)).toEqual({});
+    expect(core.turns).toHaveLength(1);
+    const t = core.turns[0]!;
+    expect(t.source).toBe('claude-code');
+    expect(t.session).toBe(payloads.stop!.session_id);
+    expect(t.eventId).toBe(`${payloads.stop!.session_id}:p-2`);
+    expect(t.prompt).toBe(payloads['user-prompt-submit']!.prompt);
+    expect(t.response).toBe(payloads.stop!.last_assistant_message);
+    expect(t.context?.filter((m) => m.type === 'tool_use').map((m) => m.name)).toEqual(['Bash', 'Edit']);
+  });
+
+  it('a retried Stop is one turn', async () => {
+    const { core, hooks } = setup();
+    await hooks.handle(payloads['user-prompt-submit']);
+    await hooks.handle(payloads.stop);
+    await hooks.handle(payloads.stop);
+    expect(core.turns).toHaveLength(1);
+  });
+
+  it('Stop with no UserPromptSubmit seen (Rein restarted) takes the prompt from the transcript', async () => {
+    const { core, hooks } = setup();
+    await hooks.handle(payloads.stop);
+    expect(core.turns[0]?.prompt).toBe('The test for `mean` fails on an empty array. Fix it in src/stats.ts.');
+  });
+
+  it('without prompt_id the event id is a stable hash, so retries still dedupe', async () => {
+    const { core, hooks } = setup();
+    const { prompt_id: _a, ...stop } = payloads.stop!;
+    await hooks.handle(stop);
+    await hooks.handle(stop);
+    expect(core.turns).toHaveLength(1);
+    expect(core.turns[0]!.eventId).toMatch(new RegExp(`^${payloads.stop!.session_id}:h:[0-9a-f]{24}$`));
+  });
+
+  it('SubagentStop reads agent_transcript_path and is its own turn', async () => {
+    const { core, hooks } = setup();
+    await hooks.handle(payloads['user-prompt-submit']);
+    await hooks.handle(payloads['subagent-stop']);
+    await hooks.handle(payloads.stop);
+    expect(core.turns.map((t) => t.eventId)).toEqual([
+      `${payloads.stop!.session_id}:agent:a7f3`,
+      `${payloads.stop!.session_id}:p-2`,
+    ]);
+    expect(core.turns[0]!.prompt).toBe('Find every caller of mean() in src/ and list the files.');
+    expect(core.turns[0]!.response).toBe('mean() is called from src/report.ts and src/summary.ts.');
+  });
+
+  it('an unreadable transcript and no remembered prompt stores nothing, logs why, never blocks', async () => {
+    const core = createMemoryCore();
+    const log = memoryLog();
+    const hooks = createClaudeHooks(core, { log });
+    expect(await hooks.handle({ ...payloads.stop, transcript_path: '/nonexistent/x.jsonl' })).toEqual({});
+    expect(core.turns).toHaveLength(0);
+    expect(log.lines.map((l) => l.message)).toContain('Claude turn not captured: no prompt in the hook state or the transcript');
+  });
+
+  it.each([
+    ['not an object', 'hello'],
+    ['null', null],
+    ['no session', { hook_event_name: 'Stop', last_assistant_message: 'x' }],
+    ['wrong types', { ...({} as object), hook_event_name: 'Stop', session_id: 42 }],
+    ['unknown event', { hook_event_name: 'PreToolUse', session_id: 's' }],
+  ])('a malformed post (%s) answers {} and logs the reason', async (_name, body) => {
+    const { core, log, hooks } = setup();
+    expect(await hooks.handle(body)).toEqual({});
+    expect(core.turns).toHaveLength(0);
+    expect(log.lines[0]?.message).toMatch(/does not match its schema/);
+  });
+
+  it('a core failure while capturing is logged and answered {}', async () => {
+    const { core, log, hooks } = setup();
+    await hooks.handle(payloads['user-prompt-submit']);
+    // An oversized session id fails the captureTurn schema inside the core.
+    const res = await hooks.handle({ ...payloads.stop, session_id: 's'.repeat(600) });
+    expect(res).toEqual({});
+    expect(core.turns).toHaveLength(0);
+    expect(log.lines.some((l) => l.level !== 'info')).toBe(true);
+  });
+});
+
+describe('Claude hooks: /rl', () => {
+  it('UserPromptExpansion then UserPromptSubmit of one /rl good record one rating and both block', async () => {
+    const { core, hooks } = setup();
+    await hooks.handle(payloads['user-prompt-submit']);
+    await hooks.handle(payloads.stop);
+    const a = await hooks.handle(payloads['rl-expansion']);
+    const b = await hooks.handle(payloads['rl-submit']);
+    expect(a).toEqual({ decision: 'block', reason: 'Rated 👍 · 1 pending · next training at 32' });
+    expect(b).toEqual(a);
+    expect(core.ratings).toHaveLength(1);
+    expect(core.ratings[0]!.turnId).toBe(core.turns[0]!.id);
+  });
+
+  it('rates the newest unrated turn of that session only', async () => {
+    const { core, hooks } = setup();
+    const s1 = payloads.stop!.session_id as string;
+    await core.call('captureTurn', { source: 'claude-code', session: s1, eventId: 'a', prompt: 'p1', response: 'r1' }, 'test');
+    await core.call('captureTurn', { source: 'claude-code', session: 'other', eventId: 'b', prompt: 'p2', response: 'r2' }, 'test');
+    const r = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl 👎', prompt_id: 'p-9' });
+    expect(r.reason).toBe('Rated 👎 · 1 pending · next training at 32');
+    expect(core.ratings[0]!.turnId).toBe(1);
+    const again = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl good', prompt_id: 'p-10' });
+    expect(again.reason).toMatch(/^Nothing to rate in this session yet/);
+    expect(core.ratings).toHaveLength(1);
+  });
+
+  it('fix, undo and status answer with real numbers', async () => {
+    const { core, hooks } = setup();
+    const s = payloads.stop!.session_id as string;
+    await core.call('captureTurn', { source: 'claude-code', session: s, eventId: 'a', prompt: 'p', response: 'r' }, 'test');
+    const fix = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl fix "use a guard clause"', prompt_id: 'q1' });
+    expect(fix.reason).toBe('Saved your correction (👎 + fix) · 1 pending · next training at 32');
+    expect(core.ratings[0]).toMatchObject({ kind: 'bad', correction: 'use a guard clause' });
+    const st = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl status', prompt_id: 'q2' });
+    expect(st.reason).toBe('Rein · 1 pending · next training at 32 · 1 ratings (0 👍 · 1 👎 · 0 scored) · 0 unrated turns · base model (no adapter yet)');
+    const undo = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl undo', prompt_id: 'q3' });
+    expect(undo.reason).toBe('Undid 👎 · 0 pending · next training at 32');
+  });
+
+  it('a malformed /rl blocks with the usage (it must not reach the model)', async () => {
+    const { core, hooks } = setup();
+    const r = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl 9' });
+    expect(r.decision).toBe('block');
+    expect(r.reason).toMatch(/1 to 5/);
+    expect(core.ratings).toHaveLength(0);
+  });
+
+  it('other prompts and other slash commands pass through with {}', async () => {
+    const { hooks } = setup();
+    expect(await hooks.handle({ ...payloads['rl-submit'], prompt: 'please /rl good this' })).toEqual({});
+    expect(await hooks.handle({ ...payloads['rl-expansion'], command_name: 'review', command_args: '', prompt: '/review' })).toEqual({});
+  });
+
+  it('without prompt_id the same /rl text twice within seconds is one rating, later it is a new one', async () => {
+    let t = 1_000_000;
+    const core = createMemoryCore();
+    const hooks = createClaudeHooks(core, { log: memoryLog(), now: () => t });
+    const s = payloads.stop!.session_id as string;
+    for (const id of ['a', 'b']) await core.call('captureTurn', { source: 'claude-code', session: s, eventId: id, prompt: 'p', response: 'r' }, 'test');
+    const { prompt_id: _x, ...exp } = payloads['rl-expansion']!;
+    const { prompt_id: _y, ...sub } = payloads['rl-submit']!;
+    await hooks.handle(exp);
+    await hooks.handle(sub);
+    expect(core.ratings).toHaveLength(1);
+    t += 30_000;
+    await hooks.handle(sub);
+    expect(core.ratings.map((r) => r.turnId)).toEqual([2, 1]);
+  });
+});

@@ -1,0 +1,170 @@
+// The Claude Code `type:"http"` hooks (shared/SPECS.md, notes/REAL_CLIENTS.md). Stop and SubagentStop capture a
+// turn; UserPromptSubmit and UserPromptExpansion answer `/rl …` with a block decision so no model request is made.
+// Whatever happens, the reply is a 2xx JSON object: `{}` lets Claude go on; errors are logged, never raised.
+import { z } from 'zod';
+import type { ContextMessage } from '../../../common/domain.ts';
+import { parseRl, parseRlArgs } from '../../../common/rl-command.ts';
+import type { RlParse } from '../../../common/rl-command.ts';
+import type { Core } from '../../core/types.ts';
+import type { HookLog } from '../shared/log.ts';
+import { runRl } from '../shared/rl.ts';
+import { RecentMap, stableHash } from '../shared/text.ts';
+import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
+import type { TranscriptTurn } from './transcript.ts';
+
+export const CLAUDE_SOURCE = 'claude-code';
+
+const Common = {
+  session_id: z.string().min(1).max(512),
+  transcript_path: z.string().max(4096).optional(),
+  cwd: z.string().max(4096).optional(),
+  prompt_id: z.string().min(1).max(512).optional(),
+  agent_id: z.string().min(1).max(512).optional(),
+};
+
+const StopPayload = z.looseObject({
+  ...Common,
+  hook_event_name: z.literal('Stop'),
+  last_assistant_message: z.string().nullable().optional(),
+  stop_hook_active: z.boolean().optional(),
+});
+const SubagentStopPayload = z.looseObject({
+  ...Common,
+  hook_event_name: z.literal('SubagentStop'),
+  agent_transcript_path: z.string().max(4096).optional(),
+  agent_type: z.string().max(256).optional(),
+  last_assistant_message: z.string().nullable().optional(),
+});
+const PromptPayload = z.looseObject({ ...Common, hook_event_name: z.literal('UserPromptSubmit'), prompt: z.string() });
+const ExpansionPayload = z.looseObject({
+  ...Common,
+  hook_event_name: z.literal('UserPromptExpansion'),
+  command_name: z.string().max(256).optional(),
+  command_args: z.string().optional(),
+  prompt: z.string().optional(),
+});
+export const ClaudeHookPayload = z.discriminatedUnion('hook_event_name', [
+  StopPayload,
+  SubagentStopPayload,
+  PromptPayload,
+  ExpansionPayload,
+]);
+
+export type HookAnswer = Record<string, unknown>;
+
+export interface ClaudeHooksOptions {
+  log: HookLog;
+  /** Reads a transcript's lines; tests pass fixtures through the real reader. */
+  readTranscript?: (file: string) => string[];
+  now?: () => number;
+}
+
+export interface ClaudeHooks {
+  handle(body: unknown): Promise<HookAnswer>;
+}
+
+export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeHooks {
+  const log = opts.log;
+  const readTranscript = opts.readTranscript ?? readTranscriptLines;
+  const now = opts.now ?? Date.now;
+  // prompt_id (or session) → the human prompt seen by UserPromptSubmit, for the Stop that follows.
+  const prompts = new RecentMap<string>(2_000, 6 * 3600_000, now);
+  // An `/rl` is seen by UserPromptExpansion and then UserPromptSubmit; the second gets the first's answer.
+  // Keyed by prompt_id when the client sends one; otherwise by the text for a few seconds only, so typing the
+  // same `/rl good` again a minute later rates the next turn.
+  const rlById = new RecentMap<Promise<string>>(500, 120_000, now);
+  const rlByText = new RecentMap<Promise<string>>(500, 5_000, now);
+
+  function rl(session: string, promptId: string | undefined, text: string, parsed: RlParse): Promise<HookAnswer> {
+    const seen = promptId === undefined ? rlByText : rlById;
+    const key = promptId === undefined ? `${session}\0${text.trim()}` : `${session}\0${promptId}`;
+    let reply = seen.get(key);
+    if (reply === undefined) {
+      reply = runRl(core, parsed, { session, rater: 'claude-code /rl', actor: 'hook', allowAdmin: true }, log);
+      seen.set(key, reply);
+    }
+    return reply.then((reason) => ({ decision: 'block', reason }));
+  }
+
+  function transcriptTurn(file: string | undefined, subagent: boolean): TranscriptTurn | null {
+    if (file === undefined || file === '') return null;
+    try {
+      return parseTranscriptTurn(readTranscript(file), { subagent });
+    } catch (e) {
+      log('warn', 'could not read the Claude transcript', { file, message: (e as Error).message });
+      return null;
+    }
+  }
+
+  async function capture(p: z.infer<typeof StopPayload> | z.infer<typeof SubagentStopPayload>): Promise<HookAnswer> {
+    const subagent = p.hook_event_name === 'SubagentStop';
+    const file = subagent ? ((p as z.infer<typeof SubagentStopPayload>).agent_transcript_path ?? p.transcript_path) : p.transcript_path;
+    const fromTranscript = transcriptTurn(file, subagent);
+    const remembered = subagent ? undefined : prompts.get(promptKey(p.session_id, p.prompt_id));
+    const prompt = remembered ?? fromTranscript?.prompt ?? null;
+    const response = p.last_assistant_message ?? fromTranscript?.answer ?? null;
+    if (prompt === null || prompt.trim() === '') {
+      log('warn', 'Claude turn not captured: no prompt in the hook state or the transcript', { event: p.hook_event_name, session: p.session_id });
+      return {};
+    }
+    if (response === null || response.trim() === '') {
+      log('info', 'Claude turn not captured: the turn has no assistant text', { event: p.hook_event_name, session: p.session_id });
+      return {};
+    }
+    // Stop may be retried (and fires again after a stop-hook continuation): one prompt → one turn.
+    const id = subagent
+      ? `agent:${p.agent_id ?? stableHash(prompt, response)}`
+      : (p.prompt_id ?? `h:${stableHash(prompt, response)}`);
+    const context: ContextMessage[] = fromTranscript?.context ?? [];
+    const r = await core.call(
+      'captureTurn',
+      { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}) },
+      'hook',
+    );
+    log('info', r.created ? 'captured a Claude Code turn' : 'Claude Code turn already captured', { turnId: r.turn.id, event: p.hook_event_name });
+    return {};
+  }
+
+  return {
+    async handle(body) {
+      const parsed = ClaudeHookPayload.safeParse(body);
+      if (!parsed.success) {
+        const ev = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).hook_event_name : undefined;
+        log('warn', 'ignored a Claude hook post that does not match its schema', {
+          event: typeof ev === 'string' ? ev.slice(0, 64) : null,
+          issue: parsed.error.issues[0] ? `${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}` : 'invalid',
+        });
+        return {};
+      }
+      const p = parsed.data;
+      try {
+        switch (p.hook_event_name) {
+          case 'UserPromptSubmit': {
+            const cmd = parseRl(p.prompt);
+            if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd);
+            prompts.set(promptKey(p.session_id, p.prompt_id), p.prompt);
+            if (p.prompt_id !== undefined) prompts.set(promptKey(p.session_id, undefined), p.prompt);
+            return {};
+          }
+          case 'UserPromptExpansion': {
+            if (p.command_name !== 'rl') return {};
+            const cmd = p.prompt !== undefined ? (parseRl(p.prompt) ?? parseRlArgs(p.command_args ?? '')) : parseRlArgs(p.command_args ?? '');
+            const text = p.prompt ?? `/rl ${p.command_args ?? ''}`.trim();
+            return await rl(p.session_id, p.prompt_id, text, cmd);
+          }
+          case 'Stop':
+          case 'SubagentStop':
+            return await capture(p);
+        }
+      } catch (e) {
+        log('error', 'Claude hook failed', { event: p.hook_event_name, message: (e as Error).message });
+        return {};
+      }
+    },
+  };
+}
+
+function promptKey(session: string, promptId: string | undefined): string {
+  // Without prompt_id (older clients) the newest prompt of the session is the one its Stop belongs to.
+  return promptId === undefined ? `s:${session}` : `p:${session}:${promptId}`;
+}
