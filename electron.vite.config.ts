@@ -1,0 +1,42 @@
+// electron-vite with the project's folder names (shared/notes/TOOLCHAIN.md): main from src-main/electron-main,
+// the preload from src-preload, the renderer from src-renderer. Output goes to out/{main,preload,renderer}.
+import path from 'node:path';
+import { defineConfig } from 'electron-vite';
+import react from '@vitejs/plugin-react';
+
+const root = import.meta.dirname;
+// Native addons are loaded from node_modules at run time, never bundled.
+const NATIVE = ['better-sqlite3', 'onnxruntime-node', 'node-llama-cpp'];
+
+export default defineConfig({
+  main: {
+    build: {
+      outDir: path.join(root, 'out/main'),
+      externalizeDeps: true,
+      rollupOptions: {
+        input: { index: path.join(root, 'src-main/electron-main/index.ts') },
+        external: NATIVE,
+      },
+    },
+  },
+  preload: {
+    build: {
+      outDir: path.join(root, 'out/preload'),
+      // A sandboxed preload can require only `electron` and a few builtins, so its dependencies (zod, through the
+      // verb list in common/api.ts) are bundled in, and it is CommonJS: an ESM preload cannot run sandboxed.
+      externalizeDeps: false,
+      rollupOptions: {
+        input: { index: path.join(root, 'src-preload/index.ts') },
+        output: { format: 'cjs', entryFileNames: '[name].cjs' },
+      },
+    },
+  },
+  renderer: {
+    root: path.join(root, 'src-renderer'),
+    plugins: [react()],
+    build: {
+      outDir: path.join(root, 'out/renderer'),
+      rollupOptions: { input: { index: path.join(root, 'src-renderer/index.html') } },
+    },
+  },
+});

@@ -1,0 +1,74 @@
+import { useShallow } from 'zustand/shallow';
+import { useRein } from '../store/react.tsx';
+import { firstLines, selectCurrentTurn } from '../store/turns.ts';
+import { timeAgo } from './format.ts';
+
+export function RatingCard() {
+  const { turn, loaded, busy, error, rate, undo, turnsError } = useRein(
+    useShallow((s) => ({
+      turn: selectCurrentTurn(s),
+      loaded: s.turnsLoaded,
+      busy: s.ratingTurnId !== null,
+      error: s.rateError,
+      rate: s.rate,
+      undo: s.undo,
+      turnsError: s.turnsError,
+    })),
+  );
+  if (turnsError) {
+    return (
+      <section className="card empty" role="alert">
+        <p>Cannot load turns: {turnsError.message}</p>
+      </section>
+    );
+  }
+  if (!turn) {
+    return (
+      <section className="card empty" aria-live="polite">
+        <h2>{loaded ? 'No answers to rate yet' : 'Loading…'}</h2>
+        {loaded && <p>When your coding agent answers, the answer shows up here. Rate it Good or Bad, and Rein learns from it.</p>}
+      </section>
+    );
+  }
+  const prompt = firstLines(turn.promptPreview, 3);
+  const answer = firstLines(turn.responsePreview, 6);
+  const rated = turn.rating?.kind;
+  return (
+    <section className="card" aria-labelledby="card-title" data-testid="rating-card" data-turn-id={turn.id}>
+      <div className="card-meta">
+        <h2 id="card-title" className="agent">
+          {turn.source}
+        </h2>
+        {turn.session && (
+          <span className="session" title={turn.session}>
+            {turn.session}
+          </span>
+        )}
+        {turn.model && <span className="model-tag">{turn.model}</span>}
+        <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt)}</time>
+      </div>
+      <div className="exchange">
+        <p className="label">Prompt</p>
+        <pre className="prompt">{prompt.text || '(empty)'}{prompt.cut && <span className="more">…</span>}</pre>
+        <p className="label">Answer</p>
+        <pre className="answer">{answer.text || '(empty)'}{answer.cut && <span className="more">…</span>}</pre>
+      </div>
+      <div className="actions" role="group" aria-label="Rate this answer">
+        <button type="button" className="rate good" aria-pressed={rated === 'good'} disabled={busy} onClick={() => void rate(turn.id, 'good')}>
+          <span aria-hidden="true">👍</span> Good <kbd>1</kbd>
+        </button>
+        <button type="button" className="rate bad" aria-pressed={rated === 'bad'} disabled={busy} onClick={() => void rate(turn.id, 'bad')}>
+          <span aria-hidden="true">👎</span> Bad <kbd>2</kbd>
+        </button>
+        {rated && (
+          <button type="button" className="undo" onClick={() => void undo()}>
+            Undo <kbd>U</kbd>
+          </button>
+        )}
+      </div>
+      <p className="card-state" aria-live="polite" data-testid="card-state">
+        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : 'Bad'}.` : 'Not rated yet.'}
+      </p>
+    </section>
+  );
+}

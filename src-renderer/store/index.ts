@@ -1,0 +1,68 @@
+// One store built from slices (house style rule 12; zustand's slices pattern). Middleware, if any, goes here
+// on the combined store only. Components read it through named selectors.
+import { createStore } from 'zustand/vanilla';
+import type { StoreApi } from 'zustand/vanilla';
+import type { ReinClient } from '../services/api.ts';
+import { createSettingsSlice } from './settings.ts';
+import { createStatusSlice } from './status.ts';
+import { createTrainingSlice } from './training.ts';
+import { createTurnsSlice } from './turns.ts';
+import type { ReinState } from './types.ts';
+
+export type ReinStore = StoreApi<ReinState>;
+
+export function createReinStore(client: ReinClient): ReinStore {
+  return createStore<ReinState>()((...a) => ({
+    ...createStatusSlice(client)(...a),
+    ...createTurnsSlice(client)(...a),
+    ...createSettingsSlice(client)(...a),
+    ...createTrainingSlice(client)(...a),
+    init: async () => {
+      const s = a[1]();
+      await Promise.all([s.loadStatus(), s.loadTurns(), s.loadSettings(), s.loadRuns()]);
+    },
+  }));
+}
+
+/**
+ * Keep the store current from the core's events. Returns one disposer for every subscription.
+ * Events that carry a status replace it; a captured turn changes the counts, so the status is reloaded.
+ */
+export function connectEvents(store: ReinStore, client: ReinClient): () => void {
+  const s = () => store.getState();
+  const offs = [
+    client.on('turnCaptured', (turn) => {
+      s().applyTurn(turn);
+      void s().loadStatus();
+    }),
+    client.on('turnUpdated', (turn) => s().applyTurn(turn)),
+    client.on('ratingAdded', ({ rating, status }) => {
+      s().applyRating(rating);
+      s().setStatus(status);
+    }),
+    client.on('ratingUndone', ({ rating, status }) => {
+      s().applyRating(rating);
+      s().setStatus(status);
+    }),
+    client.on('ratingDeleted', ({ status }) => {
+      s().setStatus(status);
+      void s().loadTurns();
+    }),
+    client.on('turnDeleted', ({ turnId, status }) => {
+      s().removeTurn(turnId);
+      s().setStatus(status);
+    }),
+    client.on('trainingProgress', (p) => s().setProgress(p)),
+    client.on('adapterChanged', () => void s().loadStatus()),
+    client.on('settingsChanged', (changed) => {
+      s().applySettings(changed);
+      void s().loadStatus();
+    }),
+  ];
+  if (client.onReconnect) offs.push(client.onReconnect(() => void s().init()));
+  return () => {
+    for (const off of offs) off();
+  };
+}
+
+export type { ReinState } from './types.ts';

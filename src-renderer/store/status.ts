@@ -1,0 +1,45 @@
+import type { ReinClient } from '../services/api.ts';
+import { toApiError } from '../services/api.ts';
+import type { ReinState, Slice, StatusSlice } from './types.ts';
+
+export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
+  return (set) => ({
+    status: null,
+    statusError: null,
+    loadStatus: async () => {
+      try {
+        set({ status: await client.status({}), statusError: null });
+      } catch (e) {
+        set({ statusError: toApiError(e) });
+      }
+    },
+    setStatus: (status) => set({ status, statusError: null }),
+  });
+}
+
+export const selectStatus = (s: ReinState) => s.status;
+
+/** Ratings waiting for the next training round, as a fraction of the threshold (0..1, capped). */
+export function selectPendingProgress(s: ReinState): { pending: number; threshold: number; fraction: number } | null {
+  if (!s.status) return null;
+  const { pending, threshold } = s.status;
+  return { pending, threshold, fraction: threshold > 0 ? Math.min(1, pending / threshold) : 0 };
+}
+
+export function selectCounts(s: ReinState): { good: number; bad: number; total: number } | null {
+  if (!s.status) return null;
+  const { good, bad, total } = s.status.ratings;
+  return { good, bad, total };
+}
+
+/** The EMA baseline as a signed number with two decimals, or null before the first rating seeds it. */
+export function selectEmaText(s: ReinState): string | null {
+  const ema = s.status?.ema;
+  if (!ema) return null;
+  return (ema.value >= 0 ? '+' : '−') + Math.abs(ema.value).toFixed(2);
+}
+
+export function selectAdapterText(s: ReinState): string {
+  const a = s.status?.activeAdapter;
+  return a ? `v${a.version}` : 'base model';
+}

@@ -1,0 +1,53 @@
+import type { ReinClient } from '../services/api.ts';
+import { toApiError } from '../services/api.ts';
+import type { ReinState, Slice, TrainingSlice } from './types.ts';
+
+export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
+  return (set, get) => ({
+    runs: [],
+    progress: null,
+    trainingUnavailable: null,
+    trainingError: null,
+    trainingStarting: false,
+    loadRuns: async () => {
+      try {
+        set({ runs: await client.listRuns({ limit: 10 }), trainingError: null });
+      } catch (e) {
+        const err = toApiError(e);
+        if (err.code === 'not_available') set({ trainingUnavailable: err.message });
+        else set({ trainingError: err });
+      }
+    },
+    startTraining: async () => {
+      if (get().trainingStarting) return;
+      set({ trainingStarting: true, trainingError: null });
+      try {
+        await client.startTraining({});
+        set({ trainingUnavailable: null });
+        await get().loadRuns();
+      } catch (e) {
+        const err = toApiError(e);
+        if (err.code === 'not_available') set({ trainingUnavailable: err.message });
+        else set({ trainingError: err });
+      } finally {
+        set({ trainingStarting: false });
+      }
+    },
+    setProgress: (progress) => set({ progress }),
+  });
+}
+
+export const selectRuns = (s: ReinState) => s.runs;
+
+/** Training as the header shows it: running with a fraction, idle, or not available yet (with the core's reason). */
+export function selectTrainingView(
+  s: ReinState,
+): { kind: 'unavailable'; message: string } | { kind: 'running'; fraction: number; phase: string } | { kind: 'idle' } {
+  if (s.trainingUnavailable) return { kind: 'unavailable', message: s.trainingUnavailable };
+  const p = s.progress;
+  if (p && !['done', 'failed', 'cancelled'].includes(p.phase)) {
+    return { kind: 'running', fraction: p.steps > 0 ? Math.min(1, p.step / p.steps) : 0, phase: p.phase };
+  }
+  if (s.status?.training.state === 'running') return { kind: 'running', fraction: 0, phase: 'running' };
+  return { kind: 'idle' };
+}
