@@ -1,0 +1,130 @@
+// LoRA (Hu et al. 2021, arXiv:2106.09685) on a model's linear weights, in PEFT's layout and conventions
+// (huggingface/peft src/peft/tuners/lora/layer.py): for W [out, in], A is [r, in] and B is [out, r];
+// ΔW = scale · B·A with scale = alpha / r, or alpha / √r with rsLoRA (Kalajdzievski 2023, arXiv:2312.03732).
+// A starts uniform in ±1/√in (PEFT's kaiming_uniform_(a=√5) bound reduces to 1/√fan_in), B starts at zero,
+// so a fresh adapter leaves the model unchanged.
+import { ReinError } from '../errors.ts';
+import { modulePath } from './models/params.ts';
+import type { ResolvedParam } from './models/params.ts';
+import { Rng } from './rng.ts';
+
+export const DEFAULT_LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
+
+export interface LoraSpec {
+  r: number;
+  alpha: number;
+  /** Scale alpha/√r instead of alpha/r. */
+  rslora: boolean;
+  /** Module names, matched against the last path segment of each linear weight (PEFT target_modules). */
+  targets: readonly string[];
+  /** Recorded in adapter_config.json; the trainer applies it (or not). */
+  dropout: number;
+}
+
+export class LoraError extends ReinError {
+  constructor(message: string, detail?: unknown) {
+    super('bad_input', message, { detail });
+    this.name = 'LoraError';
+  }
+}
+
+export function loraSpec(partial: Partial<LoraSpec> = {}): LoraSpec {
+  const spec: LoraSpec = {
+    r: partial.r ?? 16,
+    alpha: partial.alpha ?? 32,
+    rslora: partial.rslora ?? false,
+    targets: partial.targets ?? DEFAULT_LORA_TARGETS,
+    dropout: partial.dropout ?? 0,
+  };
+  if (!Number.isInteger(spec.r) || spec.r < 1) throw new LoraError(`LoRA rank r must be a positive integer, got ${spec.r}`);
+  if (!Number.isFinite(spec.alpha) || spec.alpha <= 0) throw new LoraError(`LoRA alpha must be positive, got ${spec.alpha}`);
+  if (!(spec.dropout >= 0 && spec.dropout < 1)) throw new LoraError(`LoRA dropout must be in [0, 1), got ${spec.dropout}`);
+  if (spec.targets.length === 0) throw new LoraError('LoRA needs at least one target module');
+  return spec;
+}
+
+export function loraScale(spec: Pick<LoraSpec, 'r' | 'alpha' | 'rslora'>): number {
+  return spec.rslora ? spec.alpha / Math.sqrt(spec.r) : spec.alpha / spec.r;
+}
+
+export interface LoraPair {
+  /** The base weight's HF key, e.g. 'model.layers.0.self_attn.q_proj.weight'. */
+  baseKey: string;
+  module: string;
+  layer: number;
+  inFeatures: number;
+  outFeatures: number;
+  /** [r, in], row-major. */
+  a: Float32Array;
+  /** [out, r], row-major. */
+  b: Float32Array;
+}
+
+export interface LoraAdapter {
+  spec: LoraSpec;
+  pairs: LoraPair[];
+}
+
+/** PEFT's tensor keys for a pair: base_model.model.<module path>.lora_A.weight / .lora_B.weight. */
+export function peftKeys(baseKey: string): { a: string; b: string } {
+  const prefix = `base_model.model.${modulePath(baseKey)}`;
+  return { a: `${prefix}.lora_A.weight`, b: `${prefix}.lora_B.weight` };
+}
+
+/** The linear weights a spec targets, in table order. Throws when a target matches nothing (a typo loses training). */
+export function loraTargets(linears: readonly ResolvedParam[], spec: LoraSpec): ResolvedParam[] {
+  const chosen = linears.filter((p) => p.module !== null && p.layer !== null && spec.targets.includes(p.module));
+  for (const t of spec.targets) {
+    if (!chosen.some((p) => p.module === t)) {
+      const known = [...new Set(linears.map((p) => p.module))].join(', ');
+      throw new LoraError(`LoRA target module "${t}" matches no linear weight of this model (it has: ${known})`, { target: t });
+    }
+  }
+  return chosen;
+}
+
+/** A fresh adapter: A ~ U(±1/√in) from a seeded stream per tensor, B = 0. */
+export function fromBase(linears: readonly ResolvedParam[], spec: LoraSpec, seed: number): LoraAdapter {
+  const rng = new Rng(seed);
+  const pairs = loraTargets(linears, spec).map((p): LoraPair => {
+    const [outFeatures, inFeatures] = p.shape as [number, number];
+    const bound = 1 / Math.sqrt(inFeatures);
+    const a = rng.fork(p.hfKey).fillUniform(new Float32Array(spec.r * inFeatures), -bound, bound);
+    return { baseKey: p.hfKey, module: p.module!, layer: p.layer!, inFeatures, outFeatures, a, b: new Float32Array(outFeatures * spec.r) };
+  });
+  return { spec, pairs };
+}
+
+/**
+ * W + scale·B·A for W [out, in], as a new array of W's type. The product is accumulated in float64, so a
+ * zero B returns W bit for bit.
+ */
+export function fuse<A extends Float32Array | Float64Array>(
+  base: A,
+  pair: Pick<LoraPair, 'a' | 'b' | 'inFeatures' | 'outFeatures'>,
+  r: number,
+  scale: number,
+): A {
+  const { a, b, inFeatures: nIn, outFeatures: nOut } = pair;
+  if (base.length !== nOut * nIn) throw new LoraError(`fuse: base has ${base.length} values, expected [${nOut}, ${nIn}]`);
+  if (a.length !== r * nIn || b.length !== nOut * r) {
+    throw new LoraError(`fuse: A must be [${r}, ${nIn}] and B [${nOut}, ${r}], got ${a.length} and ${b.length} values`);
+  }
+  const out = base.slice() as A;
+  const row = new Float64Array(nIn);
+  for (let o = 0; o < nOut; o++) {
+    row.fill(0);
+    let any = false;
+    for (let k = 0; k < r; k++) {
+      const bk = b[o * r + k]!;
+      if (bk === 0) continue;
+      any = true;
+      const off = k * nIn;
+      for (let i = 0; i < nIn; i++) row[i] += bk * a[off + i]!;
+    }
+    if (!any) continue;
+    const off = o * nIn;
+    for (let i = 0; i < nIn; i++) out[off + i] = base[off + i]! + scale * row[i]!;
+  }
+  return out;
+}

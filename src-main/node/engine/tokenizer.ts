@@ -1,0 +1,184 @@
+// A model's tokenizer and chat template: tokenizer.json through @huggingface/tokenizers, the chat template
+// (tokenizer_config.json "chat_template", or a chat_template.jinja file beside it, as newer transformers
+// write) through @huggingface/jinja, with the same variables transformers' apply_chat_template passes
+// (messages, add_generation_prompt, bos_token, eos_token; raise_exception is built into the jinja runtime).
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { ReinError } from '../../common/errors.ts';
+import type { ContextMessage } from '../../common/domain.ts';
+
+export class TokenizerError extends ReinError {
+  constructor(message: string, detail?: unknown) {
+    super('bad_input', message, { detail });
+    this.name = 'TokenizerError';
+  }
+}
+
+export type ChatMessage = ContextMessage;
+
+/** Token ids for one rated turn: the chat-formatted prompt up to the assistant header, then the response. */
+export interface EncodedTurn {
+  promptIds: number[];
+  responseIds: number[];
+}
+
+interface TokenizerJson {
+  model?: { vocab?: Record<string, number> | [string, number][] };
+  added_tokens?: { id: number; content: string; special?: boolean }[];
+}
+
+/** One more than the largest id in a parsed tokenizer.json (model vocab and added tokens); 0 when empty. */
+export function tokenizerJsonSize(tokenizerJson: unknown): number {
+  const tj = tokenizerJson as TokenizerJson;
+  const vocab = tj?.model?.vocab;
+  let maxId = -1;
+  if (Array.isArray(vocab)) maxId = vocab.length - 1; // Unigram: [piece, score] pairs, id = index
+  else if (vocab !== undefined && typeof vocab === 'object' && vocab !== null) for (const id of Object.values(vocab)) maxId = Math.max(maxId, id);
+  for (const t of tj?.added_tokens ?? []) maxId = Math.max(maxId, t.id);
+  return maxId + 1;
+}
+
+function readJson(file: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TokenizerError(`cannot read ${what} ${file}: ${(e as Error).message}`, { path: file });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new TokenizerError(`${what} ${file} is not valid JSON: ${(e as Error).message}`, { path: file });
+  }
+}
+
+/** tokenizer_config.json writes special tokens as a string or as an AddedToken object {content, …}. */
+function tokenText(v: unknown): string | null {
+  if (typeof v === 'string') return v;
+  if (v !== null && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string') return (v as { content: string }).content;
+  return null;
+}
+
+export class ReinTokenizer {
+  readonly dir: string;
+  /** One more than the largest token id (vocab and added tokens): the embedding must have at least this many rows. */
+  readonly size: number;
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  readonly bosId: number | null;
+  /** End-of-turn ids: the config's eos_token plus any generation_config eos ids passed in. */
+  readonly eosIds: number[];
+  readonly chatTemplate: string | null;
+  private readonly tok: Tokenizer;
+  private readonly template: Template | null;
+
+  constructor(dir: string, tokenizerJson: unknown, config: Record<string, unknown>, chatTemplate: string | null, extraEos: number[] = []) {
+    this.dir = dir;
+    this.size = tokenizerJsonSize(tokenizerJson);
+    if (this.size === 0) throw new TokenizerError(`tokenizer.json in ${dir} has no vocabulary`, { dir });
+    try {
+      this.tok = new Tokenizer(tokenizerJson as object, config);
+    } catch (e) {
+      throw new TokenizerError(`tokenizer.json in ${dir} could not be loaded: ${(e as Error).message}`, { dir });
+    }
+    this.bosToken = tokenText(config.bos_token);
+    this.eosToken = tokenText(config.eos_token);
+    this.bosId = this.bosToken === null ? null : (this.tok.token_to_id(this.bosToken) ?? null);
+    const eos = this.eosToken === null ? undefined : this.tok.token_to_id(this.eosToken);
+    this.eosIds = [...new Set([...(eos === undefined ? [] : [eos]), ...extraEos])];
+    this.chatTemplate = chatTemplate;
+    try {
+      this.template = chatTemplate === null ? null : new Template(chatTemplate);
+    } catch (e) {
+      throw new TokenizerError(`the chat template in ${dir} does not parse: ${(e as Error).message}`, { dir });
+    }
+  }
+
+  /** Token ids of plain text. Chat-formatted text already holds its special tokens, so none are added by default. */
+  encode(text: string, opts: { addSpecialTokens?: boolean } = {}): number[] {
+    return this.tok.encode(text, { add_special_tokens: opts.addSpecialTokens ?? false }).ids;
+  }
+
+  decode(ids: readonly number[], opts: { skipSpecialTokens?: boolean } = {}): string {
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.size) throw new TokenizerError(`token id ${id} is outside the vocabulary (size ${this.size})`);
+    }
+    return this.tok.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false });
+  }
+
+  tokenToId(token: string): number | null {
+    return this.tok.token_to_id(token) ?? null;
+  }
+
+  /** The chat template rendered to text. */
+  renderChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean }): string {
+    if (this.template === null) throw new TokenizerError(`the tokenizer in ${this.dir} has no chat template`, { dir: this.dir });
+    if (messages.length === 0) throw new TokenizerError('a chat needs at least one message');
+    try {
+      return this.template.render({
+        messages,
+        add_generation_prompt: opts.addGenerationPrompt,
+        bos_token: this.bosToken ?? '',
+        eos_token: this.eosToken ?? '',
+      });
+    } catch (e) {
+      // Also what a template's own raise_exception (a jinja built-in) lands in.
+      throw new TokenizerError(`the chat template failed to render: ${(e as Error).message}`, { dir: this.dir });
+    }
+  }
+
+  encodeChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean }): number[] {
+    return this.encode(this.renderChat(messages, opts));
+  }
+
+  /**
+   * Token ids for training on one turn. The prompt is the chat rendered with add_generation_prompt (exactly
+   * what the model saw before it answered). The response is the rest of the chat rendered with the
+   * assistant message appended, tokenised on its own (so the prompt ids are a true prefix, as at sampling
+   * time), and cut after its first end-of-turn token: text a template adds after that (Qwen's trailing
+   * "\n") is formatting, not the answer.
+   */
+  encodeTurn(prompt: string | readonly ChatMessage[], response: string): EncodedTurn {
+    const context: ChatMessage[] = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : [...prompt];
+    const promptText = this.renderChat(context, { addGenerationPrompt: true });
+    const fullText = this.renderChat([...context, { role: 'assistant', content: response }], { addGenerationPrompt: false });
+    if (!fullText.startsWith(promptText)) {
+      throw new TokenizerError(
+        'the chat template renders the prompt differently once the answer is added, so the answer tokens cannot be separated',
+        { dir: this.dir },
+      );
+    }
+    const promptIds = this.encode(promptText);
+    let responseIds = this.encode(fullText.slice(promptText.length));
+    const end = responseIds.findIndex((id) => this.eosIds.includes(id));
+    if (end >= 0) responseIds = responseIds.slice(0, end + 1);
+    if (responseIds.length === 0) throw new TokenizerError('the response encodes to no tokens');
+    return { promptIds, responseIds };
+  }
+}
+
+/** Load tokenizer.json (+ tokenizer_config.json, chat_template.jinja) from a model directory. */
+export function loadTokenizer(dir: string, opts: { extraEosIds?: number[] } = {}): ReinTokenizer {
+  const tjPath = path.join(dir, 'tokenizer.json');
+  if (!existsSync(tjPath)) throw new TokenizerError(`no tokenizer.json in ${dir}`, { path: tjPath });
+  const tokenizerJson = readJson(tjPath, 'tokenizer file');
+  const cfgPath = path.join(dir, 'tokenizer_config.json');
+  const config = existsSync(cfgPath) ? readJson(cfgPath, 'tokenizer config') : {};
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new TokenizerError(`tokenizer_config.json in ${dir} is not a JSON object`, { path: cfgPath });
+  }
+  const cfg = config as Record<string, unknown>;
+  let chatTemplate: string | null = null;
+  const jinjaPath = path.join(dir, 'chat_template.jinja');
+  if (existsSync(jinjaPath)) chatTemplate = readFileSync(jinjaPath, 'utf8');
+  else if (typeof cfg.chat_template === 'string') chatTemplate = cfg.chat_template;
+  else if (Array.isArray(cfg.chat_template)) {
+    // Several named templates: transformers uses the one named "default".
+    const named = cfg.chat_template as { name?: unknown; template?: unknown }[];
+    const t = named.find((x) => x.name === 'default')?.template;
+    if (typeof t === 'string') chatTemplate = t;
+  }
+  return new ReinTokenizer(dir, tokenizerJson, cfg, chatTemplate, opts.extraEosIds ?? []);
+}
