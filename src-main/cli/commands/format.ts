@@ -1,0 +1,68 @@
+// Human-readable output of the CLI. `--json` prints the verbs' own results instead.
+import type { RatingView, Status, TurnSummary } from '../../common/domain.ts';
+import { BadInputError } from '../../common/errors.ts';
+import type { OptionValues } from '../dispatch.ts';
+
+export function intOption(options: OptionValues, name: string, min: number, max: number): number | undefined {
+  const v = options[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v.trim()) || n < min || n > max) {
+    throw new BadInputError(`--${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(v)}`, name);
+  }
+  return n;
+}
+
+export function stringOption(options: OptionValues, name: string): string | undefined {
+  const v = options[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+export function signed(x: number): string {
+  return (x > 0 ? '+' : '') + (Number.isInteger(x) ? String(x) : x.toFixed(2));
+}
+
+export function when(ms: number, now = Date.now()): string {
+  const s = Math.round((now - ms) / 1000);
+  if (s < 60) return `${Math.max(s, 0)}s ago`;
+  if (s < 3600) return `${Math.round(s / 60)}m ago`;
+  if (s < 86_400) return `${Math.round(s / 3600)}h ago`;
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export function oneLine(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > width ? flat.slice(0, width - 1) + '…' : flat;
+}
+
+export function ratingLabel(r: RatingView): string {
+  return r.kind === 'scale' ? `${r.scale}/5` : r.kind;
+}
+
+export function formatRating(r: RatingView): string {
+  const extra = [r.tags.length ? `tags ${r.tags.join(',')}` : '', r.comment ? `"${oneLine(r.comment, 40)}"` : '', r.correction ? 'with correction' : '']
+    .filter(Boolean)
+    .join(', ');
+  return `#${r.id}  turn ${r.turnId}  ${ratingLabel(r).padEnd(5)} ${signed(r.value).padStart(5)}  ${when(r.createdAt).padEnd(8)}${
+    r.undone ? ' (undone)' : ''
+  }${r.runId !== null ? ` trained in run ${r.runId}` : ''}${extra ? `  ${extra}` : ''}`;
+}
+
+export function formatTurn(t: TurnSummary): string {
+  const rating = t.rating ? ratingLabel(t.rating) : t.state;
+  return `#${t.id}  ${rating.padEnd(8)} ${t.source.padEnd(12)} ${when(t.createdAt).padEnd(8)} ${oneLine(t.promptPreview, 60)}`;
+}
+
+export function formatStatus(s: Status): string {
+  const lines = [
+    `Rein ${s.version}  home ${s.home}`,
+    `model      ${s.model.configured ? s.model.id : `${s.model.id || 'none'} (not configured)`}`,
+    `adapter    ${s.activeAdapter ? `v${s.activeAdapter.version} since ${when(s.activeAdapter.createdAt)}` : 'base model (no adapter)'}`,
+    `ratings    ${s.ratings.total} (good ${s.ratings.good}, bad ${s.ratings.bad}, scaled ${s.ratings.scaled})`,
+    `pending    ${s.pending} of ${s.threshold} to the next training round`,
+    `baseline   ${s.ema ? `${s.ema.value.toFixed(3)} (EMA over ${s.ema.count} ratings)` : 'none yet'}`,
+    `turns      ${s.turns.total} (${s.turns.unrated} unrated)${s.capture.paused ? '  capture PAUSED' : ''}`,
+    `training   ${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`,
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,6 @@
+// Every command module, imported for its registerCommand calls. Add a line here for a new module.
+import './rating.ts';
+import './lists.ts';
+import './settings.ts';
+import './admin.ts';
+import './serve.ts';

@@ -1,0 +1,46 @@
+// How the CLI reaches the core: over HTTP to the running one (server.json with a live pid, and the token), or,
+// when none runs, by opening the store directly through createCore (SQLite WAL makes a second writer safe).
+import type { VerbInput, VerbName, VerbOutput } from '../common/api.ts';
+import { ConnectionError, connectRunning } from '../node/client.ts';
+import type { Core } from '../node/core/types.ts';
+import type { ReinHome } from '../node/home.ts';
+
+export interface CliApi {
+  /** How the last call went: to the running core, or to the store directly. */
+  readonly via: 'http' | 'direct';
+  call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
+  close(): void;
+}
+
+function refused(e: unknown): boolean {
+  // Only a refused connection proves the request never reached a core; a reset mid-request might have been applied.
+  return e instanceof ConnectionError && (e.cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
+}
+
+export async function openApi(home: ReinHome, opts: { direct?: boolean } = {}): Promise<CliApi> {
+  let http = opts.direct ? null : connectRunning(home);
+  let core: Core | null = null;
+  // Loaded on demand: the store and its schema cost start-up time that a call over HTTP does not need.
+  const direct = async () => (core ??= (await import('../node/core/core.ts')).createCore({ home }));
+  return {
+    get via() {
+      return http ? 'http' : 'direct';
+    },
+    async call(verb, input) {
+      if (http) {
+        try {
+          return await http.call(verb, input);
+        } catch (e) {
+          if (!refused(e)) throw e;
+          // The core stopped between reading server.json and now: carry on against the store.
+          http = null;
+        }
+      }
+      return (await direct()).call(verb, input, 'cli');
+    },
+    close() {
+      core?.close();
+      core = null;
+    },
+  };
+}
