@@ -1,0 +1,341 @@
+// The core service: one Store (one Database) per Core, the verbs of common/api.ts over it, and the events.
+// Transports (HTTP, IPC, CLI) are one-line adapters over `call`. Every verb validates its input with
+// VERBS[verb].input, runs synchronously against the store (writes are single transactions), and emits its
+// events only after the transaction committed.
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import type { z } from 'zod';
+import pkg from '../../../package.json' with { type: 'json' };
+import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
+import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
+import type { ContextMessage, Status } from '../../common/domain.ts';
+import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { redact } from '../../common/redact.ts';
+import { ensureHome, type ReinHome } from '../home.ts';
+import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
+import { exportJsonl, importJsonl } from '../store/jsonl.ts';
+import { Store, type NewTurn } from '../store/store.ts';
+import { EventHub } from './events.ts';
+import type { Core } from './types.ts';
+
+export interface CoreOptions {
+  home: ReinHome;
+  /** Clock in Unix milliseconds (tests pass a fake one). */
+  now?: () => number;
+}
+
+/** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
+export interface ReinCore extends Core {
+  readonly store: Store;
+  settings(): Settings;
+  status(): Status;
+}
+
+/** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
+export const DEFAULT_MODEL_ID = 'default';
+
+/** Room left for a string in a context whose shared budget ran out: enough for the truncation marker. */
+const MIN_CONTEXT_STRING = 64;
+
+export function zodToBadInput(verb: string, err: z.ZodError): BadInputError {
+  const issue = err.issues[0]!;
+  const field = issue.path.map(String).join('.');
+  const where = field.length > 0 ? field : 'input';
+  return new BadInputError(`${verb}: ${where}: ${issue.message}`, field.length > 0 ? field : undefined, {
+    issues: err.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
+  });
+}
+
+type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] };
+
+export function createCore(opts: CoreOptions): ReinCore {
+  const home = ensureHome(opts.home);
+  const now = opts.now ?? Date.now;
+  const store = new Store(home.dbPath, now);
+  const hub = new EventHub((event, err) => {
+    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
+    console.error(`rein: a ${event} listener threw:`, err);
+  });
+  let closed = false;
+
+  function settings(): Settings {
+    const out = defaultSettings() as Record<string, unknown>;
+    for (const [k, v] of store.readSettingsRaw()) {
+      // A stored value that no longer validates (an older Rein, a hand edit) falls back to the default;
+      // the row itself is kept, so nothing is lost.
+      if (isSettingKey(k) && SETTINGS[k].schema.safeParse(v).success) out[k] = v;
+    }
+    return out as Settings;
+  }
+
+  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
+
+  function status(): Status {
+    const s = settings();
+    const modelId = modelOf(s);
+    const c = store.counts(modelId);
+    const active = store.activeAdapter(modelId);
+    const ema = store.emaValue(modelId);
+    return {
+      version: pkg.version,
+      home: home.dir,
+      model: { id: modelId, configured: s['model.active'] !== null },
+      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
+      ratings: c.ratings,
+      pending: c.pending,
+      threshold: s['training.threshold'],
+      ema: ema === null ? null : { value: ema, count: c.ratings.total },
+      turns: c.turns,
+      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
+      capture: { paused: s['capture.paused'] },
+    };
+  }
+
+  function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    hub.emit(event, payload);
+  }
+
+  function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
+    let truncated = false;
+    const cap = (s: string, max: number): string => {
+      const r = capText(redact(s), max);
+      truncated ||= r.cut;
+      return r.text;
+    };
+    // The context shares one budget of maxChars over all its strings, so a 10,000-message context cannot
+    // store 10,000 x maxChars.
+    let budget = maxChars;
+    const capDeep = (v: unknown): unknown => {
+      if (typeof v === 'string') {
+        const out = cap(v, Math.max(budget, MIN_CONTEXT_STRING));
+        budget = Math.max(0, budget - out.length);
+        return out;
+      }
+      if (Array.isArray(v)) return v.map(capDeep);
+      if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, capDeep(x)]));
+      return v;
+    };
+    const prompt = cap(input.prompt, maxChars);
+    const response = cap(input.response, maxChars);
+    const context = (input.context ?? []).map((m) => capDeep(m) as ContextMessage);
+    return {
+      source: input.source,
+      session: input.session ?? null,
+      eventId: input.eventId,
+      createdAt: input.createdAt ?? now(),
+      prompt,
+      context,
+      response,
+      model: input.model ?? null,
+      tokens: input.tokens === undefined ? null : encodeTokens(input.tokens),
+      logprobs: input.logprobs === undefined ? null : encodeLogprobs(input.logprobs),
+      adapterVersion: input.adapterVersion ?? null,
+      truncated,
+    };
+  }
+
+  function removeAdapterDirs(paths: string[]): void {
+    const root = path.resolve(home.adaptersDir) + path.sep;
+    for (const p of paths) {
+      const abs = path.resolve(p);
+      // Only ever delete inside the home's adapters folder, whatever a row says.
+      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
+    }
+  }
+
+  const handlers: Handlers = {
+    status: () => status(),
+
+    captureTurn: (input, actor) => {
+      const s = settings();
+      if (s['capture.paused']) {
+        throw new ReinError('conflict', `capture is paused (setting capture.paused); turn ${input.source}/${input.eventId} was not stored`, {
+          field: 'capture.paused',
+        });
+      }
+      if (!s['capture.agents'].includes(input.source)) {
+        throw new ReinError(
+          'conflict',
+          `source ${input.source} is not in capture.agents (${s['capture.agents'].join(', ')}); turn ${input.eventId} was not stored`,
+          { field: 'capture.agents' },
+        );
+      }
+      const result = store.captureTurn(prepareTurn(input, s['capture.maxTextChars']), actor);
+      if (result.created) emit('turnCaptured', result.turn);
+      return result;
+    },
+
+    rate: (input, actor) => {
+      const s = settings();
+      const modelId = modelOf(s);
+      const pick = (): number => {
+        if (input.turnId !== undefined) {
+          if (input.session !== undefined) {
+            const t = store.mustTurnSummary(input.turnId);
+            if (t.session !== input.session) {
+              throw new BadInputError(`rate: turn ${input.turnId} is not in session ${input.session}`, 'session');
+            }
+          }
+          return input.turnId;
+        }
+        const hours = s['capture.expireHours'];
+        const cutoff = hours > 0 ? now() - hours * 3_600_000 : Number.MIN_SAFE_INTEGER;
+        if (hours > 0) store.expireTurns(cutoff);
+        const id = store.newestRateable(input.session ?? null, cutoff);
+        if (id === null) {
+          const scope = input.session === undefined ? '' : ` in session ${input.session}`;
+          const age = hours > 0 ? ` (turns can be rated for ${hours} hours)` : '';
+          throw new NotFoundError(`no unrated turn to rate${scope}${age}`, { session: input.session ?? null });
+        }
+        return id;
+      };
+      const { rating, replaced } = store.rate(
+        pick,
+        modelId,
+        {
+          value: input.value,
+          correction: input.correction === undefined ? null : redact(input.correction),
+          tags: input.tags ?? [],
+          comment: input.comment === undefined ? null : redact(input.comment),
+          rater: input.rater ?? 'user',
+        },
+        actor,
+      );
+      const st = status();
+      for (const r of replaced) emit('ratingUndone', { rating: r, status: st });
+      emit('ratingAdded', { rating, status: st });
+      emit('turnUpdated', store.mustTurnSummary(rating.turnId));
+      return { rating, status: st };
+    },
+
+    undo: (input, actor) => {
+      const undone = store.undo(input.session ?? null, actor);
+      const st = status();
+      if (undone !== null) {
+        emit('ratingUndone', { rating: undone, status: st });
+        emit('turnUpdated', store.mustTurnSummary(undone.turnId));
+      }
+      return { undone, status: st };
+    },
+
+    ignoreTurn: (input, actor) => {
+      const { turn, changed } = store.ignoreTurn(input.turnId, actor);
+      if (changed) emit('turnUpdated', turn);
+      return { turn };
+    },
+
+    listTurns: (input) => store.listTurns(input),
+    getTurn: (input) => store.getTurn(input.turnId),
+
+    deleteTurn: (input, actor) => {
+      const { deleted } = store.deleteTurn(input.turnId, actor);
+      if (deleted) emit('turnDeleted', { turnId: input.turnId, status: status() });
+      return { deleted };
+    },
+
+    listRatings: (input) => store.listRatings(input),
+
+    deleteRating: (input, actor) => {
+      const removed = store.deleteRating(input.ratingId, actor);
+      if (removed !== null) {
+        emit('ratingDeleted', { ratingId: removed.id, status: status() });
+        emit('turnUpdated', store.mustTurnSummary(removed.turnId));
+      }
+      return { deleted: removed !== null };
+    },
+
+    emaHistory: (input) => store.emaHistory(modelOf(settings()), input.limit),
+    getSettings: () => settings(),
+    describeSettings: () => describeSettings(),
+
+    setSettings: (input, actor) => {
+      const values: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(input.values)) {
+        if (!isSettingKey(k)) {
+          throw new BadInputError(`setSettings: unknown setting ${k} (known: ${SETTING_KEYS.join(', ')})`, k);
+        }
+        const parsed = SETTINGS[k].schema.safeParse(v);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          const sub = issue.path.length > 0 ? `.${issue.path.map(String).join('.')}` : '';
+          throw new BadInputError(`setSettings: ${k}${sub}: ${issue.message}`, k, { value: v });
+        }
+        values[k] = parsed.data;
+      }
+      if (Object.keys(values).length > 0) {
+        store.writeSettings(values, actor);
+        emit('settingsChanged', values as Partial<Settings>);
+      }
+      return settings();
+    },
+
+    listRuns: (input) => store.listRuns(modelOf(settings()), input.limit),
+    listAdapters: () => store.listAdapters(modelOf(settings())),
+
+    startTraining: () => {
+      throw new NotAvailableError('startTraining', 'the trainer lands with a later issue');
+    },
+    cancelTraining: () => {
+      throw new NotAvailableError('cancelTraining', 'the trainer lands with a later issue');
+    },
+
+    rollback: (input, actor) => {
+      const modelId = modelOf(settings());
+      const { active, previous } = store.rollback(modelId, input.version, actor);
+      if (previous !== null && previous.id !== active?.id) {
+        emit('adapterChanged', { modelId, version: previous.version, status: previous.status });
+      }
+      if (active !== null && active.id !== previous?.id) emit('adapterChanged', { modelId, version: active.version, status: 'active' });
+      return { active, status: status() };
+    },
+
+    reset: (_input, actor) => {
+      const modelId = modelOf(settings());
+      const { ratings, runs, adapters } = store.reset(modelId, actor);
+      removeAdapterDirs(adapters.map((a) => a.path));
+      for (const a of adapters.filter((x) => x.status === 'active')) {
+        emit('adapterChanged', { modelId, version: a.version, status: 'inactive' });
+      }
+      return { ratings, runs, adapters: adapters.length };
+    },
+
+    exportData: (input, actor) => exportJsonl(store, path.resolve(input.path), actor),
+
+    importData: (input, actor) => {
+      const s = settings();
+      const result = importJsonl(store, path.resolve(input.path), actor, s['capture.maxTextChars']);
+      for (const id of result.turnIds) emit('turnCaptured', store.mustTurnSummary(id));
+      if (result.ratingIds.length > 0) {
+        const st = status();
+        for (const r of store.ratingsById(result.ratingIds)) emit('ratingAdded', { rating: r, status: st });
+      }
+      return { turns: result.turns, ratings: result.ratings, skipped: result.skipped };
+    },
+  };
+
+  const core: ReinCore = {
+    home,
+    store,
+    settings,
+    status,
+    async call<V extends VerbName>(verb: V, input: unknown, actor: Actor): Promise<VerbOutputs[V]> {
+      if (closed) throw new ReinError('internal', `the core for ${home.dir} is closed`);
+      if (typeof verb !== 'string' || !Object.hasOwn(VERBS, verb)) {
+        throw new BadInputError(`unknown verb ${String(verb)}`, 'verb');
+      }
+      const parsed = VERBS[verb].input.safeParse(input ?? {});
+      if (!parsed.success) throw zodToBadInput(verb, parsed.error);
+      const handler = handlers[verb] as (i: unknown, a: Actor) => VerbOutputs[V];
+      return handler(parsed.data, actor);
+    },
+    on: (event, fn) => hub.on(event, fn),
+    listenerCount: () => hub.count(),
+    close() {
+      if (closed) return;
+      closed = true;
+      hub.clear();
+      store.close();
+    },
+  };
+  return core;
+}

@@ -1,0 +1,383 @@
+// Export to JSONL and import back. One record per line: a header carrying the schema version, then
+// {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
+// writing anything, skips turns already present (by source + event id) together with their ratings,
+// remaps turn, run and rating ids, and writes everything in one transaction.
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { z } from 'zod';
+import type { Actor } from '../../common/api.ts';
+import { ContextMessageSchema } from '../../common/api.ts';
+import { BadInputError, ReinError } from '../../common/errors.ts';
+import { redact } from '../../common/redact.ts';
+import { rewardOf } from '../../common/rewards.ts';
+import { capText, decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
+import { MIGRATIONS } from './migrations/index.ts';
+import type { RatingRow, RunRow, TurnRow } from './rows.ts';
+import type { Store } from './store.ts';
+
+export const EXPORT_FORMAT = 'rein-export';
+const SCHEMA_VERSION = MIGRATIONS.length;
+
+const Header = z.strictObject({
+  type: z.literal('header'),
+  format: z.literal(EXPORT_FORMAT),
+  schemaVersion: z.number().int().positive(),
+  exportedAt: z.number().int(),
+});
+
+const TurnRecord = z.strictObject({
+  type: z.literal('turn'),
+  id: z.number().int().positive(),
+  source: z.string().min(1).max(64),
+  session: z.string().max(512).nullable(),
+  eventId: z.string().min(1).max(512),
+  createdAt: z.number().int(),
+  prompt: z.string(),
+  context: z.array(ContextMessageSchema),
+  response: z.string(),
+  model: z.string().nullable(),
+  tokens: z.array(z.number().int().nonnegative()).nullable(),
+  logprobs: z.array(z.number().max(0)).nullable(),
+  adapterVersion: z.number().int().nonnegative().nullable(),
+  state: z.enum(['unrated', 'rated', 'ignored', 'expired']),
+  truncated: z.boolean(),
+});
+
+const RunRecord = z.strictObject({
+  type: z.literal('run'),
+  id: z.number().int().positive(),
+  modelId: z.string().min(1),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed', 'cancelled']),
+  trigger: z.enum(['auto', 'manual', 'retrain']),
+  createdAt: z.number().int(),
+  startedAt: z.number().int().nullable(),
+  finishedAt: z.number().int().nullable(),
+  fromVersion: z.number().int().nonnegative().nullable(),
+  config: z.unknown(),
+  metrics: z.unknown(),
+  error: z.string().nullable(),
+  adapterVersion: z.number().int().nonnegative().nullable(),
+  samples: z.array(
+    z.strictObject({ ratingId: z.number().int().positive(), role: z.enum(['pending', 'replay', 'heldout']), advantage: z.number().nullable() }),
+  ),
+});
+
+const RatingRecord = z.strictObject({
+  type: z.literal('rating'),
+  id: z.number().int().positive(),
+  turnId: z.number().int().positive(),
+  modelId: z.string().min(1),
+  kind: z.enum(['good', 'bad', 'scale']),
+  value: z.number(),
+  scale: z.number().int().min(1).max(5).nullable(),
+  correction: z.string().nullable(),
+  tags: z.array(z.string()),
+  comment: z.string().nullable(),
+  rater: z.string().min(1),
+  createdAt: z.number().int(),
+  undoneAt: z.number().int().nullable(),
+  runId: z.number().int().positive().nullable(),
+});
+
+const Record_ = z.discriminatedUnion('type', [TurnRecord, RunRecord, RatingRecord]);
+type TurnRecord = z.infer<typeof TurnRecord>;
+type RunRecord = z.infer<typeof RunRecord>;
+type RatingRecord = z.infer<typeof RatingRecord>;
+
+export function exportJsonl(store: Store, file: string, actor: Actor): { path: string; turns: number; ratings: number } {
+  // Written beside the target and renamed into place, so a failed export never leaves half a file.
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  let turns = 0;
+  let ratings = 0;
+  try {
+    let buf: string[] = [];
+    let size = 0;
+    const line = (rec: unknown): void => {
+      const s = JSON.stringify(rec) + '\n';
+      buf.push(s);
+      size += s.length;
+      if (size > 1 << 20) flush();
+    };
+    const flush = (): void => {
+      writeSync(fd, buf.join(''));
+      buf = [];
+      size = 0;
+    };
+    // One read transaction gives a consistent snapshot while other processes keep writing.
+    store.db.transaction(() => {
+      line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
+      for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
+        const rec: TurnRecord = {
+          type: 'turn',
+          id: t.id,
+          source: t.source,
+          session: t.session,
+          eventId: t.event_id,
+          createdAt: t.created_at,
+          prompt: t.prompt,
+          context: JSON.parse(t.context) as TurnRecord['context'],
+          response: t.response,
+          model: t.model,
+          tokens: decodeTokens(t.tokens),
+          logprobs: decodeLogprobs(t.logprobs),
+          adapterVersion: t.adapter_version,
+          state: t.state,
+          truncated: t.truncated === 1,
+        };
+        line(rec);
+        turns++;
+      }
+      const samples = store.stmt<{ rating_id: number; role: RunRecord['samples'][number]['role']; advantage: number | null }>(
+        'SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ? ORDER BY rating_id',
+      );
+      for (const r of store.stmt<Omit<RunRow, 'samples'>>('SELECT * FROM runs ORDER BY id').iterate()) {
+        const rec: RunRecord = {
+          type: 'run',
+          id: r.id,
+          modelId: r.model_id,
+          status: r.status,
+          trigger: r.trigger,
+          createdAt: r.created_at,
+          startedAt: r.started_at,
+          finishedAt: r.finished_at,
+          fromVersion: r.from_version,
+          config: JSON.parse(r.config) as unknown,
+          metrics: r.metrics === null ? null : (JSON.parse(r.metrics) as unknown),
+          error: r.error,
+          adapterVersion: r.adapter_version,
+          samples: samples.all(r.id).map((s) => ({ ratingId: s.rating_id, role: s.role, advantage: s.advantage })),
+        };
+        line(rec);
+      }
+      for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
+        const rec: RatingRecord = {
+          type: 'rating',
+          id: r.id,
+          turnId: r.turn_id,
+          modelId: r.model_id,
+          kind: r.kind,
+          value: r.value,
+          scale: r.scale,
+          correction: r.correction,
+          tags: JSON.parse(r.tags) as string[],
+          comment: r.comment,
+          rater: r.rater,
+          createdAt: r.created_at,
+          undoneAt: r.undone_at,
+          runId: r.run_id,
+        };
+        line(rec);
+        ratings++;
+      }
+    })();
+    flush();
+  } catch (e) {
+    closeSync(fd);
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+  closeSync(fd);
+  renameSync(tmp, file);
+  store.write(() => store.audit(actor, 'exportData', file, { turns, ratings }));
+  return { path: file, turns, ratings };
+}
+
+export interface ImportResult {
+  turns: number;
+  ratings: number;
+  skipped: number;
+  turnIds: number[];
+  ratingIds: number[];
+}
+
+function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[] } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new BadInputError(`importData: cannot read ${file}: ${(e as Error).message}`, 'path');
+  }
+  const turns: TurnRecord[] = [];
+  const runs: RunRecord[] = [];
+  const ratings: RatingRecord[] = [];
+  let header = false;
+  const lines = text.split('\n');
+  lines.forEach((raw, i) => {
+    const lineNo = i + 1;
+    if (raw.trim().length === 0) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch (e) {
+      throw new BadInputError(`importData: line ${lineNo} is not JSON (${(e as Error).message})`, 'path', { line: lineNo });
+    }
+    const fail = (err: z.ZodError): never => {
+      const issue = err.issues[0]!;
+      const field = issue.path.map(String).join('.');
+      throw new BadInputError(`importData: line ${lineNo}: ${field || 'record'}: ${issue.message}`, field || undefined, { line: lineNo });
+    };
+    if (!header) {
+      const h = Header.safeParse(json);
+      if (!h.success) fail(h.error);
+      const v = h.data!.schemaVersion;
+      if (v > SCHEMA_VERSION) {
+        throw new ReinError('bad_input', `importData: ${file} was written by a newer Rein (schema ${v}, this one knows ${SCHEMA_VERSION})`, {
+          field: 'schemaVersion',
+        });
+      }
+      header = true;
+      return;
+    }
+    const r = Record_.safeParse(json);
+    if (!r.success) fail(r.error);
+    const rec = r.data!;
+    if (rec.type === 'turn') turns.push(rec);
+    else if (rec.type === 'run') runs.push(rec);
+    else {
+      const expected = rewardOf(rec.kind === 'scale' ? (rec.scale ?? 0) : rec.kind).reward;
+      if (expected !== rec.value) {
+        throw new BadInputError(`importData: line ${lineNo}: value ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`, 'value', {
+          line: lineNo,
+        });
+      }
+      ratings.push(rec);
+    }
+  });
+  if (!header) throw new BadInputError(`importData: ${file} has no ${EXPORT_FORMAT} header line`, 'path');
+  const turnIds = new Set(turns.map((t) => t.id));
+  const runIds = new Set(runs.map((r) => r.id));
+  const liveTurns = new Set<number>();
+  for (const r of ratings) {
+    if (!turnIds.has(r.turnId)) throw new BadInputError(`importData: rating ${r.id} refers to turn ${r.turnId}, which is not in the file`, 'turnId');
+    if (r.runId !== null && !runIds.has(r.runId)) {
+      throw new BadInputError(`importData: rating ${r.id} refers to run ${r.runId}, which is not in the file`, 'runId');
+    }
+    if (r.undoneAt === null) {
+      if (liveTurns.has(r.turnId)) throw new BadInputError(`importData: turn ${r.turnId} has two live ratings`, 'undoneAt');
+      liveTurns.add(r.turnId);
+    }
+  }
+  return { turns, runs, ratings };
+}
+
+/** Imports an export; text is redacted and capped again (both are no-ops on Rein's own exports). */
+export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
+  const { turns, runs, ratings } = parseFile(file);
+  return store.write(() => {
+    const turnMap = new Map<number, number>();
+    const runMap = new Map<number, number>();
+    const ratingMap = new Map<number, number>();
+    const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, turnIds: [], ratingIds: [] };
+    const insertTurn = store.stmt<{ id: number }>(
+      `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
+         adapter_version, state, truncated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+    );
+    for (const t of turns) {
+      let cut = false;
+      const clean = (s: string): string => {
+        const r = capText(redact(s), maxTextChars);
+        cut ||= r.cut;
+        return r.text;
+      };
+      const context = t.context.map((m) => ({ ...m, content: clean(m.content) }));
+      // 'rated' is restored below from the live rating itself, so a turn is never rated without one.
+      const state = t.state === 'rated' ? 'unrated' : t.state;
+      const row = insertTurn.get(
+        t.source,
+        t.session,
+        t.eventId,
+        t.createdAt,
+        clean(t.prompt),
+        JSON.stringify(context),
+        clean(t.response),
+        t.model,
+        t.tokens === null ? null : encodeTokens(t.tokens),
+        t.logprobs === null ? null : encodeLogprobs(t.logprobs),
+        t.adapterVersion,
+        state,
+        t.truncated || cut ? 1 : 0,
+      );
+      if (row === undefined) {
+        result.skipped++;
+        continue;
+      }
+      turnMap.set(t.id, row.id);
+      result.turns++;
+      result.turnIds.push(row.id);
+    }
+    const runById = new Map(runs.map((r) => [r.id, r]));
+    const insertRun = store.stmt<{ id: number }>(
+      `INSERT INTO runs (model_id, status, trigger, created_at, started_at, finished_at, from_version, config, metrics, error,
+         adapter_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    );
+    // A run is imported with the first of its ratings that is imported; runs none of whose ratings are new
+    // (the same file imported twice) are not duplicated.
+    const runFor = (oldId: number): number => {
+      const have = runMap.get(oldId);
+      if (have !== undefined) return have;
+      const r = runById.get(oldId)!;
+      const id = insertRun.get(
+        r.modelId,
+        r.status,
+        r.trigger,
+        r.createdAt,
+        r.startedAt,
+        r.finishedAt,
+        r.fromVersion,
+        JSON.stringify(r.config ?? {}),
+        r.metrics === null || r.metrics === undefined ? null : JSON.stringify(r.metrics),
+        r.error,
+        r.adapterVersion,
+      )!.id;
+      runMap.set(oldId, id);
+      return id;
+    };
+    const insertRating = store.stmt<{ id: number }>(
+      `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at, undone_at, run_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    );
+    const now = store.now();
+    for (const r of ratings) {
+      const turnId = turnMap.get(r.turnId);
+      if (turnId === undefined) {
+        result.skipped++;
+        continue;
+      }
+      const runId = r.runId === null ? null : runFor(r.runId);
+      const clean = (s: string | null): string | null => (s === null ? null : redact(s));
+      const id = insertRating.get(
+        turnId,
+        r.modelId,
+        r.kind,
+        r.value,
+        r.scale,
+        clean(r.correction),
+        JSON.stringify(r.tags),
+        clean(r.comment),
+        r.rater,
+        r.createdAt,
+        r.undoneAt,
+        runId,
+      )!.id;
+      ratingMap.set(r.id, id);
+      if (r.undoneAt === null) {
+        // An imported live rating moves its model's baseline like a new one (and can be undone exactly).
+        store.emaApply(r.modelId, id, r.value, now);
+        store.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(turnId);
+      }
+      result.ratings++;
+      result.ratingIds.push(id);
+    }
+    const insertSample = store.stmt('INSERT INTO run_samples (run_id, rating_id, role, advantage) VALUES (?, ?, ?, ?)');
+    for (const r of runs) {
+      for (const s of r.samples) {
+        const ratingId = ratingMap.get(s.ratingId);
+        if (ratingId === undefined) continue;
+        insertSample.run(runFor(r.id), ratingId, s.role, s.advantage);
+      }
+    }
+    store.audit(actor, 'importData', file, { turns: result.turns, ratings: result.ratings, runs: runMap.size, skipped: result.skipped });
+    return result;
+  });
+}

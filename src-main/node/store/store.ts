@@ -1,0 +1,599 @@
+// The store: every read and write of rein.db. One instance (one Database) per Core, statements prepared
+// once and cached by their SQL text, and every write in one synchronous IMMEDIATE transaction together with
+// its audit row. IMMEDIATE matters with several processes: a deferred transaction that reads and then
+// writes can fail with SQLITE_BUSY_SNAPSHOT when another process committed in between, which busy_timeout
+// cannot wait out; taking the write lock first makes the busy handler queue the writers instead.
+import type { Database, Statement } from 'better-sqlite3';
+import type { Actor } from '../../common/api.ts';
+import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, RunView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
+import { ConflictError, NotFoundError } from '../../common/errors.ts';
+import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
+import { openDatabase } from './db.ts';
+import {
+  adapterView,
+  ratingView,
+  runView,
+  turnSummary,
+  turnView,
+  TURN_SUMMARY_COLUMNS,
+  type AdapterRow,
+  type RatingRow,
+  type RunRow,
+  type TurnRow,
+  type TurnSummaryRow,
+} from './rows.ts';
+
+/** A turn ready to store: already validated, redacted and capped by the core. */
+export interface NewTurn {
+  source: string;
+  session: string | null;
+  eventId: string;
+  createdAt: number;
+  prompt: string;
+  context: ContextMessage[];
+  response: string;
+  model: string | null;
+  tokens: Buffer | null;
+  logprobs: Buffer | null;
+  adapterVersion: number | null;
+  truncated: boolean;
+}
+
+export interface NewRating {
+  value: RatingValue;
+  correction: string | null;
+  tags: string[];
+  comment: string | null;
+  rater: string;
+}
+
+export interface TurnQuery {
+  limit: number;
+  offset: number;
+  source?: string;
+  session?: string;
+  state?: TurnState;
+  search?: string;
+  since?: number;
+  until?: number;
+}
+
+export interface RatingQuery {
+  limit: number;
+  offset: number;
+  kind?: RatingView['kind'];
+  source?: string;
+  trained?: boolean;
+  includeUndone: boolean;
+  since?: number;
+  until?: number;
+}
+
+export interface NewRun {
+  modelId: string;
+  status: RunView['status'];
+  trigger: RunView['trigger'];
+  fromVersion?: number | null;
+  config?: unknown;
+}
+
+export interface NewAdapter {
+  modelId: string;
+  version: number;
+  status: AdapterView['status'];
+  path: string;
+  runId?: number | null;
+  parentVersion?: number | null;
+  emaValue?: number | null;
+  metrics?: unknown;
+  reason?: string | null;
+}
+
+export interface RemovedRating {
+  rating: RatingView;
+  /** The turn went back to unrated. */
+  turnId: number;
+}
+
+interface EmaEventRow {
+  id: number;
+  reason: EmaPoint['reason'];
+  reward: number | null;
+  value_before: number | null;
+  value_after: number | null;
+  rating_id: number | null;
+  live: number | null;
+}
+
+class Filter {
+  readonly where: string[] = [];
+  readonly args: unknown[] = [];
+  add(clause: string, ...args: unknown[]): void {
+    this.where.push(clause);
+    this.args.push(...args);
+  }
+}
+
+const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+export class Store {
+  readonly db: Database;
+  readonly now: () => number;
+  private readonly cache = new Map<string, Statement>();
+
+  constructor(file: string, now: () => number = Date.now) {
+    this.db = openDatabase(file);
+    this.now = now;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  /** A statement prepared once per SQL text. */
+  stmt<R = unknown>(sql: string): Statement<unknown[], R> {
+    let s = this.cache.get(sql);
+    if (s === undefined) {
+      s = this.db.prepare(sql);
+      this.cache.set(sql, s);
+    }
+    return s as Statement<unknown[], R>;
+  }
+
+  /** Runs `fn` in one IMMEDIATE transaction (nested calls become savepoints). */
+  write<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  audit(actor: Actor, action: string, target: string | null, detail: unknown = {}): void {
+    this.stmt('INSERT INTO audit (at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)').run(
+      this.now(),
+      actor,
+      action,
+      target,
+      JSON.stringify(detail),
+    );
+  }
+
+  // Settings: raw JSON values by key; the core validates them against common/config.ts.
+
+  readSettingsRaw(): Map<string, unknown> {
+    const rows = this.stmt<{ key: string; value: string }>('SELECT key, value FROM settings').all();
+    return new Map(rows.map((r) => [r.key, JSON.parse(r.value) as unknown]));
+  }
+
+  writeSettings(values: Record<string, unknown>, actor: Actor): void {
+    this.write(() => {
+      const put = this.stmt(
+        `INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+      );
+      for (const [k, v] of Object.entries(values)) put.run(k, JSON.stringify(v), this.now());
+      this.audit(actor, 'setSettings', null, values);
+    });
+  }
+
+  // Turns.
+
+  captureTurn(t: NewTurn, actor: Actor): { turn: TurnSummary; created: boolean } {
+    return this.write(() => {
+      const inserted = this.stmt<{ id: number }>(
+        `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
+           adapter_version, truncated)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+      ).get(
+        t.source,
+        t.session,
+        t.eventId,
+        t.createdAt,
+        t.prompt,
+        JSON.stringify(t.context),
+        t.response,
+        t.model,
+        t.tokens,
+        t.logprobs,
+        t.adapterVersion,
+        t.truncated ? 1 : 0,
+      );
+      if (inserted !== undefined) {
+        this.audit(actor, 'captureTurn', `turn:${inserted.id}`, { source: t.source, eventId: t.eventId, truncated: t.truncated });
+        return { turn: this.mustTurnSummary(inserted.id), created: true };
+      }
+      const existing = this.stmt<{ id: number }>('SELECT id FROM turns WHERE source = ? AND event_id = ?').get(t.source, t.eventId);
+      if (existing === undefined) throw new Error(`turn ${t.source}/${t.eventId} neither inserted nor found`);
+      return { turn: this.mustTurnSummary(existing.id), created: false };
+    });
+  }
+
+  liveRating(turnId: number): RatingView | null {
+    const r = this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1').get(turnId);
+    return r === undefined ? null : ratingView(r);
+  }
+
+  turnSummary(id: number): TurnSummary | null {
+    const r = this.stmt<TurnSummaryRow>(`SELECT ${TURN_SUMMARY_COLUMNS} FROM turns WHERE id = ?`).get(id);
+    return r === undefined ? null : turnSummary(r, this.liveRating(id));
+  }
+
+  mustTurnSummary(id: number): TurnSummary {
+    const t = this.turnSummary(id);
+    if (t === null) throw new NotFoundError(`turn ${id} does not exist`, { turnId: id });
+    return t;
+  }
+
+  getTurn(id: number): Turn {
+    const r = this.stmt<TurnRow>('SELECT * FROM turns WHERE id = ?').get(id);
+    if (r === undefined) throw new NotFoundError(`turn ${id} does not exist`, { turnId: id });
+    return turnView(r, this.liveRating(id));
+  }
+
+  listTurns(q: TurnQuery): Page<TurnSummary> {
+    const f = new Filter();
+    const { where, args } = f;
+    if (q.source !== undefined) f.add('source = ?', q.source);
+    if (q.session !== undefined) f.add('session = ?', q.session);
+    if (q.state !== undefined) f.add('state = ?', q.state);
+    if (q.since !== undefined) f.add('created_at >= ?', q.since);
+    if (q.until !== undefined) f.add('created_at < ?', q.until);
+    if (q.search !== undefined && q.search.length > 0) {
+      const like = `%${likeEscape(q.search)}%`;
+      f.add(`(prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\')`, like, like);
+    }
+    const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const total = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns ${w}`).get(...args)!.n;
+    const rows = this.stmt<TurnSummaryRow>(
+      `SELECT ${TURN_SUMMARY_COLUMNS} FROM turns ${w} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+    ).all(...args, q.limit, q.offset);
+    return { items: rows.map((r) => turnSummary(r, this.liveRating(r.id))), total };
+  }
+
+  /** Marks a turn ignored (a dismissed popup); a rated turn keeps its rating. */
+  ignoreTurn(id: number, actor: Actor): { turn: TurnSummary; changed: boolean } {
+    return this.write(() => {
+      const changed = this.stmt(`UPDATE turns SET state = 'ignored' WHERE id = ? AND state IN ('unrated', 'expired')`).run(id).changes > 0;
+      const turn = this.mustTurnSummary(id);
+      if (changed) this.audit(actor, 'ignoreTurn', `turn:${id}`);
+      return { turn, changed };
+    });
+  }
+
+  deleteTurn(id: number, actor: Actor): { deleted: boolean; modelIds: string[] } {
+    return this.write(() => {
+      const live = this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL').all(id);
+      for (const r of live) this.emaRemove(r, 'delete');
+      const deleted = this.stmt('DELETE FROM turns WHERE id = ?').run(id).changes > 0;
+      if (deleted) this.audit(actor, 'deleteTurn', `turn:${id}`, { ratings: live.map((r) => r.id) });
+      return { deleted, modelIds: [...new Set(live.map((r) => r.model_id))] };
+    });
+  }
+
+  /** Marks unrated turns older than `cutoff` expired; returns how many. */
+  expireTurns(cutoff: number): number {
+    return this.stmt(`UPDATE turns SET state = 'expired' WHERE state = 'unrated' AND created_at < ?`).run(cutoff).changes;
+  }
+
+  /** The newest rateable turn: unrated (not ignored, not expired) and created at or after `cutoff`. */
+  newestRateable(session: string | null, cutoff: number): number | null {
+    const r =
+      session === null
+        ? this.stmt<{ id: number }>(
+            `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+          ).get(cutoff)
+        : this.stmt<{ id: number }>(
+            `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+          ).get(session, cutoff);
+    return r?.id ?? null;
+  }
+
+  // Ratings and the EMA baseline.
+
+  /**
+   * Rates a turn: `pick` runs inside the write transaction and returns the turn id (so choosing "the newest
+   * rateable turn" and rating it cannot race with another process). A live rating of the turn is replaced.
+   */
+  rate(pick: () => number, modelId: string, r: NewRating, actor: Actor): { rating: RatingView; replaced: RatingView[] } {
+    const { kind, reward, scale } = rewardOf(r.value);
+    return this.write(() => {
+      const turnId = pick();
+      if (this.stmt('SELECT 1 FROM turns WHERE id = ?').get(turnId) === undefined) {
+        throw new NotFoundError(`turn ${turnId} does not exist`, { turnId });
+      }
+      const now = this.now();
+      const replaced: RatingView[] = [];
+      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL').all(turnId)) {
+        this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, old.id);
+        this.emaRemove(old, 'undo');
+        replaced.push(ratingView({ ...old, undone_at: now }));
+      }
+      const row = this.stmt<RatingRow>(
+        `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      ).get(turnId, modelId, kind, reward, scale, r.correction, JSON.stringify(r.tags), r.comment, r.rater, now)!;
+      this.emaApply(modelId, row.id, reward, now);
+      this.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(turnId);
+      this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward, replaced: replaced.map((x) => x.id) });
+      return { rating: ratingView(row), replaced };
+    });
+  }
+
+  /** Undoes the newest live rating (of a session, or of any session). */
+  undo(session: string | null, actor: Actor): RatingView | null {
+    return this.write(() => {
+      const row =
+        session === null
+          ? this.stmt<RatingRow>('SELECT * FROM ratings WHERE undone_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1').get()
+          : this.stmt<RatingRow>(
+              `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id
+               WHERE r.undone_at IS NULL AND t.session = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1`,
+            ).get(session);
+      if (row === undefined) return null;
+      const now = this.now();
+      this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, row.id);
+      this.emaRemove(row, 'undo');
+      this.unrateIfNoLiveRating(row.turn_id);
+      this.audit(actor, 'undo', `rating:${row.id}`, { turnId: row.turn_id });
+      return ratingView({ ...row, undone_at: now });
+    });
+  }
+
+  deleteRating(id: number, actor: Actor): RatingView | null {
+    return this.write(() => {
+      const row = this.stmt<RatingRow>('SELECT * FROM ratings WHERE id = ?').get(id);
+      if (row === undefined) return null;
+      if (row.undone_at === null) this.emaRemove(row, 'delete');
+      this.stmt('DELETE FROM ratings WHERE id = ?').run(id);
+      this.unrateIfNoLiveRating(row.turn_id);
+      this.audit(actor, 'deleteRating', `rating:${id}`, { turnId: row.turn_id, live: row.undone_at === null });
+      return ratingView(row);
+    });
+  }
+
+  private unrateIfNoLiveRating(turnId: number): void {
+    this.stmt(
+      `UPDATE turns SET state = 'unrated' WHERE id = ? AND state = 'rated'
+       AND NOT EXISTS (SELECT 1 FROM ratings WHERE turn_id = ? AND undone_at IS NULL)`,
+    ).run(turnId, turnId);
+  }
+
+  listRatings(q: RatingQuery): Page<RatingView> {
+    const f = new Filter();
+    const { where, args } = f;
+    if (!q.includeUndone) where.push('r.undone_at IS NULL');
+    if (q.kind !== undefined) f.add('r.kind = ?', q.kind);
+    if (q.source !== undefined) f.add('t.source = ?', q.source);
+    if (q.trained !== undefined) where.push(q.trained ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL');
+    if (q.since !== undefined) f.add('r.created_at >= ?', q.since);
+    if (q.until !== undefined) f.add('r.created_at < ?', q.until);
+    const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
+    const from = 'FROM ratings r JOIN turns t ON t.id = r.turn_id';
+    const total = this.stmt<{ n: number }>(`SELECT count(*) AS n ${from} ${w}`).get(...args)!.n;
+    const rows = this.stmt<RatingRow>(`SELECT r.* ${from} ${w} ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?`).all(
+      ...args,
+      q.limit,
+      q.offset,
+    );
+    return { items: rows.map(ratingView), total };
+  }
+
+  ratingsById(ids: readonly number[]): RatingView[] {
+    const get = this.stmt<RatingRow>('SELECT * FROM ratings WHERE id = ?');
+    return ids.flatMap((id) => {
+      const r = get.get(id);
+      return r === undefined ? [] : [ratingView(r)];
+    });
+  }
+
+  emaValue(modelId: string): number | null {
+    return this.stmt<{ value: number | null }>('SELECT value FROM ema WHERE model_id = ?').get(modelId)?.value ?? null;
+  }
+
+  private emaSet(modelId: string, value: number | null, reason: EmaPoint['reason'], ratingId: number | null, reward: number | null, at: number): void {
+    this.stmt(
+      `INSERT INTO ema_events (model_id, at, reason, rating_id, reward, value_before, value_after) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(modelId, at, reason, ratingId, reward, this.emaValue(modelId), value);
+    this.stmt(
+      `INSERT INTO ema (model_id, value, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (model_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+    ).run(modelId, value, at);
+  }
+
+  /** One EMA step for a new live rating (decay 0.99, the first rating seeds it: common/rewards.ts). */
+  emaApply(modelId: string, ratingId: number, reward: number, at: number): void {
+    this.emaSet(modelId, emaNext(this.emaValue(modelId), reward), 'rating', ratingId, reward, at);
+  }
+
+  /**
+   * Takes a rating out of its model's baseline exactly: the EMA as if the rating had never been made.
+   * Replaying from the removed event's stored value_before is exact only while no earlier rating has been
+   * removed since (that value still contains it), so the replay starts at the last absolute point instead:
+   * the newest rollback before the event (its restored value_after) or the model's first event (unseeded).
+   * From there, live ratings step the EMA, later rollbacks set it, and ratings undone or deleted are skipped.
+   */
+  private emaRemove(rating: RatingRow, reason: 'undo' | 'delete'): void {
+    const ev = this.stmt<{ id: number }>(
+      `SELECT id FROM ema_events WHERE rating_id = ? AND reason = 'rating' ORDER BY id DESC LIMIT 1`,
+    ).get(rating.id);
+    if (ev === undefined) return; // e.g. imported already undone: it never moved the baseline.
+    const anchor = this.stmt<{ id: number; value_after: number | null }>(
+      `SELECT id, value_after FROM ema_events WHERE model_id = ? AND id < ? AND reason = 'rollback' ORDER BY id DESC LIMIT 1`,
+    ).get(rating.model_id, ev.id);
+    const events = this.stmt<EmaEventRow>(
+      `SELECT e.id, e.reason, e.reward, e.value_before, e.value_after, e.rating_id,
+              (r.id IS NOT NULL AND r.undone_at IS NULL) AS live
+       FROM ema_events e LEFT JOIN ratings r ON r.id = e.rating_id
+       WHERE e.model_id = ? AND e.id > ? ORDER BY e.id`,
+    ).all(rating.model_id, anchor?.id ?? 0);
+    let v = anchor === undefined ? null : anchor.value_after;
+    for (const e of events) {
+      if (e.reason === 'rating') {
+        if (e.live === 1 && e.rating_id !== rating.id && e.reward !== null) v = emaNext(v, e.reward);
+      } else if (e.reason === 'rollback') {
+        v = e.value_after;
+      }
+    }
+    this.emaSet(rating.model_id, v, reason, rating.id, null, this.now());
+  }
+
+  emaHistory(modelId: string, limit: number): EmaPoint[] {
+    const rows = this.stmt<{ at: number; value_after: number | null; reason: EmaPoint['reason']; rating_id: number | null }>(
+      `SELECT at, value_after, reason, rating_id FROM ema_events WHERE model_id = ? ORDER BY id DESC LIMIT ?`,
+    ).all(modelId, limit);
+    return rows
+      .reverse()
+      .filter((r) => r.value_after !== null)
+      .map((r) => ({ at: r.at, value: r.value_after!, reason: r.reason, ratingId: r.rating_id }));
+  }
+
+  // Status counts.
+
+  counts(modelId: string): {
+    ratings: { good: number; bad: number; scaled: number; total: number };
+    pending: number;
+    turns: { total: number; unrated: number };
+    runningRunId: number | null;
+  } {
+    const byKind = this.stmt<{ kind: RatingView['kind']; n: number }>(
+      'SELECT kind, count(*) AS n FROM ratings WHERE model_id = ? AND undone_at IS NULL GROUP BY kind',
+    ).all(modelId);
+    const n = (k: RatingView['kind']): number => byKind.find((r) => r.kind === k)?.n ?? 0;
+    const pending = this.stmt<{ n: number }>(
+      'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL',
+    ).get(modelId)!.n;
+    const total = this.stmt<{ n: number }>('SELECT count(*) AS n FROM turns').get()!.n;
+    const unrated = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns WHERE state = 'unrated'`).get()!.n;
+    const running = this.stmt<{ id: number }>(
+      `SELECT id FROM runs WHERE model_id = ? AND status = 'running' ORDER BY id DESC LIMIT 1`,
+    ).get(modelId);
+    return {
+      ratings: { good: n('good'), bad: n('bad'), scaled: n('scale'), total: n('good') + n('bad') + n('scale') },
+      pending,
+      turns: { total, unrated },
+      runningRunId: running?.id ?? null,
+    };
+  }
+
+  // Runs and adapters (written by the trainer; the verbs read them, roll back and reset).
+
+  insertRun(r: NewRun, actor: Actor): RunView {
+    return this.write(() => {
+      const row = this.stmt<RunRow>(
+        `INSERT INTO runs (model_id, status, trigger, created_at, from_version, config) VALUES (?, ?, ?, ?, ?, ?)
+         RETURNING *, 0 AS samples`,
+      ).get(r.modelId, r.status, r.trigger, this.now(), r.fromVersion ?? null, JSON.stringify(r.config ?? {}))!;
+      this.audit(actor, 'insertRun', `run:${row.id}`, { modelId: r.modelId });
+      return runView(row);
+    });
+  }
+
+  insertAdapter(a: NewAdapter, actor: Actor): AdapterView {
+    return this.write(() => {
+      const row = this.stmt<AdapterRow>(
+        `INSERT INTO adapters (model_id, version, status, path, run_id, parent_version, created_at, ema_value, metrics, reason)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+      ).get(
+        a.modelId,
+        a.version,
+        a.status,
+        a.path,
+        a.runId ?? null,
+        a.parentVersion ?? null,
+        this.now(),
+        a.emaValue ?? null,
+        JSON.stringify(a.metrics ?? {}),
+        a.reason ?? null,
+      )!;
+      this.audit(actor, 'insertAdapter', `adapter:${row.id}`, { modelId: a.modelId, version: a.version });
+      return adapterView(row);
+    });
+  }
+
+  listRuns(modelId: string, limit: number): RunView[] {
+    return this.stmt<RunRow>(
+      `SELECT r.*, (SELECT count(*) FROM run_samples s WHERE s.run_id = r.id) AS samples
+       FROM runs r WHERE r.model_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?`,
+    )
+      .all(modelId, limit)
+      .map(runView);
+  }
+
+  listAdapters(modelId: string): AdapterView[] {
+    return this.stmt<AdapterRow>('SELECT * FROM adapters WHERE model_id = ? ORDER BY version DESC').all(modelId).map(adapterView);
+  }
+
+  activeAdapter(modelId: string): AdapterView | null {
+    const r = this.stmt<AdapterRow>(`SELECT * FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
+    return r === undefined ? null : adapterView(r);
+  }
+
+  /**
+   * Makes `version` active (0 = the base model, no adapter). The default is the newest inactive version
+   * below the active one: rejected, candidate and already rolled-back versions are never picked implicitly.
+   * The chosen version's stored EMA is restored; the rolled-back run's ratings are not requeued.
+   */
+  rollback(
+    modelId: string,
+    version: number | undefined,
+    actor: Actor,
+  ): { active: AdapterView | null; previous: AdapterView | null } {
+    return this.write(() => {
+      const current = this.activeAdapter(modelId);
+      let target = version;
+      if (target === undefined) {
+        if (current === null) throw new ConflictError(`no adapter of ${modelId} is active, so there is nothing to roll back`);
+        const prev = this.stmt<{ version: number }>(
+          `SELECT version FROM adapters WHERE model_id = ? AND version < ? AND status = 'inactive' ORDER BY version DESC LIMIT 1`,
+        ).get(modelId, current.version);
+        target = prev?.version ?? 0;
+      }
+      let chosen: AdapterRow | undefined;
+      if (target !== 0) {
+        chosen = this.stmt<AdapterRow>('SELECT * FROM adapters WHERE model_id = ? AND version = ?').get(modelId, target);
+        if (chosen === undefined) throw new NotFoundError(`adapter version ${target} of ${modelId} does not exist`, { modelId, version: target });
+        if (chosen.status === 'rejected' || chosen.status === 'candidate') {
+          throw new ConflictError(`adapter version ${target} of ${modelId} is ${chosen.status} and cannot be made active`, {
+            modelId,
+            version: target,
+            status: chosen.status,
+          });
+        }
+        if (current !== null && chosen.id === current.id) return { active: current, previous: current };
+      } else if (current === null) {
+        return { active: null, previous: null };
+      }
+      if (current !== null) this.stmt(`UPDATE adapters SET status = 'rolled_back' WHERE id = ?`).run(current.id);
+      if (chosen !== undefined) {
+        this.stmt(`UPDATE adapters SET status = 'active' WHERE id = ?`).run(chosen.id);
+        // The base model (version 0) has no stored baseline, so its rollback leaves the EMA as it is.
+        if (chosen.ema_value !== null) this.emaSet(modelId, chosen.ema_value, 'rollback', null, null, this.now());
+      }
+      this.audit(actor, 'rollback', `model:${modelId}`, { from: current?.version ?? 0, to: target });
+      const active = this.activeAdapter(modelId);
+      return { active, previous: current === null ? null : { ...current, status: 'rolled_back' } };
+    });
+  }
+
+  /** Deletes a model's ratings, runs, adapter rows and baseline; its turns stay, back to unrated. */
+  reset(modelId: string, actor: Actor): { ratings: number; runs: number; adapters: AdapterView[] } {
+    return this.write(() => {
+      const turnIds = this.stmt<{ turn_id: number }>('SELECT DISTINCT turn_id FROM ratings WHERE model_id = ?').all(modelId);
+      const ratings = this.stmt('DELETE FROM ratings WHERE model_id = ?').run(modelId).changes;
+      for (const t of turnIds) this.unrateIfNoLiveRating(t.turn_id);
+      const adapters = this.listAdapters(modelId);
+      this.stmt('DELETE FROM adapters WHERE model_id = ?').run(modelId);
+      const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
+      this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
+      this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
+      this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
+      return { ratings, runs, adapters };
+    });
+  }
+
+  auditLog(limit = 100): { at: number; actor: string; action: string; target: string | null; detail: unknown }[] {
+    return this.stmt<{ at: number; actor: string; action: string; target: string | null; detail: string }>(
+      'SELECT at, actor, action, target, detail FROM audit ORDER BY id DESC LIMIT ?',
+    )
+      .all(limit)
+      .map((r) => ({ ...r, detail: JSON.parse(r.detail) as unknown }));
+  }
+}
