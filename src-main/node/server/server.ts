@@ -4,7 +4,7 @@
 // token, content type, body size, JSON, schema; a rejected request changes nothing.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { VERBS } from '../../common/api.ts';
 import type { VerbName } from '../../common/api.ts';
 import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
@@ -127,6 +127,23 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     });
   });
   server.keepAliveTimeout = 10_000;
+  // Sockets and their requests in progress. Node's closeIdleConnections() skips a connection that has not sent a
+  // request yet (fetch opens a spare one after an abort), which would hold close() for the whole grace period.
+  const sockets = new Map<Socket, number>();
+  server.on('connection', (socket: Socket) => {
+    sockets.set(socket, 0);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+    res.on('close', () => {
+      if (sockets.has(socket)) sockets.set(socket, Math.max(0, (sockets.get(socket) ?? 1) - 1));
+    });
+  });
+  const closeIdle = () => {
+    for (const [socket, active] of sockets) if (active === 0) socket.destroy();
+  };
 
   await new Promise<void>((resolve, rejectListen) => {
     const onError = (e: NodeJS.ErrnoException) => {
@@ -156,11 +173,19 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     close() {
       closing ??= new Promise<void>((resolve) => {
         disposeSettings();
-        server.close(() => resolve());
+        const started = performance.now();
+        // In-flight requests get up to 2 s to finish; a connection is closed as soon as it is idle (one can finish
+        // its response a moment after close() began), and what remains after the grace is cut.
+        const sweep = setInterval(() => {
+          closeIdle();
+          if (performance.now() - started > 2_000) server.closeAllConnections();
+        }, 25);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
         sse.closeAll();
-        server.closeIdleConnections();
-        // In-flight requests get a moment to finish; then the remaining sockets are cut.
-        setTimeout(() => server.closeAllConnections(), 2_000).unref();
+        closeIdle();
       });
       return closing;
     },
