@@ -105,6 +105,17 @@ interface EmaEventRow {
   live: number | null;
 }
 
+/** The hot queries, named so that the migration test can check each one's plan uses an index. */
+export const Q = {
+  newestRateableGlobal: `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+  newestRateableSession: `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+  newestLiveRating: 'SELECT * FROM ratings WHERE undone_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1',
+  pendingCount: 'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL',
+  liveRatingOfTurn: 'SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1',
+  ratingsByTime: `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?`,
+  newestLiveRatingSession: `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL AND t.session = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1`,
+} as const;
+
 class Filter {
   readonly where: string[] = [];
   readonly args: unknown[] = [];
@@ -207,7 +218,7 @@ export class Store {
   }
 
   liveRating(turnId: number): RatingView | null {
-    const r = this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1').get(turnId);
+    const r = this.stmt<RatingRow>(Q.liveRatingOfTurn).get(turnId);
     return r === undefined ? null : ratingView(r);
   }
 
@@ -278,10 +289,10 @@ export class Store {
     const r =
       session === null
         ? this.stmt<{ id: number }>(
-            `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+            Q.newestRateableGlobal,
           ).get(cutoff)
         : this.stmt<{ id: number }>(
-            `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+            Q.newestRateableSession,
           ).get(session, cutoff);
     return r?.id ?? null;
   }
@@ -322,10 +333,9 @@ export class Store {
     return this.write(() => {
       const row =
         session === null
-          ? this.stmt<RatingRow>('SELECT * FROM ratings WHERE undone_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1').get()
+          ? this.stmt<RatingRow>(Q.newestLiveRating).get()
           : this.stmt<RatingRow>(
-              `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id
-               WHERE r.undone_at IS NULL AND t.session = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1`,
+              Q.newestLiveRatingSession,
             ).get(session);
       if (row === undefined) return null;
       const now = this.now();
@@ -458,7 +468,7 @@ export class Store {
     ).all(modelId);
     const n = (k: RatingView['kind']): number => byKind.find((r) => r.kind === k)?.n ?? 0;
     const pending = this.stmt<{ n: number }>(
-      'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL',
+      Q.pendingCount,
     ).get(modelId)!.n;
     const total = this.stmt<{ n: number }>('SELECT count(*) AS n FROM turns').get()!.n;
     const unrated = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns WHERE state = 'unrated'`).get()!.n;

@@ -1,0 +1,137 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BadInputError } from '../../common/errors.ts';
+import { createCore, type ReinCore } from '../core/core.ts';
+import { resolveHome } from '../home.ts';
+
+const cores: ReinCore[] = [];
+const dirs: string[] = [];
+let clock = 1_700_000_000_000;
+function tmp(): string {
+  const d = mkdtempSync(path.join(tmpdir(), 'rein-jsonl-'));
+  dirs.push(d);
+  return d;
+}
+function newCore(): ReinCore {
+  const c = createCore({ home: resolveHome({ REIN_HOME: tmp() }), now: () => (clock += 7) });
+  cores.push(c);
+  return c;
+}
+afterEach(() => {
+  for (const c of cores.splice(0)) c.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function populate(core: ReinCore): Promise<void> {
+  const ids: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const r = await core.call(
+      'captureTurn',
+      {
+        source: i % 2 === 0 ? 'api' : 'codex',
+        session: `s${i % 3}`,
+        eventId: `ev-${i}`,
+        prompt: `prompt ${i} ✓ "quotes" \n newline`,
+        response: `response ${i}`,
+        context: [{ role: 'system', content: `ctx ${i}`, name: 'sys', extra: { n: i } }],
+        ...(i === 0 ? {} : { model: 'qwen3' }),
+        ...(i === 1 ? { tokens: [5, 4294967295, 0], logprobs: [-0.1, -2.5, -1e-3] } : {}),
+        adapterVersion: i === 1 ? 2 : undefined,
+        createdAt: 1_600_000_000_000 + i,
+      } as never,
+      'test',
+    );
+    ids.push(r.turn.id);
+  }
+  await core.call('rate', { turnId: ids[0]!, value: 'good', tags: ['a', 'b'], comment: 'fine', correction: 'fixed' }, 'test');
+  await core.call('rate', { turnId: ids[1]!, value: 2, rater: 'alice' }, 'test');
+  await core.call('rate', { turnId: ids[1]!, value: 'bad' }, 'test'); // replaces: one undone, one live
+  await core.call('rate', { turnId: ids[2]!, value: 5 }, 'test');
+  await core.call('ignoreTurn', { turnId: ids[3]! }, 'test');
+  const run = core.store.insertRun({ modelId: 'default', status: 'succeeded', trigger: 'manual', config: { lr: 1e-4 } }, 'system');
+  core.store.db.prepare('UPDATE ratings SET run_id = ? WHERE turn_id = ?').run(run.id, ids[0]);
+  core.store.db.prepare(`INSERT INTO run_samples (run_id, rating_id, role, advantage) SELECT ?, id, 'pending', 0.5 FROM ratings WHERE turn_id = ?`).run(run.id, ids[0]);
+}
+
+/** Everything a user would miss, with database ids replaced by stable keys. */
+async function snapshot(core: ReinCore) {
+  const turns = (await core.call('listTurns', { limit: 1000 }, 'test')).items;
+  const key = new Map(turns.map((t) => [t.id, `${t.source}/${t.eventId}`]));
+  const full = await Promise.all(turns.map((t) => core.call('getTurn', { turnId: t.id }, 'test')));
+  const strip = <T extends { id: number }>(x: T) => ({ ...x, id: 0 });
+  const ratings = (await core.call('listRatings', { limit: 1000, includeUndone: true }, 'test')).items;
+  return {
+    turns: full
+      .map((t) => ({ ...strip(t), rating: t.rating && { ...strip(t.rating), turnId: key.get(t.rating.turnId), runId: t.rating.runId !== null } }))
+      .sort((a, b) => a.eventId.localeCompare(b.eventId) || a.source.localeCompare(b.source)),
+    ratings: ratings
+      .map((r) => ({ ...strip(r), turnId: key.get(r.turnId), runId: r.runId !== null }))
+      .sort((a, b) => a.createdAt - b.createdAt || String(a.turnId).localeCompare(String(b.turnId))),
+    runs: (await core.call('listRuns', {}, 'test')).map((r) => ({ ...r, id: 0 })),
+    status: { ...(await core.call('status', {}, 'test')), home: '' },
+  };
+}
+
+describe('JSONL export and import', () => {
+  it('round-trips every field of turns, ratings and runs', async () => {
+    const a = newCore();
+    await populate(a);
+    const file = path.join(tmp(), 'out.jsonl');
+    const ex = await a.call('exportData', { path: file }, 'cli');
+    expect(ex).toEqual({ path: file, turns: 6, ratings: 4 });
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+    expect(lines[0]).toMatchObject({ type: 'header', format: 'rein-export', schemaVersion: 1 });
+    expect(lines.filter((l) => l.type === 'turn')).toHaveLength(6);
+
+    const b = newCore();
+    // An existing turn in the target is skipped along with its ratings.
+    await b.call('captureTurn', { source: 'codex', eventId: 'ev-5', prompt: 'mine', response: 'mine' }, 'test');
+    const im = await b.call('importData', { path: file }, 'cli');
+    expect(im).toEqual({ turns: 5, ratings: 4, skipped: 1 });
+    const c = newCore();
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 6, ratings: 4, skipped: 0 });
+    const sa = await snapshot(a);
+    const sc = await snapshot(c);
+    expect(sc.turns).toEqual(sa.turns);
+    expect(sc.ratings).toEqual(sa.ratings);
+    expect(sc.runs).toEqual(sa.runs);
+    expect(sc.status).toEqual(sa.status);
+    // Importing the same file again adds nothing, not even a run.
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 0, ratings: 0, skipped: 10 });
+    expect(await c.call('listRuns', {}, 'test')).toHaveLength(1);
+    // And a second export is the same records.
+    const file2 = path.join(tmp(), 'again.jsonl');
+    await c.call('exportData', { path: file2 }, 'cli');
+    const body = (f: string) => readFileSync(f, 'utf8').split('\n').slice(1).join('\n');
+    expect(body(file2)).toBe(body(file));
+  });
+
+  it('rejects a bad file naming the line and field, and imports nothing', async () => {
+    const a = newCore();
+    await populate(a);
+    const file = path.join(tmp(), 'out.jsonl');
+    await a.call('exportData', { path: file }, 'cli');
+    const lines = readFileSync(file, 'utf8').trim().split('\n');
+    const bad = JSON.parse(lines[3]!) as Record<string, unknown>;
+    bad.prompt = 42;
+    lines[3] = JSON.stringify(bad);
+    const broken = path.join(tmp(), 'broken.jsonl');
+    writeFileSync(broken, lines.join('\n'));
+    const b = newCore();
+    const err = await b.call('importData', { path: broken }, 'cli').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadInputError);
+    expect((err as BadInputError).field).toBe('prompt');
+    expect((err as BadInputError).message).toMatch(/line 4: prompt/);
+    expect((await b.call('status', {}, 'test')).turns.total).toBe(0);
+
+    const future = path.join(tmp(), 'future.jsonl');
+    writeFileSync(future, JSON.stringify({ type: 'header', format: 'rein-export', schemaVersion: 99, exportedAt: 1 }) + '\n');
+    await expect(b.call('importData', { path: future }, 'cli')).rejects.toMatchObject({ field: 'schemaVersion' });
+    const noHeader = path.join(tmp(), 'nohead.jsonl');
+    writeFileSync(noHeader, lines.slice(1).join('\n'));
+    await expect(b.call('importData', { path: noHeader }, 'cli')).rejects.toBeInstanceOf(BadInputError);
+    await expect(b.call('importData', { path: path.join(tmp(), 'missing.jsonl') }, 'cli')).rejects.toMatchObject({ field: 'path' });
+  });
+});

@@ -1,0 +1,157 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase } from './db.ts';
+import { checkOrder, migrate, MigrationOrderError, SchemaTooNewError, userVersion } from './migrate.ts';
+import { MIGRATIONS } from './migrations/index.ts';
+import * as m0001 from './migrations/0001-init.ts';
+import { Q } from './store.ts';
+
+const dirs: string[] = [];
+function tmpFile(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rein-db-'));
+  dirs.push(dir);
+  return path.join(dir, 'rein.db');
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function plan(db: Database.Database, sql: string, ...args: unknown[]): string {
+  return db
+    .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .all(...args)
+    .map((r) => (r as { detail: string }).detail)
+    .join(' | ');
+}
+
+describe('migration runner', () => {
+  it('opens with WAL, foreign keys, a busy timeout and the latest user_version', () => {
+    const db = openDatabase(tmpFile());
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(5000);
+    expect(db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
+    expect(userVersion(db)).toBe(MIGRATIONS.length);
+    expect(migrate(db, MIGRATIONS)).toEqual([]);
+    db.close();
+  });
+
+  it('refuses a database from the future, naming both versions', () => {
+    const file = tmpFile();
+    const raw = new Database(file);
+    raw.pragma('user_version = 99');
+    raw.close();
+    let err: unknown;
+    try {
+      openDatabase(file);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(SchemaTooNewError);
+    expect((err as SchemaTooNewError).message).toMatch(/schema version 99, newer than this Rein knows \(1\)/);
+  });
+
+  it('checks the numbering', () => {
+    expect(() => checkOrder([{ version: 2, name: 'x', sql: '' }])).toThrow(MigrationOrderError);
+    expect(() => checkOrder([m0001, m0001])).toThrow(/expected 2/);
+  });
+
+  it('runs pending migrations in one transaction: a failing one leaves nothing behind', () => {
+    const db = new Database(tmpFile());
+    const broken = [m0001, { version: 2, name: 'broken', sql: 'CREATE TABLE later (a); THIS IS NOT SQL' }];
+    expect(() => migrate(db, broken)).toThrow();
+    expect(userVersion(db)).toBe(0);
+    expect(db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get()).toEqual({ n: 0 });
+    expect(migrate(db, MIGRATIONS)).toEqual([1]);
+    db.close();
+  });
+});
+
+describe('migration 0001-init', () => {
+  function fresh(): Database.Database {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001])).toEqual([1]);
+    return db;
+  }
+  const insTurn = (db: Database.Database, source: string, eventId: string, session: string | null, at: number): number =>
+    Number(
+      db
+        .prepare(`INSERT INTO turns (source, session, event_id, created_at, prompt, response) VALUES (?, ?, ?, ?, 'p', 'r')`)
+        .run(source, session, eventId, at).lastInsertRowid,
+    );
+  const insRating = (db: Database.Database, turnId: number, at: number): number =>
+    Number(
+      db
+        .prepare(`INSERT INTO ratings (turn_id, model_id, kind, value, rater, created_at) VALUES (?, 'm', 'good', 1, 'user', ?)`)
+        .run(turnId, at).lastInsertRowid,
+    );
+
+  it('keeps turns unique per source and event id, and cascades deletes to ratings and samples', () => {
+    const db = fresh();
+    const t = insTurn(db, 'api', 'e1', 's', 1);
+    expect(() => insTurn(db, 'api', 'e1', 's', 2)).toThrow(/UNIQUE/);
+    insTurn(db, 'codex', 'e1', 's', 2);
+    const r = insRating(db, t, 3);
+    const run = Number(db.prepare(`INSERT INTO runs (model_id, status, trigger, created_at) VALUES ('m', 'succeeded', 'auto', 4)`).run().lastInsertRowid);
+    db.prepare(`INSERT INTO run_samples (run_id, rating_id, role) VALUES (?, ?, 'pending')`).run(run, r);
+    db.prepare('UPDATE ratings SET run_id = ? WHERE id = ?').run(run, r);
+    expect(() => insRating(db, 999, 5)).toThrow(/FOREIGN KEY/);
+    db.prepare('DELETE FROM turns WHERE id = ?').run(t);
+    expect(db.prepare('SELECT count(*) AS n FROM ratings').get()).toEqual({ n: 0 });
+    expect(db.prepare('SELECT count(*) AS n FROM run_samples').get()).toEqual({ n: 0 });
+    db.close();
+  });
+
+  it('checks states, kinds, statuses and one active adapter per model', () => {
+    const db = fresh();
+    const t = insTurn(db, 'api', 'e1', null, 1);
+    expect(() => db.prepare(`UPDATE turns SET state = 'weird' WHERE id = ?`).run(t)).toThrow(/CHECK/);
+    expect(() =>
+      db.prepare(`INSERT INTO ratings (turn_id, model_id, kind, value, scale, rater, created_at) VALUES (?, 'm', 'scale', 0, 9, 'u', 1)`).run(t),
+    ).toThrow(/CHECK/);
+    const ad = db.prepare(`INSERT INTO adapters (model_id, version, status, path, created_at) VALUES ('m', ?, ?, 'p', 1)`);
+    ad.run(1, 'active');
+    ad.run(2, 'inactive');
+    expect(() => ad.run(3, 'active')).toThrow(/UNIQUE/);
+    expect(() => ad.run(2, 'inactive')).toThrow(/UNIQUE/);
+    expect(() => ad.run(0, 'inactive')).toThrow(/CHECK/);
+    expect(() => db.prepare(`INSERT INTO ema_events (model_id, at, reason) VALUES ('m', 1, 'guess')`).run()).toThrow(/CHECK/);
+    db.close();
+  });
+
+  it('serves the real queries from indexes (EXPLAIN QUERY PLAN)', () => {
+    const db = fresh();
+    for (let i = 0; i < 50; i++) {
+      const t = insTurn(db, 'api', `e${i}`, `s${i % 5}`, i);
+      if (i % 2 === 0) insRating(db, t, i);
+    }
+    // No ANALYZE: the app never runs it, so these are the plans users get.
+    const cases: [string, string, unknown[]][] = [
+      ['newest rateable turn of a session', Q.newestRateableSession, ['s1', 0]],
+      ['newest rateable turn', Q.newestRateableGlobal, [0]],
+      ['pending ratings of a model', Q.pendingCount, ['m']],
+      ['newest live rating (undo)', Q.newestLiveRating, []],
+      ['ratings by time', Q.ratingsByTime, [50, 0]],
+      ['live rating of a turn', Q.liveRatingOfTurn, [1]],
+    ];
+    const plans = Object.fromEntries(cases.map(([name, sql, args]) => [name, plan(db, sql, ...args)]));
+    expect(plans['newest rateable turn of a session']).toMatch(/SEARCH turns USING (COVERING )?INDEX turns_session_state_created \(session=\? AND state=\? AND created_at>\?\)/);
+    expect(plans['newest rateable turn']).toMatch(/SEARCH turns USING (COVERING )?INDEX turns_state_created \(state=\? AND created_at>\?\)/);
+    expect(plans['pending ratings of a model']).toMatch(/USING (COVERING )?INDEX ratings_model_pending \(model_id=\? AND run_id=\?\)/);
+    expect(plans['newest live rating (undo)']).toMatch(/SCAN ratings USING INDEX ratings_live_created/);
+    expect(plans['ratings by time']).toMatch(/SCAN r USING INDEX ratings_live_created/);
+    expect(plans['live rating of a turn']).toMatch(/INDEX ratings_turn \(turn_id=\?\)/);
+    for (const p of Object.values(plans)) expect(p).not.toMatch(/TEMP B-TREE/);
+    const sessionUndo = plan(db, Q.newestLiveRatingSession, 's1');
+    expect(sessionUndo).toMatch(/INDEX/);
+    expect(plan(db, `SELECT id FROM ema_events WHERE rating_id = ? AND reason = 'rating' ORDER BY id DESC LIMIT 1`, 1)).toMatch(
+      /INDEX ema_events_rating \(rating_id=\?\)/,
+    );
+    expect(plan(db, `SELECT * FROM adapters WHERE model_id = ? AND status = 'active'`, 'm')).toMatch(/INDEX adapters_one_active/);
+    db.close();
+  });
+});
