@@ -4,4 +4,3 @@ import './lists.ts';
 import './settings.ts';
 import './admin.ts';
 import './serve.ts';
-import './setup.ts';
