@@ -123,17 +123,25 @@ function initTensor(p: ResolvedParam, rng: Rng, std: number, jitter: number): Fl
   return data;
 }
 
-/** Split params (in file order) into `shards` runs of roughly equal byte size. */
+/**
+ * Split params (in file order) into exactly `shards` runs (fewer only when there are fewer params): a run
+ * closes once it reaches total/shards bytes, or when the params left are just enough for the runs left.
+ */
 function shardPlan(params: ResolvedParam[], shards: number): ResolvedParam[][] {
   const total = params.reduce((s, p) => s + numel(p.shape), 0);
-  const groups: ResolvedParam[][] = Array.from({ length: shards }, () => []);
-  let acc = 0;
-  for (const p of params) {
-    const g = Math.min(shards - 1, Math.floor((acc / total) * shards));
-    groups[g]!.push(p);
-    acc += numel(p.shape);
-  }
-  return groups.filter((g) => g.length > 0);
+  const groups: ResolvedParam[][] = [[]];
+  let size = 0;
+  params.forEach((p, i) => {
+    const g = groups.length - 1;
+    const full = size >= total / shards || params.length - i <= shards - 1 - g;
+    if (groups[g]!.length > 0 && full && g < shards - 1) {
+      groups.push([]);
+      size = 0;
+    }
+    groups.at(-1)!.push(p);
+    size += numel(p.shape);
+  });
+  return groups;
 }
 
 export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
