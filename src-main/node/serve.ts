@@ -9,6 +9,7 @@ import { ensureHome, readOrCreateToken } from './home.ts';
 import type { ReinHome } from './home.ts';
 import { acquireLock } from './server/lock.ts';
 import { removeServerInfo, writeServerInfo } from './server/info.ts';
+import { createHookRoutes } from './integrations/index.ts';
 import { startCaptureServer } from './server/server.ts';
 import type { CaptureServer } from './server/server.ts';
 
@@ -70,6 +71,7 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
       rendererDir: opts.rendererDir === undefined ? defaultRendererDir() : opts.rendererDir,
       heartbeatMs: opts.heartbeatMs,
       log,
+      hooks: createHookRoutes(core, (level, message, detail) => log(`rein hooks ${level}: ${message}${detail ? ' ' + JSON.stringify(detail) : ''}`)),
     });
     writeServerInfo(home, { pid: process.pid, port: server.port, url: server.url, startedAt: Date.now() });
     const openUrl = `${server.url}#token=${token}`;

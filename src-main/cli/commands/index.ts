@@ -4,3 +4,5 @@ import './lists.ts';
 import './settings.ts';
 import './admin.ts';
 import './serve.ts';
+import './setup.ts';
+import './model.ts';

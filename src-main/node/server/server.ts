@@ -28,6 +28,8 @@ export interface CaptureServerOptions {
   heartbeatMs?: number;
   /** One line per rejected request, with its reason. */
   log?: (line: string) => void;
+  /** Agent hook routes, `POST /hooks/<name>` (node/integrations): token-checked, answered 200 with their JSON. */
+  hooks?: Record<string, (body: unknown) => Promise<unknown>>;
 }
 
 export interface CaptureServer {
@@ -89,12 +91,14 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));
       return;
     }
-    if (pathname.startsWith('/api/') || pathname.startsWith('/v1/')) {
+    if (pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/')) {
       const unauthorized = checkToken(req.headers, token);
       if (unauthorized) return reject(req, res, unauthorized, 401, { 'www-authenticate': 'Bearer realm="rein"' });
       if (pathname === '/api/events' && method === 'GET') return sse.attach(req, res);
       const verb = verbOf(pathname);
-      if (verb === null || method !== 'POST') return reject(req, res, new NotFoundError(`no route ${method} ${pathname}`));
+      const hookName = pathname.slice('/hooks/'.length);
+      const hook = pathname.startsWith('/hooks/') && opts.hooks && Object.hasOwn(opts.hooks, hookName) ? opts.hooks[hookName] : undefined;
+      if ((verb === null && hook === undefined) || method !== 'POST') return reject(req, res, new NotFoundError(`no route ${method} ${pathname}`));
       if (!isJsonContentType(req.headers['content-type'])) {
         const err = new ReinError('bad_input', `Content-Type must be application/json, not ${JSON.stringify(req.headers['content-type'] ?? '')}`, {
           field: 'content-type',
@@ -109,7 +113,12 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
         if (e instanceof ReinError && e.code === 'too_large') return reject(req, res, e, 413, { connection: 'close' });
         throw e;
       }
-      const out = await core.call(verb, parseVerbInput(verb, body), 'http');
+      if (hook !== undefined) {
+        res.writeHead(200, API_HEADERS);
+        res.end(JSON.stringify(await hook(body)));
+        return;
+      }
+      const out = await core.call(verb!, parseVerbInput(verb!, body), 'http');
       const status = pathname === '/v1/turns' && (out as { created?: boolean }).created === true ? 201 : 200;
       res.writeHead(status, API_HEADERS);
       res.end(JSON.stringify(out));

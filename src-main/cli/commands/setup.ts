@@ -1,0 +1,155 @@
+// `rein setup <agent>`, `rein uninstall <agent>` and `rein hook …` (agent = claude | codex | openclaw).
+// Interactive by default (shows the changes and asks); `--yes` for scripts; `--dry-run` lists the files that
+// would change and writes nothing.
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { SETTINGS } from '../../common/config.ts';
+import { BadInputError, ReinError } from '../../common/errors.ts';
+import { readOrCreateToken } from '../../node/home.ts';
+import { claudeIntegration } from '../../node/integrations/claude/install.ts';
+import { codexIntegration } from '../../node/integrations/codex/install.ts';
+import { openclawIntegration } from '../../node/integrations/openclaw/install.ts';
+import { AGENTS, describeChange, install, toChanges, uninstall } from '../../node/integrations/shared/installer.ts';
+import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
+import { readServerInfo } from '../../node/server/info.ts';
+import { registerCommand } from '../dispatch.ts';
+import type { CommandContext } from '../dispatch.ts';
+
+export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
+
+export const HOOK_ENTRY = path.join(import.meta.dirname, 'hook.ts');
+export const PLUGIN_DIR = path.resolve(import.meta.dirname, '../../../resources/openclaw-plugin');
+
+function agentArg(ctx: CommandContext): Integration {
+  const a = ctx.args[0];
+  if (!AGENTS.includes(a as AgentName)) throw new BadInputError(`agent must be one of ${AGENTS.join(', ')}, not "${a ?? ''}"`, 'agent');
+  return INTEGRATIONS[a as AgentName];
+}
+
+function envFor(ctx: CommandContext): InstallEnv {
+  const portOpt = ctx.options.port;
+  let port: number = SETTINGS['server.port'].default;
+  if (typeof portOpt === 'string') {
+    port = Number(portOpt);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new BadInputError(`--port must be a port number, not ${portOpt}`, 'port');
+  } else {
+    const info = readServerInfo(ctx.home);
+    if (info) port = info.port;
+  }
+  return {
+    userHome: ctx.io.env.HOME && ctx.io.env.HOME !== '' ? ctx.io.env.HOME : homedir(),
+    env: ctx.io.env,
+    rein: ctx.home,
+    port,
+    token: readOrCreateToken(ctx.home),
+    // The absolute Node 24 running now, so a hook never starts on an older system node (TOOLCHAIN.md).
+    hookCommand: [process.execPath, HOOK_ENTRY],
+    pluginDir: PLUGIN_DIR,
+    options: { claudeTokenInSettings: ctx.options['token-in-settings'] === true },
+  };
+}
+
+async function confirm(ctx: CommandContext, question: string): Promise<boolean> {
+  if (ctx.options.yes === true) return true;
+  if (!ctx.io.stdinIsTTY) throw new BadInputError('not a terminal: pass --yes to apply, or --dry-run to see the changes', 'yes');
+  const rl = createInterface({ input: ctx.io.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(`${question} [y/N] `)).trim());
+  } finally {
+    rl.close();
+  }
+}
+
+const SETUP_OPTIONS = {
+  yes: { type: 'boolean' as const, short: 'y', help: 'apply without asking' },
+  'dry-run': { type: 'boolean' as const, help: 'print which files would change and write nothing' },
+  port: { type: 'string' as const, help: 'capture server port to point the agent at (default: the running one, else 7433)' },
+  'token-in-settings': { type: 'boolean' as const, help: 'claude: write the token into settings.json (made 0600) instead of using $REIN_TOKEN' },
+};
+
+registerCommand({
+  name: 'setup',
+  summary: 'Connect an agent (claude, codex, openclaw) to Rein.',
+  usage: 'rein setup <claude|codex|openclaw> [--yes] [--dry-run] [--port N] [--token-in-settings]',
+  args: [1, 1],
+  options: SETUP_OPTIONS,
+  async run(ctx) {
+    const integ = agentArg(ctx);
+    const env = envFor(ctx);
+    const found = integ.detect(env);
+    if (!found.installed) ctx.io.stderr(`note: ${integ.agent} does not look installed (no binary on PATH, no config dir); setting it up anyway.\n`);
+    const planned = toChanges(integ.plan(env, (f) => readText(f)));
+    const dry = ctx.options['dry-run'] === true;
+    if (planned.length === 0) {
+      ctx.print(`${integ.agent}: already set up, nothing to change.`, { agent: integ.agent, changes: [] });
+      return 0;
+    }
+    ctx.io.stderr(planned.map((c) => `  ${describeChange(c)}\n`).join(''));
+    if (dry) {
+      ctx.print(`${integ.agent}: dry run, nothing written.`, { agent: integ.agent, dryRun: true, changes: planned.map(describeChange) });
+      return 0;
+    }
+    if (!(await confirm(ctx, `Apply these changes for ${integ.agent}?`))) return 1;
+    const r = await install(integ, env, { dryRun: false, say: (l) => ctx.io.stderr(l + '\n') });
+    const notes = integ.notes(env);
+    ctx.print([`${integ.agent}: set up (backup in ${r.backupDir}).`, ...notes].join('\n'), {
+      agent: integ.agent,
+      backupDir: r.backupDir,
+      changes: r.changes.map(describeChange),
+      notes,
+    });
+    return 0;
+  },
+});
+
+registerCommand({
+  name: 'uninstall',
+  summary: "Remove Rein from an agent's config, restoring the original files when untouched since.",
+  usage: 'rein uninstall <claude|codex|openclaw> [--yes] [--dry-run]',
+  args: [1, 1],
+  options: { yes: SETUP_OPTIONS.yes, 'dry-run': SETUP_OPTIONS['dry-run'], port: SETUP_OPTIONS.port },
+  async run(ctx) {
+    const integ = agentArg(ctx);
+    const env = envFor(ctx);
+    const preview = uninstall(integ, env, { dryRun: true });
+    if (preview.changes.length === 0) {
+      ctx.print(`${integ.agent}: Rein is not installed there; nothing to change.`, { agent: integ.agent, changes: [] });
+      return 0;
+    }
+    ctx.io.stderr(preview.changes.map((c) => `  ${describeChange(c)}\n`).join(''));
+    if (ctx.options['dry-run'] === true) {
+      ctx.print(`${integ.agent}: dry run, nothing written.`, { agent: integ.agent, dryRun: true, changes: preview.changes.map(describeChange) });
+      return 0;
+    }
+    if (!(await confirm(ctx, `Remove Rein from ${integ.agent}?`))) return 1;
+    const r = uninstall(integ, env, { dryRun: false });
+    ctx.print(`${integ.agent}: removed (backup of the files before removal in ${r.backupDir}).`, {
+      agent: integ.agent,
+      backupDir: r.backupDir,
+      changes: r.changes.map(describeChange),
+    });
+    return 0;
+  },
+});
+
+registerCommand({
+  name: 'hook',
+  summary: 'Run an agent hook (what Codex starts): codex-notify <json> | codex-hook (JSON on stdin).',
+  usage: 'rein hook <codex-notify|codex-hook> [json]',
+  args: [1, 2],
+  async run(ctx) {
+    const { runHook } = await import('./hook.ts');
+    return runHook(ctx.args, { stdin: ctx.io.stdin, stdout: ctx.io.stdout, env: ctx.io.env });
+  },
+});
+
+function readText(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ReinError('internal', `cannot read ${file}: ${(e as Error).message}`);
+  }
+}
