@@ -122,6 +122,20 @@ describe('validation', () => {
     expect((await core.call('status', {}, 'test')).turns.total).toBe(0);
   });
 
+  it('rejects token ids and logprobs that the compact columns cannot hold, storing nothing', async () => {
+    const core = newCore();
+    await expect(core.call('captureTurn', { ...turn(), tokens: [1, 2 ** 32], logprobs: [-1, -1] }, 'test')).rejects.toMatchObject({
+      field: 'tokens.1',
+    });
+    await expect(core.call('captureTurn', { ...turn(), tokens: [1], logprobs: [-1e300] }, 'test')).rejects.toMatchObject({
+      field: 'logprobs.0',
+    });
+    const id = await capture(core, { session: 'A' });
+    await expect(core.call('rate', { turnId: id, session: 'B', value: 'good' }, 'test')).rejects.toMatchObject({ field: 'session' });
+    expect((await core.call('status', {}, 'test')).turns.total).toBe(1);
+    expect((await core.call('status', {}, 'test')).ratings.total).toBe(0);
+  });
+
   it('validates settings per key and names the key', async () => {
     const core = newCore();
     await expect(core.call('setSettings', { values: { 'training.threshold': 0 } }, 'test')).rejects.toMatchObject({
