@@ -54,6 +54,8 @@ export interface OnnxEmit {
   domain?: string;
   inputs: (number | OnnxConst | null)[];
   attrs: OnnxAttr[];
+  /** Run the op in this dtype: emission casts its float inputs to it and its outputs back (a missing ORT kernel). */
+  computeAs?: DType;
 }
 
 export interface OpDef {
@@ -195,8 +197,12 @@ registerOp('Exp', unaryDef('Exp', (_x, y, g) => mul(g, y)));
 registerOp('Log', unaryDef('Log', (x, _y, g) => div(g, x)));
 registerOp('Sigmoid', unaryDef('Sigmoid', (_x, y, g) => mul(g, mul(y, sub(1, y)))));
 registerOp('Tanh', unaryDef('Tanh', (_x, y, g) => mul(g, sub(1, mul(y, y)))));
-// d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
-registerOp('Erf', unaryDef('Erf', (x, _y, g) => mul(g, mul(exp(neg(mul(x, x))), 2 / Math.sqrt(Math.PI)))));
+// d/dx erf(x) = 2/sqrt(pi) * exp(-x^2). ORT 1.30 has no float64 Erf kernel on CPU, so a float64 graph computes Erf in
+// float32 (about 1e-7 relative); its gradient stays float64.
+registerOp('Erf', {
+  ...unaryDef('Erf', (x, _y, g) => mul(g, mul(exp(neg(mul(x, x))), 2 / Math.sqrt(Math.PI)))),
+  emit: (node) => ({ opType: 'Erf', inputs: [0], attrs: [], ...(node.inputs[0]!.dtype === 'float64' ? { computeAs: 'float32' as const } : {}) }),
+});
 registerOp('Sin', unaryDef('Sin', (x, _y, g) => mul(g, cos(x))));
 registerOp('Cos', unaryDef('Cos', (x, _y, g) => neg(mul(g, sin(x)))));
 registerOp('Abs', unaryDef('Abs', (x, _y, g) => mul(g, sign(x))));

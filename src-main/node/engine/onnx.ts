@@ -4,7 +4,7 @@
 // graph itself holds (axes, shapes, scalars) become initializers.
 
 import onnxProto from 'onnx-proto';
-import { type Bindings, type DType, type Graph, type Node, type Tensor, GraphError, bindDim, bindShape } from '../../common/engine/ir.ts';
+import { type Bindings, type DType, type Graph, type Node, type Tensor, GraphError, bindDim, bindShape, isFloat } from '../../common/engine/ir.ts';
 import { type OnnxConst, ONNX_DTYPE, opDef } from '../../common/engine/ops.ts';
 
 const { onnx } = onnxProto;
@@ -90,13 +90,24 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
       continue;
     }
     const e = opDef(n.op).emit(n, b);
+    const cast = (from: string, to: DType, out: string): void => {
+      nodes.push({ name: `cast_${out}`, opType: 'Cast', domain: '', input: [from], output: [out], attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: ONNX_DTYPE[to] }] });
+    };
+    const via = e.computeAs;
     const inputs = e.inputs.map((x) => {
       if (x === null) return '';
-      if (typeof x === 'number') return nameOf(n.inputs[x]!);
+      if (typeof x === 'number') {
+        const t = n.inputs[x]!;
+        if (via === undefined || !isFloat(t.dtype) || t.dtype === via) return nameOf(t);
+        const name = `${nameOf(t)}_as_${via}_n${n.id}`;
+        cast(nameOf(t), via, name);
+        return name;
+      }
       const name = `k${k++}_${n.op}`;
       initializers.push(tensorProto(name, x));
       return name;
     });
+    const outputs = n.outputs.map((t) => (via === undefined || !isFloat(t.dtype) || t.dtype === via ? nameOf(t) : `${nameOf(t)}_${via}`));
     const attribute = e.attrs.map((a): onnxProto.onnx.IAttributeProto => {
       const A = onnx.AttributeProto.AttributeType;
       switch (a.type) {
@@ -113,7 +124,10 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
       }
     });
     if (e.domain !== undefined && e.domain !== '') domains.add(e.domain);
-    nodes.push({ name: `n${n.id}_${n.op}`, opType: e.opType, domain: e.domain ?? '', input: inputs, output: n.outputs.map(nameOf), attribute });
+    nodes.push({ name: `n${n.id}_${n.op}`, opType: e.opType, domain: e.domain ?? '', input: inputs, output: outputs, attribute });
+    n.outputs.forEach((t, i) => {
+      if (outputs[i] !== nameOf(t)) cast(outputs[i]!, t.dtype, nameOf(t));
+    });
   }
   for (const a of aliases) nodes.push({ name: `out_${a.to}`, opType: 'Identity', domain: '', input: [nameOf(a.from)], output: [a.to] });
 

@@ -33,7 +33,7 @@ export interface RuntimeOptions {
   provider?: ExecutionProvider;
   /** Threads for one op; defaults to the machine's available parallelism. */
   intraOpThreads?: number;
-  /** ORT graph optimisation level; 'all' by default. */
+  /** ORT graph optimisation level; by default 'all', and 'basic' for graphs that compute in float64 (see create). */
   optimization?: 'disabled' | 'basic' | 'extended' | 'all';
 }
 
@@ -134,7 +134,7 @@ function bindingKey(graph: Graph, bindings: Bindings): string {
 export class Runtime {
   readonly provider: ExecutionProvider;
   readonly intraOpThreads: number;
-  private readonly optimization: NonNullable<RuntimeOptions['optimization']>;
+  private readonly optimization: RuntimeOptions['optimization'];
   private readonly cache = new Map<string, Promise<CompiledGraph>>();
 
   constructor(opts: RuntimeOptions = {}) {
@@ -142,7 +142,7 @@ export class Runtime {
     if (!EXECUTION_PROVIDERS.includes(p)) throw new BadInputError(`unknown execution provider '${String(p)}' (one of ${EXECUTION_PROVIDERS.join(', ')})`, 'provider');
     this.provider = p;
     this.intraOpThreads = opts.intraOpThreads ?? os.availableParallelism();
-    this.optimization = opts.optimization ?? 'all';
+    this.optimization = opts.optimization;
   }
 
   /** The compiled graph for these bindings, created once and cached per (graph, bindings, provider). */
@@ -170,7 +170,9 @@ export class Runtime {
       intraOpNumThreads: this.intraOpThreads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
-      graphOptimizationLevel: this.optimization,
+      // ORT's extended fusions (x·sigmoid(x) -> com.microsoft.QuickGelu, ...) are applied to float64 graphs although
+      // their kernels are float-only, and the session then fails to load; float64 graphs (gradient checks) get 'basic'.
+      graphOptimizationLevel: this.optimization ?? (graph.nodes.some((n) => n.outputs.some((t) => t.dtype === 'float64')) ? 'basic' : 'all'),
     };
     let session: ort.InferenceSession;
     try {

@@ -1,0 +1,230 @@
+// Composite ops built from the primitives in ops.ts: they need no backward of their own (house style 6).
+// Shapes follow the per-layer design: activations are 2-D [T, H] (batch 1 per sequence), weights are HF [out, in].
+//   T = tokens, H = hidden, nh = query heads, nkv = key/value heads, hd = head dim, V = vocab, C = tokens per chunk
+
+import { type DType, type Dim, Graph, type Tensor, GraphError, dimDiv, dimMul, fmtShape } from './ir.ts';
+import * as op from './ops.ts';
+
+/**
+ * RMSNorm (Zhang & Sennrich 2019; HF LlamaRMSNorm): x / sqrt(mean(x², -1) + eps) · w. With `onePlus`, the scale
+ * is (1 + w), Gemma's convention (HF GemmaRMSNorm).
+ */
+export function rmsNorm(x: Tensor, w: Tensor, eps: number, opts: { onePlus?: boolean } = {}): Tensor {
+  const ms = op.reduceMean(op.mul(x, x), [-1], true); // [T, 1]
+  const normed = op.mul(x, op.reciprocal(op.sqrt(op.add(ms, eps)))); // [T, H]
+  return op.mul(normed, opts.onePlus === true ? op.add(w, 1) : w);
+}
+
+/** SiLU / swish: x·σ(x). */
+export function silu(x: Tensor): Tensor {
+  return op.mul(x, op.sigmoid(x));
+}
+
+/** The SwiGLU MLP activation (Shazeer 2020): silu(gate) ⊙ up. */
+export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  return op.mul(silu(gate), up);
+}
+
+/** GELU, tanh approximation (HF "gelu_pytorch_tanh", Gemma): ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
+export function geluTanh(x: Tensor): Tensor {
+  const inner = op.mul(op.add(x, op.mul(op.mul(op.mul(x, x), x), 0.044715)), Math.sqrt(2 / Math.PI));
+  return op.mul(op.mul(x, 0.5), op.add(op.tanh(inner), 1));
+}
+
+/** GeGLU (Gemma's MLP): gelu_tanh(gate) ⊙ up. */
+export function geglu(gate: Tensor, up: Tensor): Tensor {
+  return op.mul(geluTanh(gate), up);
+}
+
+/** Soft-capping (Gemma 2): cap·tanh(x / cap). */
+export function softcap(x: Tensor, cap: number): Tensor {
+  return op.mul(op.tanh(op.mul(x, 1 / cap)), cap);
+}
+
+// --- RoPE ------------------------------------------------------------------------------------------------------------
+
+/** HF rope_scaling with rope_type "llama3" (Llama 3.1+). */
+export interface Llama3RopeScaling {
+  ropeType: 'llama3';
+  factor: number;
+  lowFreqFactor: number;
+  highFreqFactor: number;
+  originalMaxPositionEmbeddings: number;
+}
+
+/**
+ * Inverse frequencies θ^(−2i/d), i < d/2, with Llama-3 scaling when given. Source: HF transformers
+ * modeling_rope_utils `_compute_default_rope_parameters` and `_compute_llama3_parameters`: wavelengths shorter than
+ * original_max / high_freq_factor keep their frequency, longer than original_max / low_freq_factor are divided by
+ * `factor`, and those between are blended with smooth = (original_max / wavelen − low) / (high − low).
+ */
+export function ropeInvFreq(rotaryDim: number, theta: number, scaling?: Llama3RopeScaling): Float64Array {
+  if (!Number.isInteger(rotaryDim) || rotaryDim <= 0 || rotaryDim % 2 !== 0) throw new GraphError('RoPE', `rotary dim must be a positive even integer, got ${rotaryDim}`);
+  if (!(theta > 0)) throw new GraphError('RoPE', `rope_theta must be positive, got ${theta}`);
+  const half = rotaryDim / 2;
+  const inv = new Float64Array(half);
+  for (let i = 0; i < half; i++) inv[i] = 1 / theta ** ((2 * i) / rotaryDim);
+  if (scaling === undefined) return inv;
+  const { factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: oldLen } = scaling;
+  if (!(factor > 0) || !(low > 0) || !(high > low) || !(oldLen > 0)) {
+    throw new GraphError('RoPE', `bad llama3 rope_scaling ${JSON.stringify(scaling)} (need factor > 0, 0 < low_freq_factor < high_freq_factor)`);
+  }
+  const lowWavelen = oldLen / low;
+  const highWavelen = oldLen / high;
+  for (let i = 0; i < half; i++) {
+    const f = inv[i]!;
+    const wavelen = (2 * Math.PI) / f;
+    if (wavelen < highWavelen) continue;
+    if (wavelen > lowWavelen) inv[i] = f / factor;
+    else {
+      const smooth = (oldLen / wavelen - low) / (high - low);
+      inv[i] = (1 - smooth) * (f / factor) + smooth * f;
+    }
+  }
+  return inv;
+}
+
+export interface RopeTables {
+  /** [T, rotaryDim/2], row-major: cos(position_t · invFreq_i). */
+  cos: Float32Array | Float64Array;
+  sin: Float32Array | Float64Array;
+  rows: number;
+  half: number;
+}
+
+/** The cos/sin tables fed to `rope` for these positions (per bucket; positions usually 0..T−1). */
+export function ropeTables(positions: readonly number[], invFreq: Float64Array, dtype: 'float32' | 'float64' = 'float32'): RopeTables {
+  const half = invFreq.length;
+  const n = positions.length * half;
+  const cos = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n);
+  const sin = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n);
+  positions.forEach((p, t) => {
+    for (let i = 0; i < half; i++) {
+      // In float64, then rounded: HF computes the angle in float32, which differs by ~1e-7·p; both are fine for training.
+      const a = p * invFreq[i]!;
+      cos[t * half + i] = Math.cos(a);
+      sin[t * half + i] = Math.sin(a);
+    }
+  });
+  return { cos, sin, rows: positions.length, half };
+}
+
+/**
+ * Rotary embedding on x [T, n, hd] with tables cos/sin [T, hd/2].
+ * 'half' (HF Llama/Qwen `rotate_half`): pairs are (x_i, x_{i+hd/2}). 'interleaved' (GPT-J, Meta's original Llama):
+ * pairs are (x_{2i}, x_{2i+1}). Each pair (a, b) becomes (a·cos − b·sin, b·cos + a·sin).
+ */
+export function rope(x: Tensor, cos: Tensor, sin: Tensor, layout: 'half' | 'interleaved'): Tensor {
+  if (x.rank !== 3) throw new GraphError('RoPE', `x must be [T, heads, head_dim], got ${fmtShape(x.shape)}`);
+  const [t, n, hd] = x.shape as [Dim, Dim, Dim];
+  const half = dimDiv(hd, 2);
+  if (half === undefined || typeof half !== 'number') throw new GraphError('RoPE', `head_dim must be even and static, got ${hd}`);
+  if (cos.rank !== 2 || sin.rank !== 2) throw new GraphError('RoPE', `cos/sin must be [T, ${half}], got ${fmtShape(cos.shape)} and ${fmtShape(sin.shape)}`);
+  if (layout === 'half') {
+    const c = op.reshape(cos, [t, 1, half]); // [T, 1, hd/2]
+    const s = op.reshape(sin, [t, 1, half]);
+    const [a, b] = op.split(x, 2, [half, half]) as [Tensor, Tensor]; // [T, n, hd/2] each
+    return op.concat([op.sub(op.mul(a, c), op.mul(b, s)), op.add(op.mul(b, c), op.mul(a, s))], 2); // [T, n, hd]
+  }
+  const c = op.reshape(cos, [t, 1, half, 1]);
+  const s = op.reshape(sin, [t, 1, half, 1]);
+  const pairs = op.reshape(x, [t, n, half, 2]);
+  const [a, b] = op.split(pairs, 3, [1, 1]) as [Tensor, Tensor]; // [T, n, hd/2, 1]
+  const out = op.concat([op.sub(op.mul(a, c), op.mul(b, s)), op.add(op.mul(b, c), op.mul(a, s))], 3);
+  return op.reshape(out, [t, n, hd]);
+}
+
+// --- attention -------------------------------------------------------------------------------------------------------
+
+export interface AttentionOpts {
+  nHeads: number;
+  nKvHeads: number;
+  headDim: number;
+  /** RoPE tables [T, hd/2] and layout; applied to q and k. */
+  rope?: { cos: Tensor; sin: Tensor; layout: 'half' | 'interleaved' };
+  /** [T] float, 1 for a real token and 0 for padding: padded keys are masked out. */
+  keyValid?: Tensor;
+  /** Score scale; 1/√hd by default. */
+  scale?: number;
+}
+
+/** A finite "minus infinity": exp underflows to exactly 0 in float32 and float64, and a fully masked row stays finite. */
+const MASKED = -1e9;
+
+/** [T, T] additive causal mask: 0 on and below the diagonal, MASKED above. */
+export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
+  return op.mul(op.trilu(op.expand(g.scalar(1, dtype), [t, t]), true, 1), MASKED);
+}
+
+/**
+ * Causal grouped-query attention. q [T, nh·hd], k and v [T, nkv·hd] (the projections' outputs) -> [T, nh·hd].
+ * Key/value head j serves query heads j·rep … j·rep + rep − 1 (HF `repeat_kv`), done with Expand + Reshape.
+ */
+export function causalAttention(q: Tensor, k: Tensor, v: Tensor, o: AttentionOpts): Tensor {
+  const { nHeads: nh, nKvHeads: nkv, headDim: hd } = o;
+  if (!Number.isInteger(nh / nkv)) throw new GraphError('attention', `n_heads ${nh} is not a multiple of n_kv_heads ${nkv}`);
+  const rep = nh / nkv;
+  const t = q.shape[0]!;
+  let qh = op.reshape(q, [t, nh, hd]); // [T, nh, hd]
+  let kh = op.reshape(k, [t, nkv, hd]); // [T, nkv, hd]
+  const vh = op.reshape(v, [t, nkv, hd]);
+  if (o.rope !== undefined) {
+    qh = rope(qh, o.rope.cos, o.rope.sin, o.rope.layout);
+    kh = rope(kh, o.rope.cos, o.rope.sin, o.rope.layout);
+  }
+  const repeat = (x: Tensor): Tensor => {
+    const heads = op.transpose(x, [1, 0, 2]); // [nkv, T, hd]
+    if (rep === 1) return heads;
+    const e = op.expand(op.reshape(heads, [nkv, 1, t, hd]), [nkv, rep, t, hd]); // [nkv, rep, T, hd]
+    return op.reshape(e, [nh, t, hd]); // [nh, T, hd]
+  };
+  const qt = op.transpose(qh, [1, 0, 2]); // [nh, T, hd]
+  const kt = repeat(kh); // [nh, T, hd]
+  const vt = repeat(vh); // [nh, T, hd]
+  const scale = o.scale ?? 1 / Math.sqrt(hd);
+  let scores = op.mul(op.matmul(qt, op.transpose(kt, [0, 2, 1])), scale); // [nh, T, T]
+  scores = op.add(scores, causalMask(q.graph, q.dtype, t));
+  if (o.keyValid !== undefined) scores = op.add(scores, op.reshape(op.mul(op.sub(o.keyValid, 1), -MASKED), [1, 1, t]));
+  const probs = op.softmax(scores, -1); // [nh, T, T]
+  const out = op.matmul(probs, vt); // [nh, T, hd]
+  return op.reshape(op.transpose(out, [1, 0, 2]), [t, dimMul(nh, hd)]); // [T, nh·hd]
+}
+
+/** Token embedding: rows of table [V, H] at ids [T] -> [T, H]. */
+export function embedding(table: Tensor, ids: Tensor): Tensor {
+  return op.gather(table, ids, 0);
+}
+
+// --- chunked lm_head + log-softmax + target gather ---------------------------------------------------------------------
+
+/**
+ * Per-token log-probabilities of the targets: hidden [C, H], lmHead [V, H], targets [C] int64 -> [C].
+ * log p(target_t) = logits_t[target_t] − logsumexp(logits_t), logits = hidden · lmHeadᵀ (optionally soft-capped).
+ * Build it over a chunk symbol C and run it chunk by chunk (chunkRanges), so the [C, V] buffers never cover all T.
+ */
+export function tokenLogprobs(hidden: Tensor, lmHead: Tensor, targets: Tensor, opts: { softcap?: number } = {}): Tensor {
+  const c = hidden.shape[0]!;
+  let logits = op.gemm(hidden, lmHead, { transB: true }); // [C, V]
+  if (opts.softcap !== undefined) logits = softcap(logits, opts.softcap);
+  const lsm = op.logSoftmax(logits, -1); // [C, V]
+  const picked = op.gatherElements(lsm, op.reshape(targets, [c, 1]), 1); // [C, 1]
+  return op.reshape(picked, [c]); // [C]
+}
+
+/** The lm_head graph a driver runs per chunk: inputs hidden ['C', H], lm_head [V, H], targets ['C'] -> logprobs ['C']. */
+export function logprobGraph(dtype: 'float32' | 'float64', hiddenSize: number, vocab: number, opts: { softcap?: number; name?: string } = {}): Graph {
+  const g = new Graph(opts.name ?? 'lm_head_logprobs');
+  const h = g.input('hidden', dtype, ['C', hiddenSize]);
+  const w = g.input('lm_head', dtype, [vocab, hiddenSize]);
+  const ids = g.input('targets', 'int64', ['C']);
+  g.output('logprobs', tokenLogprobs(h, w, ids, opts.softcap === undefined ? {} : { softcap: opts.softcap }));
+  return g;
+}
+
+/** [start, end) token ranges of at most `chunk` tokens covering 0..total. */
+export function chunkRanges(total: number, chunk: number): [number, number][] {
+  if (!Number.isInteger(chunk) || chunk <= 0) throw new GraphError('chunkRanges', `chunk must be a positive integer, got ${chunk}`);
+  const out: [number, number][] = [];
+  for (let s = 0; s < total; s += chunk) out.push([s, Math.min(total, s + chunk)]);
+  return out;
+}
