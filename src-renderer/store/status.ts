@@ -1,5 +1,6 @@
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
+import { derive } from './derive.ts';
 import type { ReinState, Slice, StatusSlice } from './types.ts';
 
 export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
@@ -20,17 +21,17 @@ export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
 export const selectStatus = (s: ReinState) => s.status;
 
 /** Ratings waiting for the next training round, as a fraction of the threshold (0..1, capped). */
-export function selectPendingProgress(s: ReinState): { pending: number; threshold: number; fraction: number } | null {
-  if (!s.status) return null;
-  const { pending, threshold } = s.status;
+export const selectPendingProgress = derive([selectStatus], (status): { pending: number; threshold: number; fraction: number } | null => {
+  if (!status) return null;
+  const { pending, threshold } = status;
   return { pending, threshold, fraction: threshold > 0 ? Math.min(1, pending / threshold) : 0 };
-}
+});
 
-export function selectCounts(s: ReinState): { good: number; bad: number; total: number } | null {
-  if (!s.status) return null;
-  const { good, bad, total } = s.status.ratings;
+export const selectCounts = derive([selectStatus], (status): { good: number; bad: number; total: number } | null => {
+  if (!status) return null;
+  const { good, bad, total } = status.ratings;
   return { good, bad, total };
-}
+});
 
 /** The EMA baseline as a signed number with two decimals, or null before the first rating seeds it. */
 export function selectEmaText(s: ReinState): string | null {

@@ -259,6 +259,21 @@ describe('selectors', () => {
     expect(selectAdapterText(store.getState())).toBe('v3');
   });
 
+  it('derived selectors return the same object until their inputs change (else React re-renders forever)', () => {
+    const store = createReinStore(fakeClient().client);
+    store.getState().setStatus(status());
+    store.getState().applyTurn(turn(1));
+    store.getState().applyTurn(turn(2));
+    const a = store.getState();
+    for (const sel of [selectCounts, selectPendingProgress, selectOtherTurns, selectTrainingView] as const) {
+      expect(sel(a)).toBe(sel(a));
+    }
+    const before = selectOtherTurns(a);
+    store.getState().applyTurn(turn(3));
+    expect(selectOtherTurns(store.getState())).not.toBe(before);
+    expect(selectOtherTurns(store.getState()).map((t) => t.id)).toEqual([2, 1]);
+  });
+
   it('firstLines keeps the first lines and marks what it cut', () => {
     expect(firstLines('a\nb\nc', 2)).toEqual({ text: 'a\nb', cut: true });
     expect(firstLines('  one line  ', 2)).toEqual({ text: 'one line', cut: false });

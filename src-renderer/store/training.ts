@@ -1,5 +1,6 @@
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
+import { derive } from './derive.ts';
 import type { ReinState, Slice, TrainingSlice } from './types.ts';
 
 export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
@@ -40,14 +41,16 @@ export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
 export const selectRuns = (s: ReinState) => s.runs;
 
 /** Training as the header shows it: running with a fraction, idle, or not available yet (with the core's reason). */
-export function selectTrainingView(
-  s: ReinState,
-): { kind: 'unavailable'; message: string } | { kind: 'running'; fraction: number; phase: string } | { kind: 'idle' } {
-  if (s.trainingUnavailable) return { kind: 'unavailable', message: s.trainingUnavailable };
-  const p = s.progress;
-  if (p && !['done', 'failed', 'cancelled'].includes(p.phase)) {
-    return { kind: 'running', fraction: p.steps > 0 ? Math.min(1, p.step / p.steps) : 0, phase: p.phase };
-  }
-  if (s.status?.training.state === 'running') return { kind: 'running', fraction: 0, phase: 'running' };
-  return { kind: 'idle' };
-}
+export type TrainingView = { kind: 'unavailable'; message: string } | { kind: 'running'; fraction: number; phase: string } | { kind: 'idle' };
+
+export const selectTrainingView = derive(
+  [(s) => s.trainingUnavailable, (s) => s.progress, (s) => s.status?.training.state],
+  (unavailable, p, state): TrainingView => {
+    if (unavailable) return { kind: 'unavailable', message: unavailable };
+    if (p && !['done', 'failed', 'cancelled'].includes(p.phase)) {
+      return { kind: 'running', fraction: p.steps > 0 ? Math.min(1, p.step / p.steps) : 0, phase: p.phase };
+    }
+    if (state === 'running') return { kind: 'running', fraction: 0, phase: 'running' };
+    return { kind: 'idle' };
+  },
+);

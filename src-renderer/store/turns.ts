@@ -1,6 +1,7 @@
 import type { RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
+import { derive } from './derive.ts';
 import type { ReinState, Slice, TurnsSlice } from './types.ts';
 
 export const TURNS_LIMIT = 50;
@@ -80,10 +81,9 @@ export function selectCurrentTurn(s: ReinState): TurnSummary | null {
 }
 
 /** The list below the card: every recent turn except the card's own. */
-export function selectOtherTurns(s: ReinState): TurnSummary[] {
-  const current = selectCurrentTurn(s);
-  return current ? s.turns.filter((t) => t.id !== current.id) : s.turns;
-}
+export const selectOtherTurns = derive([selectTurns, selectCurrentTurn], (turns, current): TurnSummary[] =>
+  current ? turns.filter((t) => t.id !== current.id) : turns,
+);
 
 /** The first `lines` lines of a text, each cut at `width` characters, with a marker when anything was cut. */
 export function firstLines(text: string, lines = 4, width = 400): { text: string; cut: boolean } {

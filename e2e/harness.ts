@@ -1,0 +1,100 @@
+// e2e helpers: a real `rein serve` child on a temp REIN_HOME and a free port, an authenticated API client for it,
+// and Debian Chromium through playwright-core (shared/notes/TOOLCHAIN.md, "Browser tests").
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import type { VerbInput, VerbName, VerbOutput } from '../src-main/common/api.ts';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const ARTIFACTS = path.join(ROOT, 'e2e/artifacts');
+const CHROMIUM = process.env.REIN_E2E_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+export interface ServeChild {
+  home: string;
+  /** http://127.0.0.1:PORT/ */
+  url: string;
+  /** The address `rein serve` printed, with `#token=…`. */
+  openUrl: string;
+  token: string;
+  output: () => string;
+  call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
+  post(pathname: string, body: unknown): Promise<{ status: number; body: unknown }>;
+  stop(): Promise<number | null>;
+}
+
+/** Start `rein serve --port 0` on a fresh home, serving the built renderer; resolves once it printed its address. */
+export async function startServe(): Promise<ServeChild> {
+  const home = mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', '0', '--renderer', path.join(ROOT, 'out/renderer')],
+    { cwd: ROOT, env: { ...process.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const openUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`rein serve printed no address within 20 s:\n${out}`)), 20_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = /http:\/\/127\.0\.0\.1:\d+\/#token=[0-9a-f]+/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[0]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`rein serve exited with ${code} before printing its address:\n${out}`));
+    });
+  });
+  const url = openUrl.slice(0, openUrl.indexOf('#'));
+  const token = openUrl.slice(openUrl.indexOf('#token=') + '#token='.length);
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const post = async (pathname: string, body: unknown) => {
+    const res = await fetch(new URL(pathname, url), { method: 'POST', headers, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+  return {
+    home,
+    url,
+    openUrl,
+    token,
+    output: () => out,
+    async call(verb, input) {
+      const r = await post(`/api/${verb}`, input);
+      if (r.status !== 200) throw new Error(`${verb}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body as never;
+    },
+    post,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      const code = await exited;
+      rmSync(home, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+export function artifactPath(name: string): string {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return path.join(ARTIFACTS, name);
+}

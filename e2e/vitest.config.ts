@@ -1,0 +1,17 @@
+// The browser suite: the real renderer in Debian Chromium (playwright-core) against a real `rein serve` child over
+// the HTTP transport (ARCHITECTURE §7). Run by scripts/test.sh when this file exists: npx vitest run --config e2e/vitest.config.ts
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    root: import.meta.dirname + '/..',
+    include: ['e2e/**/*.test.ts'],
+    globalSetup: ['e2e/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    // One browser and one server at a time: two cores on the CI machine.
+    maxWorkers: 1,
+    fileParallelism: false,
+  },
+});
