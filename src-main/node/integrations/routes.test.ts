@@ -1,0 +1,74 @@
+// The hook routes mounted on the real capture server over the real SQLite core: auth, size and shape guards,
+// and the pending-turn model (`/rl good` rates the newest unrated turn of that session).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCore } from '../core/core.ts';
+import type { ReinCore } from '../core/core.ts';
+import { resolveHome } from '../home.ts';
+import { startCaptureServer } from '../server/server.ts';
+import type { CaptureServer } from '../server/server.ts';
+import { createHookRoutes } from './index.ts';
+import { memoryLog } from './shared/log.ts';
+
+const TOKEN = 'ef'.repeat(32);
+let core: ReinCore;
+let server: CaptureServer;
+const serverLog: string[] = [];
+const hookLog = memoryLog();
+
+beforeAll(async () => {
+  core = createCore({ home: resolveHome({ REIN_HOME: mkdtempSync(path.join(tmpdir(), 'rein-routes-')) }) });
+  server = await startCaptureServer({ core, token: TOKEN, port: 0, rateLimitPerMinute: 10_000, version: 't', maxBodyBytes: 64 * 1024, log: (l) => serverLog.push(l), hooks: createHookRoutes(core, hookLog) });
+});
+afterAll(async () => {
+  await server.close();
+  core.close();
+});
+
+const post = (route: string, body: unknown, token: string | null = TOKEN) =>
+  fetch(`${server.url}hooks/${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+describe('hook routes on the capture server', () => {
+  it('unauthenticated, oversized and unknown posts are rejected with a logged reason and store nothing', async () => {
+    const stop = { hook_event_name: 'Stop', session_id: 's0', prompt_id: 'p', last_assistant_message: 'a' };
+    expect((await post('claude', stop, null)).status).toBe(401);
+    expect((await post('claude', stop, 'x'.repeat(64))).status).toBe(401);
+    expect((await post('claude', { ...stop, pad: 'x'.repeat(70 * 1024) })).status).toBe(413);
+    expect((await post('nope', stop)).status).toBe(404);
+    const bad = await post('claude', '{"hook_event_name": ');
+    expect(bad.status).toBe(400);
+    expect(serverLog.filter((l) => l.includes('rejected'))).toHaveLength(5);
+    expect(core.status().turns.total).toBe(0);
+  });
+
+  it('a schema-invalid hook body is a 200 {} (never blocks the agent), logged', async () => {
+    const r = await post('claude', { hook_event_name: 'Stop' });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({});
+    expect(hookLog.lines.at(-1)!.message).toMatch(/does not match/);
+  });
+
+  it('/rl good rates the newest unrated turn of that session in the real store', async () => {
+    for (const [s, id, text] of [['A', 'p1', 'first'], ['A', 'p2', 'second'], ['B', 'p3', 'other session']] as const) {
+      await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: s, prompt_id: id, prompt: `q ${text}` });
+      expect((await post('claude', { hook_event_name: 'Stop', session_id: s, prompt_id: id, last_assistant_message: `a ${text}` })).status).toBe(200);
+    }
+    const rate = async (id: string) => (await (await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'A', prompt_id: id, prompt: '/rl good' })).json()) as { reason: string };
+    expect((await rate('r1')).reason).toBe('Rated 👍 · 1 pending · next training at 32');
+    expect((await rate('r2')).reason).toBe('Rated 👍 · 2 pending · next training at 32');
+    expect((await rate('r3')).reason).toMatch(/^Nothing to rate in this session yet/);
+    const turns = await core.call('listTurns', { session: 'A' }, 'test');
+    expect(turns.items.map((t) => [t.promptPreview, t.state])).toEqual([
+      ['q second', 'rated'],
+      ['q first', 'rated'],
+    ]);
+    const b = await core.call('listTurns', { session: 'B' }, 'test');
+    expect(b.items[0]!.state).toBe('unrated');
+  });
+});
