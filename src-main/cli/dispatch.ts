@@ -129,12 +129,19 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
   // Held in an object: TS cannot see the assignment inside `ctx.api` and would narrow a plain `let` to null.
   const opened: { api: CliApi | null } = { api: null };
   try {
-    if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
-      const topic = argv[0] === 'help' ? findCommand(argv.slice(1)) : null;
+    // Global flags may also come before the command's name (`rein --direct rate --stdin`).
+    const leading: string[] = [];
+    let words = argv;
+    while (words.length > 0 && ['--json', '--direct', '--help', '-h'].includes(words[0])) {
+      leading.push(words[0]);
+      words = words.slice(1);
+    }
+    if (words.length === 0 || words[0] === 'help') {
+      const topic = words[0] === 'help' ? findCommand(words.slice(1)) : null;
       io.stdout(topic ? commandHelp(topic.cmd) : mainHelp());
       return argv.length === 0 ? EXIT_CODE.bad_input : 0;
     }
-    const found = findCommand(argv);
+    const found = findCommand(words);
     if (!found) {
       throw new BadInputError(`unknown command "${argv.filter((a) => !a.startsWith('-')).join(' ') || argv[0]}"; run "rein --help"`, 'command');
     }
@@ -146,7 +153,7 @@ export async function runCli(argv: string[], io: CliIO): Promise<number> {
     }
     let parsed: { values: OptionValues; positionals: string[] };
     try {
-      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as typeof parsed;
+      parsed = parseArgs({ args: [...rest, ...leading], options, allowPositionals: true, strict: true }) as typeof parsed;
     } catch (e) {
       throw new BadInputError(`${(e as Error).message.split('\n')[0]} (see "rein ${cmd.name} --help")`, 'argv');
     }
