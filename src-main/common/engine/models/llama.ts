@@ -16,6 +16,10 @@
 import { z } from 'zod';
 import { ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
+import { Graph, GraphError } from '../ir.ts';
+import type { Tensor } from '../ir.ts';
+import * as op from '../ops.ts';
+import { grad } from '../autodiff.ts';
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM'] as const;
 export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
@@ -222,4 +226,189 @@ export function llamaLayerParams(c: LlamaConfig, layer: number): ResolvedParam[]
 /** The linear weights inside the decoder layers: what LoRA may target (lm_head is never a LoRA target). */
 export function llamaLinearParams(c: LlamaConfig): ResolvedParam[] {
   return llamaParams(c).filter((p) => p.kind === 'linear' && p.layer !== null);
+}
+
+// Forward. One decoder-layer graph serves every layer (its weights are graph inputs, fed layer by layer by the driver
+// in node/engine/driver.ts); the embedding lookup is a row copy in the driver; the final norm + lm_head +
+// log-softmax + target gather is its own graph, run over chunks of tokens so [T, V] never exists whole.
+// T is a symbol, bound per shape bucket when a graph is emitted.
+
+export type FloatDType = 'float32' | 'float64';
+
+/** LoRA inside the layer graph: y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ for the target modules (PEFT layer.py). */
+export interface LayerLora {
+  targets: readonly string[];
+  r: number;
+  scale: number;
+}
+
+/** Graph input names of a LoRA pair for module `m` ('q_proj' → 'q_proj.lora_A', 'q_proj.lora_B'). */
+export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${m}.lora_A`, b: `${m}.lora_B` });
+
+/**
+ * HF's RMSNorm (LlamaRMSNorm): w · x / √(mean(x²) + eps), over the last axis of a 2-D [T, H] tensor.
+ */
+function rmsNorm(x: Tensor, w: Tensor, eps: number): Tensor {
+  const ms = op.reduceMean(op.mul(x, x), [1], true); // [T, 1]
+  const inv = op.reciprocal(op.sqrt(op.add(ms, eps))); // [T, 1]
+  return op.mul(op.mul(x, inv), w); // [T, H]
+}
+
+/**
+ * Half-split RoPE (HF rotate_half): for x = [x1 | x2] along D, x·cos + rotate_half(x)·sin =
+ * [x1·cos − x2·sin | x2·cos + x1·sin], with cos/sin [T, D/2] broadcast over heads. x: [T, heads, D].
+ */
+function rope(x: Tensor, cos: Tensor, sin: Tensor, T: string, D: number): Tensor {
+  const half = D / 2;
+  const [x1, x2] = op.split(x, 2, [half, half]) as [Tensor, Tensor]; // [T, heads, D/2] each
+  const c = op.reshape(cos, [T, 1, half]); // [T, 1, D/2]
+  const s = op.reshape(sin, [T, 1, half]);
+  return op.concat([op.sub(op.mul(x1, c), op.mul(x2, s)), op.add(op.mul(x2, c), op.mul(x1, s))], 2); // [T, heads, D]
+}
+
+/**
+ * The decoder-layer graph. Inputs: 'x' [T, H]; 'rope_cos', 'rope_sin' [T, D/2] (ropeTables); 'mask' [T, T], 0 on and
+ * below the diagonal and −∞ above (causalMask); the layer's weights under their parameter-table names ('q_proj',
+ * 'q_proj.bias', 'input_layernorm', …); with LoRA, '<module>.lora_A' [r, in] and '<module>.lora_B' [out, r].
+ * Output: 'y' [T, H].
+ */
+export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLora | null): Graph {
+  const g = new Graph(lora === null ? 'llama_layer' : 'llama_layer_lora');
+  const T = 'T';
+  const H = c.hiddenSize;
+  const D = c.headDim;
+  const NH = c.numHeads;
+  const KVH = c.numKvHeads;
+  const G = NH / KVH; // query heads per key/value head
+
+  const x = g.input('x', dtype, [T, H]); // [T, H]
+  const cos = g.input('rope_cos', dtype, [T, D / 2]); // [T, D/2]
+  const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
+  const mask = g.input('mask', dtype, [T, T]); // [T, T]
+  const w: Record<string, Tensor> = {};
+  for (const p of llamaLayerParams(c, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
+  const targets = new Set(lora?.targets ?? []);
+  for (const m of targets) {
+    const W = w[m];
+    if (W === undefined) throw new GraphError('llamaLayerGraph', `LoRA target ${m} is not a linear weight of the layer`);
+    const [out, inF] = W.shape as [number, number];
+    const n = loraInputNames(m);
+    w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
+    w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
+  }
+
+  // y = x·Wᵀ (+ b) (+ scale·(x·Aᵀ)·Bᵀ): Gemm with transB reads HF's [out, in] weights in place.
+  const linear = (h: Tensor, m: string): Tensor => {
+    let y = op.gemm(h, w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
+    if (targets.has(m)) {
+      const n = loraInputNames(m);
+      const xa = op.gemm(h, w[n.a]!, { transB: true }); // [T, r]
+      y = op.add(y, op.gemm(xa, w[n.b]!, { transB: true, alpha: lora!.scale })); // [T, out]
+    }
+    return y;
+  };
+
+  // Attention block.
+  const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
+  const q0 = op.mul(linear(h, 'q_proj'), 1 / Math.sqrt(D)); // [T, NH·D], softmax scale folded into q
+  const k0 = linear(h, 'k_proj'); // [T, KVH·D]
+  const v0 = linear(h, 'v_proj'); // [T, KVH·D]
+  const q1 = rope(op.reshape(q0, [T, NH, D]), cos, sin, T, D); // [T, NH, D]
+  const k1 = rope(op.reshape(k0, [T, KVH, D]), cos, sin, T, D); // [T, KVH, D]
+  // GQA without repeating k/v (HF repeat_kv: query head n reads kv head ⌊n/G⌋): group the G query heads of each kv
+  // head into the rows of one batched matmul.
+  const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
+  const kT = op.transpose(k1, [1, 2, 0]); // [KVH, D, T]
+  const v = op.transpose(op.reshape(v0, [T, KVH, D]), [1, 0, 2]); // [KVH, T, D]
+  const scores = op.add(op.reshape(op.matmul(q, kT), [KVH, G, T, T]), mask); // [KVH, G, T, T], causal
+  const probs = op.reshape(op.softmax(scores, 3), [KVH, `${G}*T`, T]); // [KVH, G·T, T]
+  const att = op.reshape(op.matmul(probs, v), [KVH, G, T, D]); // [KVH, G, T, D]
+  const o = op.reshape(op.transpose(att, [2, 0, 1, 3]), [T, NH * D]); // [T, NH·D], head n = kvh·G + g
+  const x1 = op.add(x, linear(o, 'o_proj')); // [T, H]
+
+  // MLP block: SwiGLU, down(silu(gate(h)) · up(h)).
+  const h2 = rmsNorm(x1, w['post_attention_layernorm']!, c.rmsNormEps); // [T, H]
+  const gate = linear(h2, 'gate_proj'); // [T, I]
+  const act = op.mul(op.mul(gate, op.sigmoid(gate)), linear(h2, 'up_proj')); // [T, I]
+  g.output('y', op.add(x1, linear(act, 'down_proj'))); // [T, H]
+  return g;
+}
+
+/**
+ * The head graph over a chunk of T tokens: final RMSNorm, lm_head, log-softmax, and the log-probability of each
+ * target. Inputs: 'h' [T, H] (the last layer's output), 'norm' [H], 'lm_head' [V, H] (embed_tokens when tied),
+ * 'targets' [T] int64. Outputs: 'logp' [T]; with `withGrad`, also 'dlogp_dh' [T, H], the gradient of Σ logp toward h.
+ * Because logp_t depends on h_t alone (the norm is per token), row t of it is ∂logp_t/∂h_t, so the backward of any
+ * loss of the logps is dLoss/dh_t = dLoss/dlogp_t · dlogp_dh_t: the lm_head backward happens in the same pass as its
+ * forward, and no [T, V] value outlives the chunk.
+ */
+export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: boolean): Graph {
+  const g = new Graph(withGrad ? 'llama_head_grad' : 'llama_head');
+  const T = 'T';
+  const H = c.hiddenSize;
+  const V = c.vocabSize;
+  const h = g.input('h', dtype, [T, H]); // [T, H]
+  const norm = g.input('norm', dtype, [H]); // [H]
+  const W = g.input('lm_head', dtype, [V, H]); // [V, H]
+  const targets = g.input('targets', 'int64', [T]); // [T]
+  const hn = rmsNorm(h, norm, c.rmsNormEps); // [T, H]
+  const logits = op.gemm(hn, W, { transB: true }); // [T, V]
+  const lsm = op.logSoftmax(logits, 1); // [T, V]
+  const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
+  g.output('logp', logp);
+  if (withGrad) g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  return g;
+}
+
+/** Final norm, lm_head and log-softmax over the whole vocabulary, for sampling: 'h' [T, H] → 'logp_all' [T, V]. */
+export function llamaLogitsGraph(c: LlamaConfig, dtype: FloatDType): Graph {
+  const g = new Graph('llama_logits');
+  const h = g.input('h', dtype, ['T', c.hiddenSize]); // [T, H]
+  const norm = g.input('norm', dtype, [c.hiddenSize]); // [H]
+  const W = g.input('lm_head', dtype, [c.vocabSize, c.hiddenSize]); // [V, H]
+  g.output('logp_all', op.logSoftmax(op.gemm(rmsNorm(h, norm, c.rmsNormEps), W, { transB: true }), 1)); // [T, V]
+  return g;
+}
+
+/**
+ * RoPE angle tables for positions 0..T-1: cos and sin of p·inv_freq_i, i < D/2, row-major [T, D/2], in float64.
+ * inv_freq_i = θ^(−2i/D) (HF _compute_default_rope_parameters), with Llama 3 scaling per HF
+ * _compute_llama3_parameters: wavelengths above original/low_freq_factor are divided by factor, those below
+ * original/high_freq_factor kept, and the band between interpolated smoothly; 'linear' divides positions by factor.
+ */
+export function ropeTables(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, T: number): { cos: Float64Array; sin: Float64Array } {
+  const half = c.headDim / 2;
+  const inv = new Float64Array(half);
+  for (let i = 0; i < half; i++) inv[i] = 1 / Math.pow(c.ropeTheta, (2 * i) / c.headDim);
+  const rs: RopeScaling | null = c.ropeScaling;
+  if (rs?.type === 'linear') for (let i = 0; i < half; i++) inv[i]! /= rs.factor;
+  if (rs?.type === 'llama3') {
+    const lowWavelen = rs.originalMaxPositionEmbeddings / rs.lowFreqFactor;
+    const highWavelen = rs.originalMaxPositionEmbeddings / rs.highFreqFactor;
+    for (let i = 0; i < half; i++) {
+      const wavelen = (2 * Math.PI) / inv[i]!;
+      if (wavelen > lowWavelen) inv[i]! /= rs.factor;
+      else if (wavelen >= highWavelen) {
+        const smooth = (rs.originalMaxPositionEmbeddings / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+        inv[i] = (1 - smooth) * (inv[i]! / rs.factor) + smooth * inv[i]!;
+      }
+    }
+  }
+  const cos = new Float64Array(T * half);
+  const sin = new Float64Array(T * half);
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < half; i++) {
+      const a = t * inv[i]!;
+      cos[t * half + i] = Math.cos(a);
+      sin[t * half + i] = Math.sin(a);
+    }
+  }
+  return { cos, sin };
+}
+
+/** The additive causal mask [T, T]: 0 where key ≤ query, −∞ above the diagonal. */
+export function causalMask(T: number): Float64Array {
+  const m = new Float64Array(T * T);
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+  return m;
 }

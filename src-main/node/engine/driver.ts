@@ -1,0 +1,294 @@
+// Runs a Llama-family model layer by layer on ORT: the one decoder-layer graph (weights are inputs) is fed each
+// layer's weights in turn, the head graph runs over chunks of tokens, and the backward walks the layers in reverse
+// through the vjp split's backward graph. Sequences are padded on the right to a shape bucket so sessions are reused;
+// with a causal mask, padding after the last real token changes nothing before it, and its rows are kept out of the
+// loss (their cotangent is zero).
+import { BadInputError } from '../../common/errors.ts';
+import type { Graph } from '../../common/engine/ir.ts';
+import { vjpSplit } from '../../common/engine/autodiff.ts';
+import type { VjpSplit } from '../../common/engine/autodiff.ts';
+import type { LlamaConfig } from '../../common/engine/models/llama.ts';
+import { causalMask, llamaHeadGraph, llamaLayerGraph, llamaLogitsGraph, loraInputNames, ropeTables } from '../../common/engine/models/llama.ts';
+import type { FloatDType, LayerLora } from '../../common/engine/models/llama.ts';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
+import { loraScale } from '../../common/engine/lora.ts';
+import type { Feed, Runtime } from './runtime.ts';
+
+export type FArray = Float32Array | Float64Array;
+
+/** The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. */
+export interface DriverWeights {
+  layers: Record<string, FArray>[];
+  embed: FArray;
+  norm: FArray;
+  /** lm_head, or embed_tokens itself when the embeddings are tied. */
+  lmHead: FArray;
+}
+
+export interface DriverOptions {
+  dtype: FloatDType;
+  /** Token-count buckets a sequence is padded up to (ascending); longer sequences use multiples of the last. */
+  buckets?: readonly number[];
+  /** Rows per head-graph run: the [chunk, V] logits are the largest buffers of a step. */
+  headChunk?: number;
+  /** Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals. */
+  recomputeAbove?: number;
+}
+
+export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048] as const;
+
+/** Per-layer LoRA feeds and where each pair's gradients go. */
+interface LoraPlan {
+  spec: LayerLora;
+  /** Per layer: input name → array (converted to the driver's dtype once per call). */
+  feeds: Record<string, FArray>[];
+  /** Per layer: [input name, pair index, 'a' | 'b'] for every LoRA input of the layer. */
+  slots: { name: string; pair: number; which: 'a' | 'b' }[][];
+}
+
+interface LoraGraphs {
+  graph: Graph;
+  split: VjpSplit;
+  recompute: VjpSplit;
+}
+
+export interface SequenceForward {
+  /** Log-probabilities of tokens[start..n), [n − start]. */
+  logp: Float64Array;
+}
+
+export interface SequenceGrad extends SequenceForward {
+  /** d(Σ_t dlogp_t·logp_t)/d(A, B) per pair, in the adapter's order, in the driver's dtype. */
+  grads: { a: FArray; b: FArray }[];
+}
+
+export class Driver {
+  readonly config: LlamaConfig;
+  readonly dtype: FloatDType;
+  readonly buckets: readonly number[];
+  readonly headChunk: number;
+  readonly recomputeAbove: number;
+  private readonly rt: Runtime;
+  private readonly w: DriverWeights;
+  private readonly baseLayer: Graph;
+  private readonly head: Graph;
+  private readonly headGrad: Graph;
+  private readonly logits: Graph;
+  private readonly loraGraphs = new Map<string, LoraGraphs>();
+  private readonly tables = new Map<number, { cos: FArray; sin: FArray; mask: FArray }>();
+
+  constructor(config: LlamaConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
+    this.config = config;
+    this.dtype = opts.dtype;
+    this.buckets = opts.buckets ?? DEFAULT_BUCKETS;
+    this.headChunk = opts.headChunk ?? 128;
+    this.recomputeAbove = opts.recomputeAbove ?? 512;
+    this.rt = runtime;
+    this.w = weights;
+    if (weights.layers.length !== config.numLayers) {
+      throw new BadInputError(`driver: ${weights.layers.length} layers of weights for a ${config.numLayers}-layer model`, 'weights');
+    }
+    this.baseLayer = llamaLayerGraph(config, this.dtype, null);
+    this.head = llamaHeadGraph(config, this.dtype, false);
+    this.headGrad = llamaHeadGraph(config, this.dtype, true);
+    this.logits = llamaLogitsGraph(config, this.dtype);
+  }
+
+  /** The padded length for n tokens. */
+  bucket(n: number): number {
+    for (const b of this.buckets) if (n <= b) return b;
+    const last = this.buckets[this.buckets.length - 1]!;
+    return Math.ceil(n / last) * last;
+  }
+
+  private alloc(n: number): FArray {
+    return this.dtype === 'float64' ? new Float64Array(n) : new Float32Array(n);
+  }
+
+  private cast(a: FArray): FArray {
+    if (this.dtype === 'float64') return a instanceof Float64Array ? a : Float64Array.from(a);
+    return a instanceof Float32Array ? a : Float32Array.from(a);
+  }
+
+  private shapeTables(T: number): { cos: FArray; sin: FArray; mask: FArray } {
+    let t = this.tables.get(T);
+    if (t === undefined) {
+      const { cos, sin } = ropeTables(this.config, T);
+      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(causalMask(T)) };
+      this.tables.set(T, t);
+    }
+    return t;
+  }
+
+  private checkTokens(tokens: readonly number[]): void {
+    const V = this.config.vocabSize;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i]!;
+      if (!Number.isInteger(t) || t < 0 || t >= V) throw new BadInputError(`token ${i} is ${t}, outside the vocabulary [0, ${V})`, 'tokens');
+    }
+  }
+
+  /** The embedding step: row copies of embed_tokens, zero rows for the padding. [T, H] */
+  private embed(tokens: readonly number[], T: number): FArray {
+    const H = this.config.hiddenSize;
+    const x = this.alloc(T * H);
+    const E = this.w.embed;
+    for (let t = 0; t < tokens.length; t++) x.set(E.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
+    return x;
+  }
+
+  private loraPlan(adapter: LoraAdapter): LoraPlan {
+    const spec: LayerLora = { targets: [...new Set(adapter.pairs.map((p) => p.module))], r: adapter.spec.r, scale: loraScale(adapter.spec) };
+    const L = this.config.numLayers;
+    const feeds: Record<string, FArray>[] = Array.from({ length: L }, () => ({}));
+    const slots: LoraPlan['slots'] = Array.from({ length: L }, () => []);
+    adapter.pairs.forEach((p, k) => {
+      if (p.layer < 0 || p.layer >= L) throw new BadInputError(`adapter pair ${p.baseKey} names layer ${p.layer} of a ${L}-layer model`, 'adapter');
+      const n = loraInputNames(p.module);
+      feeds[p.layer]![n.a] = this.cast(p.a);
+      feeds[p.layer]![n.b] = this.cast(p.b);
+      slots[p.layer]!.push({ name: n.a, pair: k, which: 'a' }, { name: n.b, pair: k, which: 'b' });
+    });
+    // One layer graph serves all layers, so every layer must carry the same modules (PEFT adapters from Rein do).
+    const want = spec.targets.length * 2;
+    for (let i = 0; i < L; i++) {
+      if (slots[i]!.length !== want) throw new BadInputError(`adapter: layer ${i} has ${slots[i]!.length / 2} LoRA pairs, expected ${spec.targets.length} (${spec.targets.join(', ')})`, 'adapter');
+    }
+    return { spec, feeds, slots };
+  }
+
+  private loraGraphsFor(spec: LayerLora): LoraGraphs {
+    const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}`;
+    let g = this.loraGraphs.get(key);
+    if (g === undefined) {
+      const graph = llamaLayerGraph(this.config, this.dtype, spec);
+      const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
+      g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
+      this.loraGraphs.set(key, g);
+    }
+    return g;
+  }
+
+  /** Runs every layer forward; returns the last layer's output [T, H]. */
+  private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
+    const tab = this.shapeTables(T);
+    const graph = plan === null ? this.baseLayer : this.loraGraphsFor(plan.spec).graph;
+    let x = x0;
+    for (let i = 0; i < this.config.numLayers; i++) {
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...(plan?.feeds[i] ?? {}) };
+      x = (await this.rt.run(graph, { T }, feeds, ['y']))['y']!.data as FArray;
+    }
+    return x;
+  }
+
+  /** The head over rows [r0, r1) of h, predicting targets[r − r0]; chunked. */
+  private async headRows(h: FArray, rows: number, targets: readonly number[], dlogpOut: FArray | null): Promise<Float64Array> {
+    const H = this.config.hiddenSize;
+    const C = this.headChunk;
+    const logp = new Float64Array(rows);
+    const graph = dlogpOut === null ? this.head : this.headGrad;
+    for (let r0 = 0; r0 < rows; r0 += C) {
+      const n = Math.min(C, rows - r0);
+      let hc = h.subarray(r0 * H, (r0 + n) * H) as FArray;
+      if (n < C) {
+        // Zero rows normalise to zero (x/√(0+eps)), so the padding is finite and its outputs are dropped.
+        const p = this.alloc(C * H);
+        p.set(hc);
+        hc = p;
+      }
+      const tg = new BigInt64Array(C);
+      for (let i = 0; i < n; i++) tg[i] = BigInt(targets[r0 + i]!);
+      const out = await this.rt.run(graph, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg });
+      const lp = out['logp']!.data as FArray;
+      for (let i = 0; i < n; i++) logp[r0 + i] = lp[i]!;
+      if (dlogpOut !== null) dlogpOut.set((out['dlogp_dh']!.data as FArray).subarray(0, n * H), r0 * H);
+    }
+    return logp;
+  }
+
+  private checkSpan(tokens: readonly number[], start: number): void {
+    this.checkTokens(tokens);
+    if (!Number.isInteger(start) || start < 1 || start >= tokens.length) {
+      throw new BadInputError(`start must be an integer in [1, ${tokens.length - 1}] (the first scored token), got ${start}`, 'start');
+    }
+  }
+
+  /** log p(tokens[t] | tokens[<t]) for t in [start, n). */
+  async logprobs(tokens: readonly number[], start: number, adapter: LoraAdapter | null): Promise<Float64Array> {
+    this.checkSpan(tokens, start);
+    const T = this.bucket(tokens.length);
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const H = this.config.hiddenSize;
+    // Row t−1 predicts token t.
+    return this.headRows(h.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, tokens.length - start, tokens.slice(start), null);
+  }
+
+  /** Log-probabilities over the whole vocabulary for the next token after `tokens`: [V]. */
+  async nextLogprobs(tokens: readonly number[], adapter: LoraAdapter | null): Promise<FArray> {
+    this.checkTokens(tokens);
+    if (tokens.length === 0) throw new BadInputError('nextLogprobs needs at least one token', 'tokens');
+    const T = this.bucket(tokens.length);
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const H = this.config.hiddenSize;
+    const last = h.slice((tokens.length - 1) * H, tokens.length * H) as FArray;
+    return (await this.rt.run(this.logits, { T: 1 }, { h: last, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+  }
+
+  /**
+   * Forward with residuals, the objective's cotangent, then the backward layer by layer. `cotangent` maps the
+   * policy's logps of tokens[start..n) to dLoss/dlogp (the objective runs between the two passes).
+   */
+  async grad(tokens: readonly number[], start: number, adapter: LoraAdapter, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
+    this.checkSpan(tokens, start);
+    const T = this.bucket(tokens.length);
+    const H = this.config.hiddenSize;
+    const L = this.config.numLayers;
+    const plan = this.loraPlan(adapter);
+    const lg = this.loraGraphsFor(plan.spec);
+    const recompute = T > this.recomputeAbove;
+    const split = recompute ? lg.recompute : lg.split;
+    const tab = this.shapeTables(T);
+    const bind = { T };
+
+    // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
+    const saved: Record<string, Feed>[] = [];
+    let x = this.embed(tokens, T);
+    for (let i = 0; i < L; i++) {
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]! };
+      if (recompute) {
+        saved.push({ x });
+        x = (await this.rt.run(lg.graph, bind, feeds, ['y']))['y']!.data as FArray;
+      } else {
+        const out = await this.rt.run(split.forward, bind, feeds);
+        const res: Record<string, Feed> = { x };
+        for (const r of split.residuals) res[r] = out[r]!.data;
+        saved.push(res);
+        x = out['y']!.data as FArray;
+      }
+    }
+
+    const rows = tokens.length - start;
+    const dlogpDh = this.alloc(rows * H);
+    const logp = await this.headRows(x.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, rows, tokens.slice(start), dlogpDh);
+    const dlogp = await cotangent(logp);
+    if (dlogp.length !== rows) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${rows} tokens`, 'objective');
+    let dy = this.alloc(T * H);
+    for (let r = 0; r < rows; r++) {
+      const d = dlogp[r]!;
+      const o = (start - 1 + r) * H;
+      for (let j = 0; j < H; j++) dy[o + j] = d * dlogpDh[r * H + j]!;
+    }
+
+    const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
+    for (let i = L - 1; i >= 0; i--) {
+      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
+      saved[i] = {};
+      const out = await this.rt.run(split.backward, bind, feeds);
+      for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
+      dy = out[split.gradients['x']!]!.data as FArray;
+    }
+    return { logp, grads };
+  }
+}
