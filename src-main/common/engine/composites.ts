@@ -36,6 +36,16 @@ export function geglu(gate: Tensor, up: Tensor): Tensor {
   return op.mul(geluTanh(gate), up);
 }
 
+/** log σ(x), stable for large |x|: min(x, 0) − log(1 + exp(−|x|)) (KTO/DPO-style objectives). */
+export function logSigmoid(x: Tensor): Tensor {
+  return op.sub(op.min(x, 0), op.log(op.add(op.exp(op.neg(op.abs(x))), 1)));
+}
+
+/** softplus(x) = log(1 + eˣ) = −log σ(−x). */
+export function softplus(x: Tensor): Tensor {
+  return op.neg(logSigmoid(op.neg(x)));
+}
+
 /** Soft-capping (Gemma 2): cap·tanh(x / cap). */
 export function softcap(x: Tensor, cap: number): Tensor {
   return op.mul(op.tanh(op.mul(x, 1 / cap)), cap);

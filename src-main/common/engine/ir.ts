@@ -1,29 +1,38 @@
 // The engine's graph IR: tensors with dtypes and (symbolic) shapes, nodes, and a Graph builder. Pure TS.
 //
-// How to use it (the op functions live in ops.ts, the autodiff in autodiff.ts, emission/running in node/engine):
+// How to use it (op functions: ops.ts; composites: composites.ts; autodiff: autodiff.ts; emission and sessions:
+// node/engine/onnx.ts and runtime.ts):
 //
 //   import { Graph } from './ir.ts';
 //   import * as op from './ops.ts';
 //   import { grad, vjpSplit } from './autodiff.ts';
 //
+//   // 1. Build: inputs have a dtype and a shape whose dims are numbers or symbols ('T' is bound per bucket).
 //   const g = new Graph('lora_linear');
-//   const x = g.input('x', 'float32', ['T', 64]);          // T is a symbol, bound per shape bucket
-//   const w = g.input('w', 'float32', [32, 64]);           // HF layout [out, in]: frozen weight, a graph input
-//   const a = g.input('a', 'float32', [8, 64]);            // LoRA A [r, in]
-//   const y = op.gemm(x, w, { transB: true });             // [T, 32] = x · wᵀ
-//   const loss = op.reduceSum(op.mul(y, y), [0, 1], false); // [] scalar
-//   g.output('loss', loss);
-//   const [dx, da] = grad([loss], [x, a]);                 // gradient nodes are added to g; w gets no gradient work
-//   g.output('dx', dx!); g.output('da', da!);
+//   const x = g.input('x', 'float32', ['T', 64]);            // activations [T, in]
+//   const w = g.input('w', 'float32', [32, 64]);             // frozen weight, HF [out, in]: a graph input
+//   const a = g.input('a', 'float32', [8, 64]);              // LoRA A [r, in]
+//   const b = g.input('b', 'float32', [32, 8]);              // LoRA B [out, r]
+//   const y = op.add(op.gemm(x, w, { transB: true }),        // [T, out] = x·wᵀ + 2·(x·aᵀ)·bᵀ
+//                    op.mul(op.gemm(op.gemm(x, a, { transB: true }), b, { transB: true }), 2));
+//   g.output('y', y);
 //
-//   // Per-layer training: split into a forward graph that also returns residuals and a backward graph.
-//   const split = vjpSplit(g2, { outputs: ['y'], wrt: ['x', 'a'] });  // or { recompute: true }
-//   // split.forward: inputs of g2 -> 'y' + split.residuals;  split.backward: residuals (or the forward inputs),
-//   // frozen inputs it needs, and split.cotangents ('y' -> 'd_y') -> split.gradients ('x' -> 'd_x', ...)
+//   // 2a. Gradients in the same graph (w gets no gradient work: it is not asked for):
+//   const loss = op.reduceSum(op.mul(y, y), [], false);     // [] scalar
+//   const [da, db] = grad([loss], [a, b]);                   // seeds default to ones; pass cotangents otherwise
+//   g.output('loss', loss); g.output('da', da!); g.output('db', db!);
 //
-//   // Node side: const bytes = toOnnx(g, { bindings: { T: 16 } });  (node/engine/onnx.ts)
-//   //            const rt = new Runtime(); const out = await rt.run(g, { T: 16 }, { x, w, a });  (node/engine/runtime.ts)
+//   // 2b. Or the per-layer vjp split of a forward-only graph `f` (outputs 'y'; inputs x, w, a, b):
+//   const s = vjpSplit(f, { outputs: ['y'], wrt: ['x', 'a', 'b'] });  // { recompute: true } for activation recompute
+//   //   s.forward:  f's inputs -> 'y' and s.residuals ('res_0', ...)
+//   //   s.backward: s.residuals + the inputs it reads (w, ...) + 'd_y' (s.cotangents) -> 'd_x', 'd_a', 'd_b' (s.gradients)
 //
+//   // 3. Emit and run (node side): sessions are cached per (graph, bindings, provider).
+//   //   const rt = new Runtime();                             // { provider: 'cpu' | 'cuda' | 'dml' | 'webgpu' }
+//   //   const out = await rt.run(g, { T: 16 }, { x: Float32Array, w, a, b });   // -> { y: { data, dims }, ... }
+//   //   const bytes = toOnnx(g, { bindings: { T: 16 } });     // the ModelProto, if you want the file
+//
+// Build float64 graphs (same code, dtype 'float64') for gradient checks.
 // Dims are numbers or symbols. A symbol string may be a product such as '2*T' or 'H*T' (kept canonical, sorted), so
 // Reshape can fold and split symbolic axes; symbols are bound to numbers when a graph is emitted for a shape bucket.
 

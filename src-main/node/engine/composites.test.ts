@@ -113,6 +113,19 @@ describe('composites: forward values', () => {
     expect(maxDiff(out['gelu']!.data as Float64Array, gelu)).toBeLessThan(1e-14);
   });
 
+  it('logSigmoid and softplus are exact and finite far out', async () => {
+    const g = new Graph('ls');
+    const x = g.input('x', F, [5]);
+    g.output('ls', C.logSigmoid(x));
+    g.output('sp', C.softplus(x));
+    const xs = Float64Array.from([-800, -3, 0, 2.5, 800]);
+    const out = await rt.run(g, {}, { x: xs });
+    await rt.dispose(g);
+    const ls = Array.from(xs, (v) => (v < 0 ? v - Math.log1p(Math.exp(v)) : -Math.log1p(Math.exp(-v))));
+    expect(maxDiff(out['ls']!.data as Float64Array, ls)).toBeLessThan(1e-13);
+    expect(maxDiff(out['sp']!.data as Float64Array, Array.from(xs, (v, i) => v - ls[i]!))).toBeLessThan(1e-13);
+  });
+
   it.each(['half', 'interleaved'] as const)('RoPE %s layout rotates each pair by position · inv_freq', async (layout) => {
     const T = 5;
     const n = 2;
@@ -226,6 +239,8 @@ const gradCases: CheckCase[] = [
   },
   composite('GELU-tanh', [2, 3], (x) => C.geluTanh(x), undefined, -3, 3),
   composite('softcap', [2, 3], (x) => C.softcap(op.mul(x, 10), 5)),
+  composite('logSigmoid', [2, 3], (x) => C.logSigmoid(x), undefined, -30, 30),
+  composite('softplus', [2, 3], (x) => C.softplus(x), undefined, -4, 4),
   ...(['half', 'interleaved'] as const).map((layout): CheckCase => ({
     name: `RoPE ${layout}`,
     bindings: { T: 3 },
