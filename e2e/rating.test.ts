@@ -130,12 +130,15 @@ describe('rating flow in Chromium against rein serve', () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });
     // Elements that stick out to the right of the viewport, named so a failure says what to fix.
-    const wide = await page.evaluate(() =>
+    // (A string, because this file is type-checked without the DOM library.)
+    const wide = await page.evaluate<string[]>(`
       [...document.querySelectorAll('body *')]
         .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-        .map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} right=${Math.round(el.getBoundingClientRect().right)}`),
-    );
+        .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' right=' + Math.round(el.getBoundingClientRect().right))
+    `);
     expect(wide).toEqual([]);
+    // Text that spills out of its box widens the page without widening any element.
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')).toBe(0);
     await page.screenshot({ path: artifactPath('dashboard-360.png'), fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.screenshot({ path: artifactPath('dashboard-360-dark.png'), fullPage: true });

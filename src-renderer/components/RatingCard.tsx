@@ -2,6 +2,7 @@ import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
 import { firstLines, selectCurrentTurn } from '../store/turns.ts';
 import { timeAgo } from './format.ts';
+import { CheckIcon, CrossIcon } from './icons.tsx';
 
 export function RatingCard() {
   const { turn, loaded, busy, error, rate, undo, turnsError } = useRein(
@@ -55,10 +56,10 @@ export function RatingCard() {
       </div>
       <div className="actions" role="group" aria-label="Rate this answer">
         <button type="button" className="rate good" aria-pressed={rated === 'good'} disabled={busy} onClick={() => void rate(turn.id, 'good')}>
-          <span aria-hidden="true">👍</span> Good <kbd>1</kbd>
+          <CheckIcon /> Good <kbd>1</kbd>
         </button>
         <button type="button" className="rate bad" aria-pressed={rated === 'bad'} disabled={busy} onClick={() => void rate(turn.id, 'bad')}>
-          <span aria-hidden="true">👎</span> Bad <kbd>2</kbd>
+          <CrossIcon /> Bad <kbd>2</kbd>
         </button>
         {rated && (
           <button type="button" className="undo" onClick={() => void undo()}>

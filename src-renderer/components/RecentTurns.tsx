@@ -1,7 +1,7 @@
 import { useShallow } from 'zustand/shallow';
 import type { TurnSummary } from '../../src-main/common/domain.ts';
 import { useRein } from '../store/react.tsx';
-import { firstLines, selectOtherTurns } from '../store/turns.ts';
+import { firstLines, selectCurrentTurn, selectOtherTurns } from '../store/turns.ts';
 import { timeAgo } from './format.ts';
 
 function RatingBadge(props: { turn: TurnSummary }) {
@@ -13,14 +13,17 @@ function RatingBadge(props: { turn: TurnSummary }) {
 }
 
 export function RecentTurns() {
-  const { turns, total } = useRein(useShallow((s) => ({ turns: selectOtherTurns(s), total: s.turnsTotal })));
+  const { turns, earlier } = useRein(
+    // The card shows the newest turn, so the count here is of the turns before it.
+    useShallow((s) => ({ turns: selectOtherTurns(s), earlier: Math.max(0, s.turnsTotal - (selectCurrentTurn(s) ? 1 : 0)) })),
+  );
   return (
     <section className="recent" aria-labelledby="recent-title">
       <h2 id="recent-title">
-        Recent answers <span className="count">{total}</span>
+        Earlier answers <span className="count">{earlier}</span>
       </h2>
       {turns.length === 0 ? (
-        <p className="muted">Earlier answers will be listed here.</p>
+        <p className="muted">Answers you have already seen are listed here.</p>
       ) : (
         <ol className="turns" data-testid="recent-turns">
           {turns.map((t) => (
