@@ -14,6 +14,7 @@ alpha/sqrt(r) with use_rslora.
 Usage:
   llama_ref.py --model DIR --ids 1,2,3 [--adapter DIR] [--targets 2,3,-1] [--dtype float64|float32]
                [--logits OUT.f64] [--out OUT.json]
+  llama_ref.py --jobs JOBS.json     (many runs in one process: [{model, ids, adapter?, targets?, logits?, out?}])
 --logits writes the [T, V] logits as raw little-endian float64, row-major. --out writes JSON with the shape,
 the logprob of targets[t] at each position t (null where the target is -1), and the wall time.
 Only torch and numpy are needed (Debian python3-torch 1.13 has no transformers, safetensors or peft).
@@ -192,43 +193,66 @@ def parse_ids(s):
     return [int(x) for x in s.split(',') if x.strip() != '']
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--model', required=True)
-    ap.add_argument('--ids', required=True, help='comma-separated token ids')
-    ap.add_argument('--adapter')
-    ap.add_argument('--targets', help='comma-separated target id per position (-1: none)')
-    ap.add_argument('--dtype', choices=['float64', 'float32'], default='float64')
-    ap.add_argument('--logits', help='write [T, V] logits here as raw little-endian float64')
-    ap.add_argument('--out', help='write a JSON summary here (default: stdout)')
-    ap.add_argument('--threads', type=int, default=2)
-    a = ap.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    ids = parse_ids(a.ids)
+def run_job(job, models, dtype):
+    """job: {model, ids, adapter?, targets?, logits?, out?} -> summary dict (also written to job['out'])."""
+    ids = job['ids']
     if not ids:
-        raise SystemExit('--ids is empty')
-    model = Model(a.model, torch.float64 if a.dtype == 'float64' else torch.float32, a.adapter)
+        raise SystemExit('ids is empty')
+    key = (job['model'], job.get('adapter'))
+    if key not in models:
+        models[key] = Model(job['model'], dtype, job.get('adapter'))
+    model = models[key]
     if max(ids) >= model.cfg.vocab or min(ids) < 0:
         raise SystemExit(f'token id outside the vocabulary (size {model.cfg.vocab})')
     t0 = time.perf_counter()
     with torch.no_grad():
         logits = model.forward(ids)
     wall = time.perf_counter() - t0
-    summary = {'shape': list(logits.shape), 'dtype': a.dtype, 'seconds': wall, 'lora_pairs': len(model.lora)}
-    if a.targets:
-        targets = parse_ids(a.targets)
+    summary = {'shape': list(logits.shape), 'dtype': str(dtype).replace('torch.', ''), 'seconds': wall, 'lora_pairs': len(model.lora)}
+    targets = job.get('targets')
+    if targets:
         if len(targets) != len(ids):
-            raise SystemExit(f'--targets has {len(targets)} entries for {len(ids)} ids')
+            raise SystemExit(f'targets has {len(targets)} entries for {len(ids)} ids')
         lp = torch.log_softmax(logits.to(torch.float64), dim=-1)
         summary['logprobs'] = [None if t < 0 else lp[i, t].item() for i, t in enumerate(targets)]
-    if a.logits:
-        logits.to(torch.float64).numpy().astype('<f8').tofile(a.logits)
-    text = json.dumps(summary)
-    if a.out:
-        with open(a.out, 'w') as f:
-            f.write(text)
-    else:
-        print(text)
+    if job.get('logits'):
+        logits.to(torch.float64).numpy().astype('<f8').tofile(job['logits'])
+    if job.get('out'):
+        with open(job['out'], 'w') as f:
+            json.dump(summary, f)
+    return summary
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--model')
+    ap.add_argument('--ids', help='comma-separated token ids')
+    ap.add_argument('--adapter')
+    ap.add_argument('--targets', help='comma-separated target id per position (-1: none)')
+    ap.add_argument('--dtype', choices=['float64', 'float32'], default='float64')
+    ap.add_argument('--logits', help='write [T, V] logits here as raw little-endian float64')
+    ap.add_argument('--out', help='write a JSON summary here (default: stdout)')
+    ap.add_argument('--jobs', help='a JSON file with a list of jobs {model, ids, adapter?, targets?, logits?, out?}, '
+                    'run in one process (torch is imported once, each model loaded once)')
+    ap.add_argument('--threads', type=int, default=2)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    dtype = torch.float64 if a.dtype == 'float64' else torch.float32
+    models = {}
+    if a.jobs:
+        with open(a.jobs) as f:
+            jobs = json.load(f)
+        for job in jobs:
+            run_job(job, models, dtype)
+        return
+    if not a.model or not a.ids:
+        raise SystemExit('--model and --ids are required (or --jobs)')
+    job = {'model': a.model, 'ids': parse_ids(a.ids), 'adapter': a.adapter, 'logits': a.logits, 'out': a.out}
+    if a.targets:
+        job['targets'] = parse_ids(a.targets)
+    summary = run_job(job, models, dtype)
+    if not a.out:
+        print(json.dumps(summary))
 
 
 if __name__ == '__main__':

@@ -56,11 +56,11 @@ describe('HF model loading', () => {
     expect(m.storedDtype('model.layers.1.mlp.up_proj.weight')).toBe('BF16');
     const w = m.read('model.layers.1.mlp.up_proj.weight');
     expect(w).toHaveLength(48 * 16);
-    const std = Math.sqrt(w.reduce((s, x) => s + x * x, 0) / w.length);
+    const std = Math.sqrt(Array.from(w).reduce((s, x) => s + x * x, 0) / w.length);
     expect(std).toBeGreaterThan(0.015);
     expect(std).toBeLessThan(0.025);
     const norm = m.read('model.layers.0.input_layernorm.weight');
-    expect(Math.abs(norm.reduce((s, x) => s + x, 0) / norm.length - 1)).toBeLessThan(0.1);
+    expect(Math.abs(Array.from(norm).reduce((s, x) => s + x, 0) / norm.length - 1)).toBeLessThan(0.1);
     expect(m.read('model.norm.weight', { as: 'f64' })).toBeInstanceOf(Float64Array);
     expect(m.tokenizer!.eosIds).toEqual(expect.arrayContaining([128001, 128009]));
     expect(() => m.read('model.layers.9.mlp.up_proj.weight')).toThrow(ModelLoadError);

@@ -179,7 +179,7 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
 
   const target = path.resolve(dir);
   if (existsSync(target) && readdirSync(target).length > 0 && opts.overwrite !== true) {
-    throw new ConflictError(`${target} exists and is not empty (pass overwrite to replace it)`, { dir: target });
+    throw new ConflictError(`${target} exists and is not empty (--overwrite replaces it)`, { dir: target });
   }
   const config = hfConfig(o, vocabSize);
   const params = llamaParams(parseLlamaConfig(config));
