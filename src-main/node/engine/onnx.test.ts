@@ -16,9 +16,9 @@ function decode(bytes: Uint8Array) {
   return {
     irVersion: Number(m.irVersion),
     opsets: m.opsetImport.map((o) => [o.domain ?? '', Number(o.version)]),
-    inputs: g.input.map((i) => ({ name: i.name ?? '', dims: (i.type?.tensorType?.shape?.dim ?? []).map((d) => Number(d.dimValue)) })),
-    initializers: g.initializer.map((i) => ({ name: i.name ?? '', raw: Uint8Array.from(i.rawData ?? []) })),
-    nodes: g.node.map((n) => ({ opType: n.opType ?? '', input: n.input ?? [] })),
+    inputs: (g.input ?? []).map((i) => ({ name: i.name ?? '', dims: (i.type?.tensorType?.shape?.dim ?? []).map((d) => Number(d.dimValue)) })),
+    initializers: (g.initializer ?? []).map((i) => ({ name: i.name ?? '', raw: Uint8Array.from(i.rawData ?? []) })),
+    nodes: (g.node ?? []).map((n) => ({ opType: n.opType ?? '', input: n.input ?? [] })),
   };
 }
 
