@@ -106,8 +106,10 @@ it(
     const all = await api.call('listRatings', { limit: 1, includeUndone: true });
     // No rating was replaced or lost: each of the 4000 turns has exactly one, and none was undone.
     expect(all.total).toBe(8 * PER_WRITER);
-    expect(seconds).toBeLessThan(60);
+    // About 21 s on an idle 2-core machine; the bound only catches a hang or a lock convoy, since CI runs other
+    // test files beside this one on the same two cores.
+    expect(seconds).toBeLessThan(150);
     console.log(`concurrency: ${8 * PER_WRITER} ratings by 8 processes in ${seconds.toFixed(1)} s`);
   },
-  90_000,
+  180_000,
 );
