@@ -73,8 +73,21 @@ function electronBinary() {
   return existsSync(bin) ? { bin, why: null } : { bin: null, why: `${bin} does not exist` };
 }
 
+/**
+ * Electron's installer reports a network failure only as "fetch failed"; one probe of the host it downloads from
+ * names the cause (no DNS, refused, timed out) so the message can say why.
+ */
+async function networkCause() {
+  try {
+    await fetch('https://github.com/electron/electron/releases', { method: 'HEAD', signal: AbortSignal.timeout(5_000) });
+    return null;
+  } catch (e) {
+    return e.cause?.code ? `${e.cause.code}: ${e.cause.message}` : e.message;
+  }
+}
+
 /** Try Electron's own installer once, bounded in time; returns the reason when it fails. */
-function installElectron() {
+async function installElectron() {
   const env = { ...process.env };
   delete env.ELECTRON_SKIP_BINARY_DOWNLOAD;
   console.log(`rein start: the Electron binary is missing; trying to download it (up to ${INSTALL_TIMEOUT_MS / 1000} s)…`);
@@ -87,7 +100,11 @@ function installElectron() {
   if (r.error?.code === 'ETIMEDOUT') return `the download did not finish within ${INSTALL_TIMEOUT_MS / 1000} s`;
   if (r.status === 0) return null;
   const lines = `${r.stderr ?? ''}\n${r.stdout ?? ''}`.split('\n').map((l) => l.trim()).filter(Boolean);
-  const reason = lines.find((l) => /error|fail|ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|40\d|50\d/i.test(l)) ?? lines[0] ?? `exit code ${r.status}`;
+  let reason = lines.find((l) => /error|fail|ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|40\d|50\d/i.test(l)) ?? lines[0] ?? `exit code ${r.status}`;
+  if (/fetch failed/.test(reason)) {
+    const cause = await networkCause();
+    if (cause) reason = `no network access to github.com, ${cause}`;
+  }
   return `the download failed (${reason})`;
 }
 
@@ -121,7 +138,7 @@ if (headlessAsked) {
 } else {
   let { bin, why } = electronBinary();
   if (!bin) {
-    const failed = installElectron();
+    const failed = await installElectron();
     ({ bin } = electronBinary());
     if (!bin) why = failed ?? why;
   }

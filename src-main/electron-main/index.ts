@@ -1,6 +1,7 @@
 // The Electron shell, minimal for now (tray, popup and notifications come later): one instance per user, the core
 // and its capture server in this process, and one sandboxed window over the preload's typed verbs.
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { app, BrowserWindow, dialog, ipcMain, session, shell } from 'electron';
 import type { IpcMainInvokeEvent } from 'electron';
 import { resolveHome } from '../node/home.ts';
@@ -17,9 +18,15 @@ const RENDERER_DIR = path.dirname(RENDERER_HTML);
 let host: Serving | null = null;
 let win: BrowserWindow | null = null;
 
+/** Only our own window's top page may call verbs: not an iframe, not a page it was navigated to. */
 function isOurFrame(e: IpcMainInvokeEvent): boolean {
   const url = e.senderFrame?.url ?? '';
-  return win !== null && e.sender === win.webContents && url.startsWith('file://') && decodeURI(new URL(url).pathname) === RENDERER_HTML;
+  if (win === null || e.sender !== win.webContents || !url.startsWith('file:')) return false;
+  try {
+    return fileURLToPath(url) === RENDERER_HTML;
+  } catch {
+    return false;
+  }
 }
 
 function createWindow(h: Serving): BrowserWindow {
