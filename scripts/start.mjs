@@ -79,7 +79,7 @@ function electronBinary() {
  */
 async function networkCause() {
   try {
-    await fetch('https://github.com/electron/electron/releases', { method: 'HEAD', signal: AbortSignal.timeout(5_000) });
+    await fetch('https://github.com/electron/electron/releases', { method: 'HEAD', signal: globalThis.AbortSignal.timeout(5_000) });
     return null;
   } catch (e) {
     return e.cause?.code ? `${e.cause.code}: ${e.cause.message}` : e.message;
