@@ -14,6 +14,7 @@ import type {
   TurnSummary,
 } from './domain.ts';
 import type { SettingDescription, Settings } from './config.ts';
+import type { PresetTable } from './training/presets.ts';
 
 const id = z.number().int().positive();
 const text = z.string();
@@ -123,6 +124,14 @@ export const VERBS = {
     help: 'Start a training round now.',
   },
   cancelTraining: { input: Empty, help: 'Cancel the running training round.' },
+  describePresets: {
+    input: z.strictObject({
+      activeParams: z.number().positive().optional(),
+      totalParams: z.number().positive().optional(),
+      moe: z.boolean().optional(),
+    }),
+    help: 'The training presets resolved for a model shape (default: the active model), with every field and its help.',
+  },
   rollback: {
     input: z.strictObject({ version: z.number().int().nonnegative().optional() }),
     help: 'Make an earlier adapter version active (default: the one before the active one; 0 = base model).',
@@ -178,6 +187,7 @@ export interface VerbOutputs {
   listAdapters: AdapterView[];
   startTraining: { runId: number };
   cancelTraining: { cancelled: boolean };
+  describePresets: PresetTable;
   rollback: { active: AdapterView | null; status: Status };
   reset: { ratings: number; runs: number; adapters: number };
   exportData: { path: string; turns: number; ratings: number };

@@ -1,6 +1,7 @@
 // One typed settings table: each entry has its schema, default and help text. It drives validation
 // (store, HTTP, CLI), the `rein settings` output and the UI forms (which receive `describeSettings()`).
 import { z } from 'zod';
+import { CustomTrainingSchema } from './training/presets.ts';
 
 interface SettingDef<S extends z.ZodType> {
   schema: S;
@@ -51,6 +52,12 @@ export const SETTINGS = {
     0.25,
     'training',
     'Older, already-trained ratings mixed into each round, as a fraction of the pending ones.',
+  ),
+  'training.custom': def(
+    CustomTrainingSchema,
+    {},
+    'training',
+    'Fields that override the balanced preset when training.preset is custom (see `rein presets` or describePresets for each field).',
   ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
   'popup.enabled': def(z.boolean(), true, 'popup', 'Ask Good / Bad after each captured answer.'),

@@ -15,6 +15,8 @@ import { ensureHome, type ReinHome } from '../home.ts';
 import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { Store, type NewTurn } from '../store/store.ts';
+import { describePresets } from '../../common/training/presets.ts';
+import { modelShape, resolveModelDir } from '../training/model.ts';
 import { EventHub } from './events.ts';
 import type { Core } from './types.ts';
 
@@ -277,6 +279,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
     cancelTraining: () => {
       throw new NotAvailableError('cancelTraining', 'the trainer lands with a later issue');
+    },
+
+    describePresets: (input) => {
+      if (input.activeParams !== undefined) {
+        return describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false });
+      }
+      return describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
     },
 
     rollback: (input, actor) => {

@@ -1,0 +1,120 @@
+// The round's objectives as IR graphs (ARCHITECTURE §4), so the engine's autodiff differentiates them and the same
+// graph gives the loss and dLoss/dπ_t. The loss depends on the model only through the per-token log-probabilities
+// π_t, so an objective graph takes π (and the stored μ, the base's ref, a mask) and the driver backpropagates the
+// dlogp output through the lm_head and the layers. Sequences are padded to a bucket N; mask is 1 on real tokens.
+//
+// MIS-PO, for on-policy turns (behaviour logprobs μ stored at sampling time):
+//   ρ_t = exp(π_t − μ_t)                                  token importance ratio
+//   actor = −mean_t min(ρ_t·A, clip(ρ_t, lo, hi)·A)         PPO-style clipped surrogate (Schulman et al. 2017)
+//   ρ̄ = exp(mean_t(π_t − μ_t))                             trajectory drift (geometric-mean ratio)
+//   scale = sg(min(1, ρ̄/low, high/ρ̄))   or  sg(1[low ≤ ρ̄ ≤ high]) with drift = 'reject'
+//   k3_t = exp(ref_t − π_t) − (ref_t − π_t) − 1          (Schulman, "Approximating KL divergence", 2020)
+//   loss = scale·actor + β·mean_t k3_t
+// A = r − EMA (the baseline from before the round), clipped to ±advantageClip by the caller; never batch-normalised.
+//
+// KTO-style, for off-policy turns (text from another model) against the frozen base (Ethayarajh et al. 2024,
+// "KTO: Model Alignment as Prospect Theoretic Optimization", arXiv:2402.01306, eq. 8):
+//   r = Σ_t (π_t − ref_t)                                  the sequence's log-ratio to the base
+//   desirable:   loss = λ_D·(1 − σ(β_KTO·(r − z0)))
+//   undesirable: loss = λ_U·(1 − σ(β_KTO·(z0 − r)))
+// z0 is the reference point, an input that the trainer fills with a detached batch estimate max(0, mean r).
+import { Graph, type DType, type Tensor } from '../engine/ir.ts';
+import * as op from '../engine/ops.ts';
+import { grad } from '../engine/autodiff.ts';
+
+export interface MisPoOptions {
+  beta: number;
+  bandLow: number;
+  bandHigh: number;
+  drift: 'scale' | 'reject';
+  ratioClipLow: number;
+  ratioClipHigh: number;
+}
+
+export interface KtoOptions {
+  ktoBeta: number;
+  ktoDesirable: number;
+  ktoUndesirable: number;
+}
+
+function maskedMean(x: Tensor, mask: Tensor, count: Tensor): Tensor {
+  return op.div(op.reduceSum(op.mul(x, mask), [0], false), count);
+}
+
+/**
+ * MIS-PO over one sequence. Inputs: logp, mu, ref, mask [N]; adv []. Outputs: loss [], dlogp [N], kl [] (mean k3),
+ * clip_frac [] (share of tokens whose ratio left [lo, hi]), rho_bar [], scale [].
+ */
+export function misPoGraph(o: MisPoOptions, dtype: DType = 'float64'): Graph {
+  const g = new Graph(`mispo_${o.drift}`);
+  const logp = g.input('logp', dtype, ['N']);
+  const mu = g.input('mu', dtype, ['N']);
+  const ref = g.input('ref', dtype, ['N']);
+  const mask = g.input('mask', dtype, ['N']);
+  const adv = g.input('adv', dtype, []);
+  const count = op.reduceSum(mask, [0], false); // [] real tokens
+
+  const logRatio = op.sub(logp, mu); // [N]
+  const rho = op.exp(logRatio); // [N]
+  const unclipped = op.mul(rho, adv);
+  const clipped = op.mul(op.clip(rho, o.ratioClipLow, o.ratioClipHigh), adv);
+  const actor = op.neg(maskedMean(op.min(unclipped, clipped), mask, count)); // []
+
+  const rhoBar = op.exp(maskedMean(logRatio, mask, count)); // []
+  const scale =
+    o.drift === 'scale'
+      ? op.stopGradient(op.min(op.min(op.div(rhoBar, o.bandLow), op.div(o.bandHigh, rhoBar)), 1))
+      : op.stopGradient(op.where(op.logicalAnd(op.greaterOrEqual(rhoBar, o.bandLow), op.lessOrEqual(rhoBar, o.bandHigh)), g.scalar(1, dtype), 0));
+
+  const d = op.sub(ref, logp);
+  const k3 = op.sub(op.sub(op.exp(d), d), 1); // [N]
+  const kl = maskedMean(k3, mask, count);
+  const loss = op.add(op.mul(scale, actor), op.mul(kl, o.beta));
+
+  const outside = op.where(op.logicalOr(op.less(rho, o.ratioClipLow), op.greater(rho, o.ratioClipHigh)), g.scalar(1, dtype), 0);
+  const clipFrac = maskedMean(outside, mask, count);
+  const [dlogp] = grad([loss], [logp]);
+  g.output('loss', loss);
+  g.output('dlogp', op.mul(dlogp!, mask));
+  g.output('kl', kl);
+  g.output('clip_frac', clipFrac);
+  g.output('rho_bar', rhoBar);
+  g.output('scale', scale);
+  return g;
+}
+
+/**
+ * KTO over one sequence. Inputs: logp, ref, mask [N]; desirable [] (1 or 0); z0 []. Outputs: loss [], dlogp [N],
+ * log_ratio [] (r), kl [] (mean k3, for reporting).
+ */
+export function ktoGraph(o: KtoOptions, dtype: DType = 'float64'): Graph {
+  const g = new Graph('kto');
+  const logp = g.input('logp', dtype, ['N']);
+  const ref = g.input('ref', dtype, ['N']);
+  const mask = g.input('mask', dtype, ['N']);
+  const desirable = g.input('desirable', dtype, []);
+  const z0 = g.input('z0', dtype, []);
+  const count = op.reduceSum(mask, [0], false);
+
+  const r = op.reduceSum(op.mul(op.sub(logp, ref), mask), [0], false); // []
+  const zr = op.stopGradient(z0);
+  const good = op.mul(op.sub(1, op.sigmoid(op.mul(op.sub(r, zr), o.ktoBeta))), o.ktoDesirable);
+  const bad = op.mul(op.sub(1, op.sigmoid(op.mul(op.sub(zr, r), o.ktoBeta))), o.ktoUndesirable);
+  const loss = op.add(op.mul(desirable, good), op.mul(op.sub(1, desirable), bad));
+
+  const d = op.sub(ref, logp);
+  const kl = maskedMean(op.sub(op.sub(op.exp(d), d), 1), mask, count);
+  const [dlogp] = grad([loss], [logp]);
+  g.output('loss', loss);
+  g.output('dlogp', op.mul(dlogp!, mask));
+  g.output('log_ratio', r);
+  g.output('kl', kl);
+  return g;
+}
+
+/** The padded length of an objective graph's N for n tokens: powers of two from 16, so sessions are reused. */
+export function objectiveBucket(n: number): number {
+  let b = 16;
+  while (b < n) b *= 2;
+  return b;
+}

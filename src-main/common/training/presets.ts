@@ -1,0 +1,171 @@
+// Training presets: one table (ARCHITECTURE §4). A round's hyper-parameters come from the preset name, the model's
+// size bucket (by active parameters) and whether it is a mixture of experts. `custom` starts from `balanced` and
+// overrides any field; every field is validated by TrainingConfigSchema, whose descriptions are the help text that
+// the CLI, the API (`describePresets`) and the UI show.
+//
+// Starting points are ReinforceClaw's published numbers: an LR anchor of 5e-6 scaled by model size, β 0.002 / 0.001 /
+// 0.0005 (halved for MoE), 24 / 32 / 48 steps, trajectory bands [0.996, 1.001] / [0.994, 1.002] / [0.992, 1.004],
+// rank 16 (8 for the largest bucket, +8 for MoE). The size, total-size and sparsity factors are ours: smaller models
+// tolerate larger steps (LoRA-on-small-model practice: 1e-5..1e-4 for < 1B), and a MoE's active share drives its LR.
+import { z } from 'zod';
+import { BadInputError } from '../errors.ts';
+
+export const PRESET_NAMES = ['careful', 'balanced', 'aggressive'] as const;
+export type PresetName = (typeof PRESET_NAMES)[number];
+export type PresetChoice = PresetName | 'custom';
+
+export const SIZE_BUCKETS = ['tiny', 'small', 'medium', 'large', 'xlarge'] as const;
+export type SizeBucket = (typeof SIZE_BUCKETS)[number];
+
+/** Upper bounds (exclusive) of active parameters per bucket; xlarge is everything above. */
+export const BUCKET_LIMITS: Record<Exclude<SizeBucket, 'xlarge'>, number> = {
+  tiny: 100e6, // generated test models and toy models
+  small: 2e9, // Qwen2.5-0.5B/1.5B, Llama-3.2-1B
+  medium: 9e9, // 3B-8B
+  large: 35e9, // 14B-32B
+};
+
+export const TrainingConfigSchema = z.strictObject({
+  lr: z.number().positive().max(1).describe('AdamW learning rate of the LoRA tensors.'),
+  beta: z.number().min(0).max(1).describe('β: weight of the k3 KL penalty to the base model (adapter off).'),
+  steps: z.number().int().min(1).max(10_000).describe('Optimizer steps in one round.'),
+  batchSize: z.number().int().min(1).max(1024).describe('Rated turns per optimizer step (each weighs 1/batch).'),
+  bandLow: z.number().positive().max(1).describe('Lower edge of the trajectory band for ρ̄ = exp(mean(π − μ)).'),
+  bandHigh: z.number().min(1).max(10).describe('Upper edge of the trajectory band for ρ̄.'),
+  drift: z
+    .enum(['scale', 'reject'])
+    .describe('Outside the band: scale the turn down by min(1, ρ̄/low, high/ρ̄) (stop-gradient), or drop it for that step.'),
+  ratioClipLow: z.number().positive().max(1).describe('MIS-PO token ratio clip, lower bound (0.5).'),
+  ratioClipHigh: z.number().min(1).max(100).describe('MIS-PO token ratio clip, upper bound (2).'),
+  advantageClip: z.number().positive().max(100).describe('|A| = |r − EMA| is clipped to this (2).'),
+  rank: z.number().int().min(1).max(512).describe('LoRA rank r.'),
+  alpha: z.number().positive().max(4096).describe('LoRA alpha; the update is scaled by alpha / r.'),
+  maxGradNorm: z.number().min(0).max(1000).describe('Global gradient-norm clip (0 = off).'),
+  weightDecay: z.number().min(0).max(1).describe('AdamW decoupled weight decay.'),
+  ktoBeta: z.number().positive().max(100).describe('KTO β: sharpness of the sigmoid on the log-ratio to the base.'),
+  ktoDesirable: z.number().min(0).max(100).describe('KTO weight λ_D of desirable (good) off-policy turns.'),
+  ktoUndesirable: z.number().min(0).max(100).describe('KTO weight λ_U of undesirable (bad) off-policy turns.'),
+  heldoutFraction: z.number().min(0).max(0.5).describe('Newest share of rated turns held out for the eval gate.'),
+  klBudget: z.number().positive().max(100).describe('Largest mean per-token KL to the base on probe prompts that the gate accepts.'),
+  maxTokens: z.number().int().min(16).max(32_768).describe('Longest prompt + response, in tokens, used for training (longer turns are cut from the left of the prompt).'),
+  seed: z.number().int().min(0).max(2 ** 31 - 1).describe('Seed of the adapter init and the batch order.'),
+});
+export type TrainingConfig = z.infer<typeof TrainingConfigSchema>;
+export const CustomTrainingSchema = TrainingConfigSchema.partial();
+export type CustomTraining = z.infer<typeof CustomTrainingSchema>;
+
+export interface ModelShape {
+  /** Parameters used per token (all of them for a dense model). */
+  activeParams: number;
+  /** Every parameter (experts included). */
+  totalParams: number;
+  moe: boolean;
+}
+
+interface PresetRow {
+  lrFactor: number;
+  beta: number;
+  steps: number;
+  band: [number, number];
+  klBudget: number;
+}
+
+/** The per-preset column of the table. */
+export const PRESETS: Record<PresetName, PresetRow> = {
+  careful: { lrFactor: 0.5, beta: 0.002, steps: 24, band: [0.996, 1.001], klBudget: 0.05 },
+  balanced: { lrFactor: 1, beta: 0.001, steps: 32, band: [0.994, 1.002], klBudget: 0.1 },
+  aggressive: { lrFactor: 2, beta: 0.0005, steps: 48, band: [0.992, 1.004], klBudget: 0.2 },
+};
+
+/** The per-size column: LR factor on the 5e-6 anchor, and the rank. */
+export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number }> = {
+  tiny: { lrFactor: 8, rank: 16 },
+  small: { lrFactor: 4, rank: 16 },
+  medium: { lrFactor: 1, rank: 16 },
+  large: { lrFactor: 0.7, rank: 16 },
+  xlarge: { lrFactor: 0.5, rank: 8 },
+};
+
+export const LR_ANCHOR = 5e-6;
+
+export function sizeBucket(activeParams: number): SizeBucket {
+  if (!Number.isFinite(activeParams) || activeParams <= 0) throw new BadInputError(`activeParams must be positive, got ${activeParams}`, 'activeParams');
+  for (const b of ['tiny', 'small', 'medium', 'large'] as const) if (activeParams < BUCKET_LIMITS[b]) return b;
+  return 'xlarge';
+}
+
+const DEFAULTS = {
+  batchSize: 8,
+  drift: 'scale' as const,
+  ratioClipLow: 0.5,
+  ratioClipHigh: 2,
+  advantageClip: 2,
+  maxGradNorm: 1,
+  weightDecay: 0,
+  ktoBeta: 0.1,
+  ktoDesirable: 1,
+  ktoUndesirable: 1,
+  heldoutFraction: 0.15,
+  maxTokens: 2048,
+  seed: 0,
+};
+
+/** One preset resolved for one model. */
+export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfig {
+  const row = PRESETS[name];
+  const bucket = sizeBucket(shape.activeParams);
+  const size = SIZES[bucket];
+  // Total-size factor: a MoE's experts see ~active/total of the tokens each, so their LoRA tensors get fewer updates;
+  // the 4th root keeps the boost modest (at most ×1.78 for a 10% active share).
+  const sparsity = shape.moe && shape.totalParams > shape.activeParams ? Math.min(2, (shape.totalParams / shape.activeParams) ** 0.25) : 1;
+  const rank = size.rank + (shape.moe ? 8 : 0);
+  return {
+    ...DEFAULTS,
+    lr: LR_ANCHOR * size.lrFactor * row.lrFactor * sparsity,
+    beta: shape.moe ? row.beta / 2 : row.beta,
+    steps: row.steps,
+    bandLow: row.band[0],
+    bandHigh: row.band[1],
+    rank,
+    alpha: 2 * rank,
+    klBudget: row.klBudget,
+  };
+}
+
+/** The config a round uses: a preset, or `custom` = balanced overridden by the validated custom fields. */
+export function resolveTrainingConfig(choice: PresetChoice, shape: ModelShape, custom: unknown = {}): TrainingConfig {
+  if (choice !== 'custom') return presetConfig(choice, shape);
+  const parsed = CustomTrainingSchema.safeParse(custom ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.map(String).join('.');
+    throw new BadInputError(`training.custom.${field}: ${issue.message}`, `training.custom.${field}`);
+  }
+  const merged = { ...presetConfig('balanced', shape), ...parsed.data };
+  if (merged.bandLow >= merged.bandHigh) throw new BadInputError(`training.custom: bandLow (${merged.bandLow}) must be below bandHigh (${merged.bandHigh})`, 'training.custom.bandLow');
+  if (merged.ratioClipLow >= merged.ratioClipHigh) throw new BadInputError('training.custom: ratioClipLow must be below ratioClipHigh', 'training.custom.ratioClipLow');
+  return merged;
+}
+
+export interface PresetField {
+  key: keyof TrainingConfig;
+  help: string;
+  jsonSchema: unknown;
+}
+
+export interface PresetTable {
+  bucket: SizeBucket;
+  shape: ModelShape;
+  presets: Record<PresetName, TrainingConfig>;
+  fields: PresetField[];
+}
+
+/** Every preset resolved for a model shape, and every field with its help: what `describePresets` answers. */
+export function describePresets(shape: ModelShape): PresetTable {
+  const presets = Object.fromEntries(PRESET_NAMES.map((n) => [n, presetConfig(n, shape)])) as Record<PresetName, TrainingConfig>;
+  const fields = (Object.keys(TrainingConfigSchema.shape) as (keyof TrainingConfig)[]).map((key) => {
+    const s = TrainingConfigSchema.shape[key];
+    return { key, help: s.description ?? '', jsonSchema: z.toJSONSchema(s) };
+  });
+  return { bucket: sizeBucket(shape.activeParams), shape, presets, fields };
+}

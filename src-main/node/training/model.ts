@@ -1,0 +1,31 @@
+// Which model directory a round trains, and its shape for the presets. A model id is registered in the `models`
+// table (id → path, by the wizard or `rein model add`); an absolute path to an HF directory is accepted as its own id.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { NotAvailableError } from '../../common/errors.ts';
+import { llamaParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { numel } from '../../common/engine/models/params.ts';
+import type { ModelShape } from '../../common/training/presets.ts';
+import type { Store } from '../store/store.ts';
+
+export function resolveModelDir(store: Store, modelId: string): string {
+  const row = store.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId);
+  const dir = row?.path ?? (path.isAbsolute(modelId) ? modelId : null);
+  if (dir === null) {
+    throw new NotAvailableError('startTraining', `model ${JSON.stringify(modelId)} has no directory: register it (rein model add) or set model.active to an HF model directory`);
+  }
+  if (!existsSync(path.join(dir, 'config.json'))) {
+    throw new NotAvailableError('startTraining', `model ${JSON.stringify(modelId)}: ${dir} has no config.json`);
+  }
+  return dir;
+}
+
+/** Parameter counts from config.json through the model's parameter table. */
+export function modelShape(dir: string): ModelShape {
+  const raw = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const total = llamaParams(parseLlamaConfig(raw)).reduce((s, p) => s + numel(p.shape), 0);
+  const experts = Number(raw['num_local_experts'] ?? raw['num_experts'] ?? 0);
+  const perTok = Number(raw['num_experts_per_tok'] ?? 0);
+  if (experts > 1 && perTok > 0) return { activeParams: Math.max(1, Math.round((total * perTok) / experts)), totalParams: total, moe: true };
+  return { activeParams: total, totalParams: total, moe: false };
+}

@@ -1,0 +1,123 @@
+// Runs the objective graphs of common/training/objectives.ts on ONNX Runtime, one sequence at a time, padded to a
+// power-of-two bucket so a few sessions serve a whole round. Always float64: the graphs are tiny next to the model,
+// and the ratios exp(π − μ) are where float32 rounding would show.
+import { BadInputError } from '../../common/errors.ts';
+import type { Graph } from '../../common/engine/ir.ts';
+import { ktoGraph, misPoGraph, objectiveBucket, type KtoOptions, type MisPoOptions } from '../../common/training/objectives.ts';
+import { Runtime } from '../engine/runtime.ts';
+
+export interface MisPoTerms {
+  logp: Float64Array;
+  mu: Float64Array;
+  ref: Float64Array;
+  advantage: number;
+}
+
+export interface MisPoResult {
+  loss: number;
+  dlogp: Float64Array;
+  kl: number;
+  clipFrac: number;
+  rhoBar: number;
+  scale: number;
+}
+
+export interface KtoTerms {
+  logp: Float64Array;
+  ref: Float64Array;
+  desirable: boolean;
+  z0: number;
+}
+
+export interface KtoResult {
+  loss: number;
+  dlogp: Float64Array;
+  logRatio: number;
+  kl: number;
+}
+
+function padded(src: Float64Array, n: number): Float64Array {
+  const out = new Float64Array(n);
+  out.set(src);
+  return out;
+}
+
+function finite(name: string, a: Float64Array): void {
+  for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i]!)) throw new BadInputError(`objective: ${name}[${i}] is ${a[i]}`, name);
+}
+
+export class ObjectiveRunner {
+  private readonly rt: Runtime;
+  private readonly ownRuntime: boolean;
+  private readonly mispo: Graph;
+  private readonly kto: Graph;
+
+  constructor(o: MisPoOptions & KtoOptions, runtime?: Runtime) {
+    this.ownRuntime = runtime === undefined;
+    this.rt = runtime ?? new Runtime({ intraOpThreads: 1, optimization: 'basic' });
+    this.mispo = misPoGraph(o);
+    this.kto = ktoGraph(o);
+  }
+
+  async misPo(t: MisPoTerms): Promise<MisPoResult> {
+    const n = t.logp.length;
+    if (n === 0) throw new BadInputError('MIS-PO: a sequence has no response tokens', 'tokens');
+    if (t.mu.length !== n || t.ref.length !== n) {
+      throw new BadInputError(`MIS-PO: ${n} policy logprobs but ${t.mu.length} behaviour and ${t.ref.length} reference ones`, 'logprobs');
+    }
+    if (!Number.isFinite(t.advantage)) throw new BadInputError(`MIS-PO: advantage must be finite, got ${t.advantage}`, 'advantage');
+    finite('logp', t.logp);
+    finite('mu', t.mu);
+    finite('ref', t.ref);
+    const N = objectiveBucket(n);
+    const mask = new Float64Array(N);
+    mask.fill(1, 0, n);
+    const out = await this.rt.run(this.mispo, { N }, {
+      logp: padded(t.logp, N),
+      mu: padded(t.mu, N),
+      ref: padded(t.ref, N),
+      mask,
+      adv: Float64Array.of(t.advantage),
+    });
+    return {
+      loss: out['loss']!.data[0] as number,
+      dlogp: (out['dlogp']!.data as Float64Array).slice(0, n),
+      kl: out['kl']!.data[0] as number,
+      clipFrac: out['clip_frac']!.data[0] as number,
+      rhoBar: out['rho_bar']!.data[0] as number,
+      scale: out['scale']!.data[0] as number,
+    };
+  }
+
+  async ktoSeq(t: KtoTerms): Promise<KtoResult> {
+    const n = t.logp.length;
+    if (n === 0) throw new BadInputError('KTO: a sequence has no response tokens', 'tokens');
+    if (t.ref.length !== n) throw new BadInputError(`KTO: ${n} policy logprobs but ${t.ref.length} reference ones`, 'logprobs');
+    finite('logp', t.logp);
+    finite('ref', t.ref);
+    const N = objectiveBucket(n);
+    const mask = new Float64Array(N);
+    mask.fill(1, 0, n);
+    const out = await this.rt.run(this.kto, { N }, {
+      logp: padded(t.logp, N),
+      ref: padded(t.ref, N),
+      mask,
+      desirable: Float64Array.of(t.desirable ? 1 : 0),
+      z0: Float64Array.of(t.z0),
+    });
+    return {
+      loss: out['loss']!.data[0] as number,
+      dlogp: (out['dlogp']!.data as Float64Array).slice(0, n),
+      logRatio: out['log_ratio']!.data[0] as number,
+      kl: out['kl']!.data[0] as number,
+    };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.ownRuntime) await this.rt.dispose();
+    else {
+      await this.rt.dispose(this.mispo);
+      await this.rt.dispose(this.kto);
+    }
+  }
+}

@@ -1,0 +1,149 @@
+// The MIS-PO and KTO graphs (common/training/objectives.ts) run through ORT in float64: their dlogp output against
+// central differences of their loss output, and the edge cases of a round against a closed form written here.
+import { afterAll, describe, expect, it } from 'vitest';
+import { advantage } from '../../common/rewards.ts';
+import { ObjectiveRunner, type MisPoTerms } from './objective-runner.ts';
+
+const base = { beta: 0.05, ratioClipLow: 0.5, ratioClipHigh: 2, ktoBeta: 0.5, ktoDesirable: 1, ktoUndesirable: 1.5 };
+const wide = new ObjectiveRunner({ ...base, bandLow: 0.5, bandHigh: 2, drift: 'scale' });
+const tight = new ObjectiveRunner({ ...base, bandLow: 0.994, bandHigh: 1.002, drift: 'scale' });
+const reject = new ObjectiveRunner({ ...base, bandLow: 0.994, bandHigh: 1.002, drift: 'reject' });
+afterAll(async () => {
+  await wide.dispose();
+  await tight.dispose();
+  await reject.dispose();
+});
+
+const f64 = (xs: number[]): Float64Array => Float64Array.from(xs);
+
+/** Closed-form dLoss/dπ_t of MIS-PO with the drift scale held fixed (it is a stop-gradient). */
+function misPoReference(t: MisPoTerms, scale: number, beta: number, lo: number, hi: number): Float64Array {
+  const n = t.logp.length;
+  const A = t.advantage;
+  return t.logp.map((p, i) => {
+    const rho = Math.exp(p - t.mu[i]!);
+    const c = Math.min(hi, Math.max(lo, rho));
+    // −min(ρA, cA): its derivative is −ρA where the unclipped branch is the smaller one or the ratio is inside the clip.
+    const actor = rho * A <= c * A || (rho >= lo && rho <= hi) ? -rho * A : 0;
+    return (scale * actor + beta * (1 - Math.exp(t.ref[i]! - p))) / n;
+  });
+}
+
+async function fdCheck(f: (logp: Float64Array) => Promise<number>, logp: Float64Array, analytic: Float64Array): Promise<number> {
+  const h = 1e-6;
+  let worst = 0;
+  for (let i = 0; i < logp.length; i++) {
+    const up = logp.slice();
+    const dn = logp.slice();
+    up[i]! += h;
+    dn[i]! -= h;
+    const numeric = ((await f(up)) - (await f(dn))) / (2 * h);
+    worst = Math.max(worst, Math.abs(numeric - analytic[i]!) / (1e-9 + 1e-6 * Math.abs(numeric)));
+  }
+  return worst;
+}
+
+describe('MIS-PO', () => {
+  const terms: MisPoTerms = {
+    logp: f64([-1.3, -0.2, -2.7, -0.9, -4.1]),
+    mu: f64([-1.25, -0.35, -2.6, -0.95, -4.0]),
+    ref: f64([-1.1, -0.4, -2.2, -1.0, -3.5]),
+    advantage: 1.4,
+  };
+
+  it('dlogp equals central differences of the loss (float64, inside the band)', async () => {
+    for (const A of [1.4, -0.8]) {
+      const t = { ...terms, advantage: A };
+      const r = await wide.misPo(t);
+      expect(r.scale).toBe(1);
+      const worst = await fdCheck(async (logp) => (await wide.misPo({ ...t, logp })).loss, t.logp, r.dlogp);
+      expect(worst).toBeLessThan(1);
+      expect(Math.max(...r.dlogp.map((d, i) => Math.abs(d - misPoReference(t, 1, base.beta, 0.5, 2)[i]!)))).toBeLessThan(1e-12);
+    }
+  });
+
+  it('an all-good batch pushes every sampled token up and an all-bad batch pushes them down: no batch normalisation', async () => {
+    const ema = 0.3;
+    const same = { ...terms, mu: terms.logp, ref: terms.logp };
+    for (const [reward, sign] of [
+      [1, -1],
+      [-1, 1],
+    ] as const) {
+      const A = advantage(reward, ema);
+      const r = await wide.misPo({ ...same, advantage: A });
+      // z-normalising the batch would give every turn A = 0 (or NaN) here; the baseline keeps the signal.
+      expect(Math.abs(A)).toBeGreaterThan(0.5);
+      for (const d of r.dlogp) expect(Math.sign(d)).toBe(sign);
+      expect(r.loss).toBeCloseTo(-A, 12); // ρ = 1 everywhere: actor = −A, KL = 0
+      expect(r.kl).toBe(0);
+    }
+  });
+
+  it('advantage is r − EMA clipped to ±2', () => {
+    expect(advantage(1, -0.5)).toBe(1.5);
+    expect(advantage(1, -1.5)).toBe(2);
+    expect(advantage(-1, 1.5)).toBe(-2);
+  });
+
+  it('a trajectory far outside the band is scaled down (stop-gradient) or rejected, and clipped tokens stop pushing', async () => {
+    // π − μ = +2 on every token: ρ_t = e² ≈ 7.4 > 2 (clipped) and ρ̄ = e² far above the band's 1.002.
+    const t: MisPoTerms = { logp: f64([-1, -2, -0.5]), mu: f64([-3, -4, -2.5]), ref: f64([-1.2, -2.1, -0.4]), advantage: 1 };
+    const scaled = await tight.misPo(t);
+    expect(scaled.rhoBar).toBeCloseTo(Math.exp(2), 10);
+    expect(scaled.scale).toBeCloseTo(1.002 / Math.exp(2), 12);
+    expect(scaled.clipFrac).toBe(1);
+    // With A > 0 and ρ above the clip, the clipped branch is the min, so only the KL term has a gradient.
+    const ref = misPoReference(t, scaled.scale, base.beta, 0.5, 2);
+    for (let i = 0; i < 3; i++) expect(scaled.dlogp[i]).toBeCloseTo(ref[i]!, 12);
+    for (let i = 0; i < 3; i++) expect(scaled.dlogp[i]).toBeCloseTo((base.beta * (1 - Math.exp(t.ref[i]! - t.logp[i]!))) / 3, 12);
+
+    // A < 0: the unclipped branch −ρ|A| is the smaller one, so the token still pushes down, scaled.
+    const neg = await tight.misPo({ ...t, advantage: -1 });
+    const refNeg = misPoReference({ ...t, advantage: -1 }, neg.scale, base.beta, 0.5, 2);
+    for (let i = 0; i < 3; i++) expect(neg.dlogp[i]).toBeCloseTo(refNeg[i]!, 12);
+    expect(neg.dlogp[0]! - (base.beta * (1 - Math.exp(t.ref[0]! - t.logp[0]!))) / 3).toBeGreaterThan(0);
+
+    const rej = await reject.misPo({ ...t, advantage: -1 });
+    expect(rej.scale).toBe(0);
+    for (let i = 0; i < 3; i++) expect(rej.dlogp[i]).toBeCloseTo((base.beta * (1 - Math.exp(t.ref[i]! - t.logp[i]!))) / 3, 12);
+    // Just below the band's low edge: ρ̄ = 0.99 → scale = 0.99 / 0.994.
+    const low = await tight.misPo({ logp: f64([-1, -1]), mu: f64([-1 - Math.log(0.99), -1 - Math.log(0.99)]), ref: f64([-1, -1]), advantage: 1 });
+    expect(low.scale).toBeCloseTo(0.99 / 0.994, 10);
+    expect((await reject.misPo({ logp: f64([-1]), mu: f64([-1]), ref: f64([-1]), advantage: 1 })).scale).toBe(1);
+  });
+
+  it('names bad input', async () => {
+    await expect(wide.misPo({ ...terms, mu: f64([-1]) })).rejects.toThrow(/behaviour/);
+    await expect(wide.misPo({ ...terms, logp: new Float64Array(0), mu: new Float64Array(0), ref: new Float64Array(0) })).rejects.toThrow(/no response tokens/);
+    await expect(wide.misPo({ ...terms, advantage: Number.NaN })).rejects.toThrow(/advantage/);
+    await expect(wide.misPo({ ...terms, logp: f64([-1, Number.NEGATIVE_INFINITY, -1, -1, -1]) })).rejects.toThrow(/logp\[1\]/);
+  });
+});
+
+describe('KTO', () => {
+  const logp = f64([-1.2, -0.7, -2.2, -0.3]);
+  const ref = f64([-1.0, -0.9, -2.0, -0.5]);
+
+  it('dlogp equals central differences of the loss, desirable and undesirable', async () => {
+    for (const desirable of [true, false]) {
+      const t = { logp, ref, desirable, z0: 0.1 };
+      const r = await wide.ktoSeq(t);
+      const worst = await fdCheck(async (lp) => (await wide.ktoSeq({ ...t, logp: lp })).loss, logp, r.dlogp);
+      expect(worst).toBeLessThan(1);
+      const logRatio = logp.reduce((s, p, i) => s + p - ref[i]!, 0);
+      expect(r.logRatio).toBeCloseTo(logRatio, 12);
+      const sig = (x: number): number => 1 / (1 + Math.exp(-x));
+      const want = desirable ? 1 * (1 - sig(0.5 * (logRatio - 0.1))) : 1.5 * (1 - sig(0.5 * (0.1 - logRatio)));
+      expect(r.loss).toBeCloseTo(want, 12);
+      // Desirable text is pulled up (dL/dπ < 0), undesirable pushed down, equally on every token.
+      for (const d of r.dlogp) expect(Math.sign(d)).toBe(desirable ? -1 : 1);
+    }
+  });
+
+  it('a correction trains the corrected text as desirable and the original as undesirable', async () => {
+    const corrected = await wide.ktoSeq({ logp, ref, desirable: true, z0: 0 });
+    const original = await wide.ktoSeq({ logp, ref, desirable: false, z0: 0 });
+    expect(corrected.dlogp[0]).toBeLessThan(0);
+    expect(original.dlogp[0]).toBeGreaterThan(0);
+  });
+});
