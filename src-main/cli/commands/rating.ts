@@ -71,7 +71,7 @@ async function rateStdin(ctx: CommandContext): Promise<number> {
       const { result, human } = await rateOne(ctx, fromLine(ctx, line, n));
       ok++;
       if (ctx.json) ctx.io.stdout(JSON.stringify(result.rating) + '\n');
-      else if (!ctx.io.env.REIN_QUIET) ctx.io.stdout(human + '\n');
+      else ctx.io.stdout(human + '\n');
     } catch (e) {
       failed++;
       const err = e instanceof ReinError ? e : new ReinError('internal', String((e as Error)?.message ?? e));
