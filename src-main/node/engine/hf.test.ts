@@ -39,7 +39,8 @@ function loadError(dir: string, opts = { tokenizer: false }): Error {
   try {
     loadHfModel(dir, opts).close();
   } catch (e) {
-    expect(performance.now() - t0).toBeLessThan(5000);
+    // "Never hangs": a generous bound, since CI shares two cores.
+    expect(performance.now() - t0).toBeLessThan(30_000);
     return e as Error;
   }
   throw new Error('expected loadHfModel to fail');
