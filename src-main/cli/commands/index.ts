@@ -6,4 +6,3 @@ import './admin.ts';
 import './serve.ts';
 import './setup.ts';
 import './model.ts';
-import './model.ts';
