@@ -85,7 +85,7 @@ export interface VjpSplit {
   forward: Graph;
   /** The backward graph: inputs are residuals, the frozen inputs it reads, and cotangents; outputs the gradients. */
   backward: Graph;
-  /** Names of the forward outputs that the backward takes as inputs under the same names. */
+  /** Names of the forward outputs that the backward takes as inputs under the same names ('res_k', or an output). */
   residuals: string[];
   /** Output name -> name of its cotangent input in the backward graph ('y' -> 'd_y'). */
   cotangents: Record<string, string>;
@@ -131,7 +131,10 @@ export function vjpSplit(graph: Graph, opts: VjpOptions): VjpSplit {
     };
   }
 
-  // Residuals: forward values (not inputs, not constants) that a backward node reads.
+  // Residuals: forward values (not inputs, not constants) that a backward node reads. One that is already a forward
+  // output keeps that output's name, so it is neither emitted nor stored twice.
+  const outputName = new Map<Tensor, string>();
+  for (const o of c.outputs) if (!outputName.has(o.tensor)) outputName.set(o.tensor, o.name);
   const residuals = new Map<Tensor, string>();
   const seen = new Set<Tensor>();
   const stack = gradOutputs.map((o) => o.tensor);
@@ -140,14 +143,15 @@ export function vjpSplit(graph: Graph, opts: VjpOptions): VjpSplit {
     if (seen.has(t)) continue;
     seen.add(t);
     if (forwardNodes.has(t.node)) {
-      if (t.node.op !== 'Input' && t.node.op !== 'Constant') residuals.set(t, `res_${residuals.size}`);
+      if (t.node.op !== 'Input' && t.node.op !== 'Constant') residuals.set(t, outputName.get(t) ?? `res_${residuals.size}`);
       continue;
     }
     for (const i of t.node.inputs) stack.push(i);
   }
   const residualOutputs = [...residuals].map(([tensor, name]) => ({ name, tensor }));
+  const extra = residualOutputs.filter((r) => !c.outputs.some((o) => o.name === r.name));
   return {
-    forward: c.extract(`${graph.name}_fwd`, [...graph.outputs.map((o) => ({ name: o.name, tensor: c.getOutput(o.name) })), ...residualOutputs]),
+    forward: c.extract(`${graph.name}_fwd`, [...c.outputs, ...extra]),
     backward: c.extract(`${graph.name}_bwd`, gradOutputs, residuals),
     residuals: residualOutputs.map((r) => r.name),
     cotangents,

@@ -260,6 +260,15 @@ export class Graph {
     return t;
   }
 
+  /** Input names, in declaration order. */
+  get inputNames(): string[] {
+    return this.inputs.map((t) => t.node.attrs['name'] as string);
+  }
+
+  get outputNames(): string[] {
+    return this.outputs.map((o) => o.name);
+  }
+
   hasInput(name: string): boolean {
     return this.inputNames.has(name);
   }
