@@ -225,7 +225,7 @@ export class Graph {
   readonly inputs: Tensor[] = [];
   readonly outputs: { name: string; tensor: Tensor }[] = [];
   private nextId = 0;
-  private inputNames = new Map<string, Tensor>();
+  private inputByName = new Map<string, Tensor>();
 
   constructor(name = 'graph') {
     this.name = name;
@@ -246,16 +246,16 @@ export class Graph {
   }
 
   input(name: string, dtype: DType, shape: Shape): Tensor {
-    if (this.inputNames.has(name)) throw new GraphError('Input', `graph '${this.name}' already has an input '${name}'`);
+    if (this.inputByName.has(name)) throw new GraphError('Input', `graph '${this.name}' already has an input '${name}'`);
     const t = this.addNode('Input', [], { name }, [{ dtype, shape }]).outputs[0]!;
-    this.inputNames.set(name, t);
+    this.inputByName.set(name, t);
     this.inputs.push(t);
     return t;
   }
 
   /** Looks up a graph input by name. */
   getInput(name: string): Tensor {
-    const t = this.inputNames.get(name);
+    const t = this.inputByName.get(name);
     if (t === undefined) throw new GraphError('Input', `graph '${this.name}' has no input '${name}'`);
     return t;
   }
@@ -270,7 +270,7 @@ export class Graph {
   }
 
   hasInput(name: string): boolean {
-    return this.inputNames.has(name);
+    return this.inputByName.has(name);
   }
 
   /**
