@@ -1,12 +1,12 @@
-// Build the app once before the suite when out/renderer is missing or older than its sources, so the browser tests
-// always run the renderer as it is in the working tree.
+// Build the app once before the suite when out/renderer or out/preload is missing or older than its sources, so the
+// tests always run the renderer and preload as they are in the working tree.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const BUILT = path.join(ROOT, 'out/renderer/index.html');
-const SOURCES = ['src-renderer', 'src-main/common', 'electron.vite.config.ts'];
+const BUILT = ['out/renderer/index.html', 'out/preload/index.cjs'].map((p) => path.join(ROOT, p));
+const SOURCES = ['src-renderer', 'src-preload', 'src-main/common', 'electron.vite.config.ts'];
 
 function newest(p: string): number {
   const st = statSync(p, { throwIfNoEntry: false });
@@ -16,14 +16,14 @@ function newest(p: string): number {
 }
 
 export default function setup(): void {
-  const built = existsSync(BUILT) ? statSync(BUILT).mtimeMs : 0;
+  const built = BUILT.every((f) => existsSync(f)) ? Math.min(...BUILT.map((f) => statSync(f).mtimeMs)) : 0;
   if (built > Math.max(...SOURCES.map((s) => newest(path.join(ROOT, s))))) return;
   const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/electron-vite/bin/electron-vite.js'), 'build'], {
     cwd: ROOT,
     encoding: 'utf8',
     env: { ...process.env, NO_COLOR: '1' },
   });
-  if (r.status !== 0 || !existsSync(BUILT)) {
+  if (r.status !== 0 || !BUILT.every((f) => existsSync(f))) {
     throw new Error(`e2e setup: electron-vite build failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
   }
 }
