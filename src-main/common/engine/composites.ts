@@ -168,13 +168,15 @@ export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
 
 /**
  * Causal grouped-query attention. q [T, nh·hd], k and v [T, nkv·hd] (the projections' outputs) -> [T, nh·hd].
- * Key/value head j serves query heads j·rep … j·rep + rep − 1 (HF `repeat_kv`), done with Expand + Reshape.
+ * Query head n reads key/value head ⌊n / rep⌋ (HF `repeat_kv`). Instead of repeating k and v (a rep× copy and a
+ * ReduceSum in the backward), the rep query heads of each kv head become rows of one batched MatMul.
  */
 export function causalAttention(q: Tensor, k: Tensor, v: Tensor, o: AttentionOpts): Tensor {
   const { nHeads: nh, nKvHeads: nkv, headDim: hd } = o;
   if (!Number.isInteger(nh / nkv)) throw new GraphError('attention', `n_heads ${nh} is not a multiple of n_kv_heads ${nkv}`);
   const rep = nh / nkv;
   const t = q.shape[0]!;
+  const rt = dimMul(rep, t);
   let qh = op.reshape(q, [t, nh, hd]); // [T, nh, hd]
   let kh = op.reshape(k, [t, nkv, hd]); // [T, nkv, hd]
   const vh = op.reshape(v, [t, nkv, hd]);
@@ -182,22 +184,16 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, o: AttentionOpt
     qh = rope(qh, o.rope.cos, o.rope.sin, o.rope.layout);
     kh = rope(kh, o.rope.cos, o.rope.sin, o.rope.layout);
   }
-  const repeat = (x: Tensor): Tensor => {
-    const heads = op.transpose(x, [1, 0, 2]); // [nkv, T, hd]
-    if (rep === 1) return heads;
-    const e = op.expand(op.reshape(heads, [nkv, 1, t, hd]), [nkv, rep, t, hd]); // [nkv, rep, T, hd]
-    return op.reshape(e, [nh, t, hd]); // [nh, T, hd]
-  };
-  const qt = op.transpose(qh, [1, 0, 2]); // [nh, T, hd]
-  const kt = repeat(kh); // [nh, T, hd]
-  const vt = repeat(vh); // [nh, T, hd]
   const scale = o.scale ?? 1 / Math.sqrt(hd);
-  let scores = op.mul(op.matmul(qt, op.transpose(kt, [0, 2, 1])), scale); // [nh, T, T]
+  const qg = op.reshape(op.transpose(op.reshape(qh, [t, nkv, rep, hd]), [1, 2, 0, 3]), [nkv, rt, hd]); // [nkv, rep·T, hd]
+  const kT = op.transpose(kh, [1, 2, 0]); // [nkv, hd, T]
+  const vt = op.transpose(vh, [1, 0, 2]); // [nkv, T, hd]
+  let scores = op.reshape(op.mul(op.matmul(qg, kT), scale), [nkv, rep, t, t]); // [nkv, rep, T, T]
   scores = op.add(scores, causalMask(q.graph, q.dtype, t));
-  if (o.keyValid !== undefined) scores = op.add(scores, op.reshape(op.mul(op.sub(o.keyValid, 1), -MASKED), [1, 1, t]));
-  const probs = op.softmax(scores, -1); // [nh, T, T]
-  const out = op.matmul(probs, vt); // [nh, T, hd]
-  return op.reshape(op.transpose(out, [1, 0, 2]), [t, dimMul(nh, hd)]); // [T, nh·hd]
+  if (o.keyValid !== undefined) scores = op.add(scores, op.reshape(op.mul(op.sub(o.keyValid, 1), -MASKED), [1, t]));
+  const probs = op.reshape(op.softmax(scores, -1), [nkv, rt, t]); // [nkv, rep·T, T]
+  const out = op.reshape(op.matmul(probs, vt), [nkv, rep, t, hd]); // [nkv, rep, T, hd]
+  return op.reshape(op.transpose(out, [2, 0, 1, 3]), [t, dimMul(nh, hd)]); // [T, nh·hd], head n = kvh·rep + g
 }
 
 /** Token embedding: rows of table [V, H] at ids [T] -> [T, H]. */
