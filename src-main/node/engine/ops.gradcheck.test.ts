@@ -1,6 +1,7 @@
 // Tier 1: every op's gradient rule against central differences, run through ORT in float64.
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Graph, Tensor } from '../../common/engine/ir.ts';
+import { Graph, type Tensor } from '../../common/engine/ir.ts';
+import { grad } from '../../common/engine/autodiff.ts';
 import * as op from '../../common/engine/ops.ts';
 import { Runtime } from './runtime.ts';
 import { type CheckCase, gradcheck, ids } from './test-utils/gradcheck.ts';
@@ -192,6 +193,20 @@ describe('tier 1: gradient rules vs central differences (float64, ORT)', () => {
     const nondiff = new Set(['Input', 'Constant', 'Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual', 'And', 'Or', 'Not', 'Sign', 'StopGradient']);
     const missing = [...op.OPS.keys()].filter((k) => !nondiff.has(k) && !names.includes(k));
     expect(missing).toEqual([]);
+  });
+
+  it('StopGradient passes values and blocks gradients: d/dx Σ x·sg(x)² = sg(x)²', async () => {
+    const g = new Graph('sg');
+    const x = g.input('x', F, [3]);
+    const s = op.stopGradient(x);
+    const y = op.reduceSum(op.mul(x, op.mul(s, s)), [], false);
+    g.output('y', y);
+    g.output('dx', grad([y], [x])[0]!);
+    const xs = Float64Array.from([0.5, -2, 3]);
+    const out = await rt.run(g, {}, { x: xs });
+    await rt.dispose(g);
+    expect(out['y']!.data[0]).toBeCloseTo(0.125 - 8 + 27, 12);
+    expect(Array.from(out['dx']!.data as Float64Array)).toEqual([0.25, 4, 9]); // not 3x² = [0.75, 12, 27]
   });
 
   it('the checker itself catches a wrong rule', async () => {

@@ -69,6 +69,7 @@ describe('Runtime', () => {
     const err = await r.compile(lossGraph(), { T: 2 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ProviderUnavailableError);
     expect((err as ProviderUnavailableError).provider).toBe(p);
+    expect((err as Error).message).toMatch(p === 'cuda' ? /ONNXRUNTIME_NODE_INSTALL=cuda12/ : p === 'dml' ? /Windows/ : /WebGPU adapter/);
     await r.dispose();
   });
 });

@@ -42,7 +42,8 @@ const ORT_TYPE: Record<DType, ort.Tensor.Type> = { float32: 'float32', float64: 
 function providerMissing(p: ExecutionProvider): string {
   switch (p) {
     case 'cuda':
-      return 'onnxruntime-node ships without the CUDA provider; install CUDA 12 + cuDNN 9 and run onnxruntime-node\'s install script with ONNXRUNTIME_NODE_INSTALL_CUDA=v12';
+      // onnxruntime-node/script/install.js: the CUDA EP binaries are fetched only when asked for.
+      return "onnxruntime-node ships without the CUDA provider's libraries; with CUDA 12 and cuDNN 9 installed, rerun onnxruntime-node's install script with ONNXRUNTIME_NODE_INSTALL=cuda12";
     case 'dml':
       return 'DirectML is only bundled on Windows (x64/arm64) builds of onnxruntime-node';
     case 'webgpu':
