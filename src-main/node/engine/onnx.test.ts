@@ -63,6 +63,20 @@ describe('ONNX emission', () => {
     expect(Array.from(out['c']!.data as Float64Array)).toEqual([5, 6]);
   });
 
+  it('keeps generated value names apart from user names that look like them', async () => {
+    const g = new Graph('names');
+    const x = g.input('v1', 'float64', [2]); // the name a generated value could take
+    const a = op.exp(x);
+    const y = op.mul(a, 2); // the scalar 2 is value #5, whose generated name would be 'v5'
+    g.output('v5', y);
+    g.output('k0_Mul', a);
+    const out = await rt.run(g, {}, { v1: new Float64Array([0, 1]) });
+    const v5 = out['v5']!.data as Float64Array;
+    expect(v5[0]).toBe(2);
+    expect(v5[1]).toBeCloseTo(2 * Math.E, 14);
+    expect((out['k0_Mul']!.data as Float64Array)[1]).toBeCloseTo(Math.E, 14);
+  });
+
   it('drops nodes no output needs, and inputs only they read', () => {
     const g = new Graph();
     const x = g.input('x', 'float32', [2]);

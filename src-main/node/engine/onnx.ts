@@ -60,6 +60,14 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
     names.set(t, n);
     inputNames.add(n);
   }
+  // Every value name is unique in an ONNX graph; generated names step around the user's input and output names.
+  const taken = new Set<string>([...inputNames, ...graph.outputs.map((o) => o.name)]);
+  const fresh = (base: string): string => {
+    let n = base;
+    for (let i = 1; taken.has(n); i++) n = `${base}_${i}`;
+    taken.add(n);
+    return n;
+  };
   // An output takes over its producer's value name, unless that value is an input, a constant, or already named by
   // another output: then an Identity carries it (ONNX names each value once).
   const aliases: { from: Tensor; to: string }[] = [];
@@ -71,7 +79,7 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
   const nameOf = (t: Tensor): string => {
     let n = names.get(t);
     if (n === undefined) {
-      n = `v${t.id}`;
+      n = fresh(`v${t.id}`);
       names.set(t, n);
     }
     return n;
@@ -99,15 +107,15 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
       if (typeof x === 'number') {
         const t = n.inputs[x]!;
         if (via === undefined || !isFloat(t.dtype) || t.dtype === via) return nameOf(t);
-        const name = `${nameOf(t)}_as_${via}_n${n.id}`;
+        const name = fresh(`${nameOf(t)}_as_${via}`);
         cast(nameOf(t), via, name);
         return name;
       }
-      const name = `k${k++}_${n.op}`;
+      const name = fresh(`k${k++}_${n.op}`);
       initializers.push(tensorProto(name, x));
       return name;
     });
-    const outputs = n.outputs.map((t) => (via === undefined || !isFloat(t.dtype) || t.dtype === via ? nameOf(t) : `${nameOf(t)}_${via}`));
+    const outputs = n.outputs.map((t) => (via === undefined || !isFloat(t.dtype) || t.dtype === via ? nameOf(t) : fresh(`${nameOf(t)}_${via}`)));
     const attribute = e.attrs.map((a): onnxProto.onnx.IAttributeProto => {
       const A = onnx.AttributeProto.AttributeType;
       switch (a.type) {
