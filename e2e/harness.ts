@@ -30,17 +30,22 @@ export interface ServeChild {
   openUrl: string;
   token: string;
   output: () => string;
+  port: number;
   call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
   post(pathname: string, body: unknown): Promise<{ status: number; body: unknown }>;
-  stop(): Promise<number | null>;
+  /** SIGTERM, wait for the exit code; the home is deleted unless `keepHome`. */
+  stop(opts?: { keepHome?: boolean }): Promise<number | null>;
 }
 
-/** Start `rein serve --port 0` on a fresh home, serving the built renderer; resolves once it printed its address. */
-export async function startServe(): Promise<ServeChild> {
-  const home = mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
+/**
+ * Start `rein serve` on a fresh home (or `home`, to restart on the same data) and `port` (default 0: a free one),
+ * serving the built renderer; resolves once it printed its address.
+ */
+export async function startServe(opts: { home?: string; port?: number } = {}): Promise<ServeChild> {
+  const home = opts.home ?? mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', '0', '--renderer', path.join(ROOT, 'out/renderer')],
+    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', path.join(ROOT, 'out/renderer')],
     { cwd: ROOT, env: { ...process.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -75,16 +80,17 @@ export async function startServe(): Promise<ServeChild> {
     openUrl,
     token,
     output: () => out,
+    port: Number(new URL(url).port),
     async call(verb, input) {
       const r = await post(`/api/${verb}`, input);
       if (r.status !== 200) throw new Error(`${verb}: HTTP ${r.status} ${JSON.stringify(r.body)}`);
       return r.body as never;
     },
     post,
-    async stop() {
+    async stop(stopOpts = {}) {
       if (child.exitCode === null) child.kill('SIGTERM');
       const code = await exited;
-      rmSync(home, { recursive: true, force: true });
+      if (!stopOpts.keepHome) rmSync(home, { recursive: true, force: true });
       return code;
     },
   };

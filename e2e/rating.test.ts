@@ -1,9 +1,11 @@
 // First flow: a turn captured over HTTP shows up live in the renderer; key 1 rates it Good, the rating is stored
 // (checked through the API) and the status header updates; key 2 rates the next one Bad; training answers
 // honestly that it is not available yet. Screenshots at 1440 and 360 px go to e2e/artifacts/.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, launchChromium, startServe } from './harness.ts';
+import { artifactPath, launchChromium, ROOT, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -11,6 +13,7 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
+let restarting = false;
 
 beforeAll(async () => {
   [serve, browser] = await Promise.all([startServe(), launchChromium()]);
@@ -21,6 +24,8 @@ beforeAll(async () => {
   page.on('console', (m) => {
     // Chromium also logs every 4xx/5xx response as a console error; those are checked by status below instead.
     if (m.text().startsWith('Failed to load resource')) return;
+    // Expected once, in the restart test below.
+    if (restarting && /event stream dropped|ERR_CONNECTION_REFUSED/.test(m.text())) return;
     if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
   });
   page.on('response', (r) => {
@@ -124,6 +129,24 @@ describe('rating flow in Chromium against rein serve', () => {
     await expect.poll(() => state.textContent()).toMatch(/not available yet/);
     const runs = await serve.call('listRuns', {});
     expect(runs).toEqual([]);
+  });
+
+  it('when rein serve restarts, the page says it is reconnecting, then reloads what changed meanwhile', async () => {
+    expect((await serve.post('/v1/turns', turn(4))).status).toBe(201);
+    await page.getByTestId('rating-card').getByText('Refactor the parser (4)', { exact: false }).waitFor();
+    const { home, port } = serve;
+    restarting = true;
+    expect(await serve.stop({ keepHome: true })).toBe(0);
+    await page.getByTestId('offline').waitFor();
+    // While no server runs, the CLI rates through the store directly: no event can reach the page, so only the
+    // reload on reconnect can show it.
+    const cli = spawnSync(process.execPath, [path.join(ROOT, 'bin/rein.mjs'), 'bad'], { env: { ...process.env, REIN_HOME: home }, encoding: 'utf8' });
+    expect(cli.status, cli.stderr).toBe(0);
+    serve = await startServe({ home, port });
+    await page.getByTestId('offline').waitFor({ state: 'detached', timeout: 20_000 });
+    await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Bad.');
+    expect(await page.getByTestId('count-bad').textContent()).toBe('2');
+    restarting = false;
   });
 
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {

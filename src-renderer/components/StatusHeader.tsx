@@ -4,9 +4,10 @@ import { useRein } from '../store/react.tsx';
 import { selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from '../store/status.ts';
 
 export function StatusHeader(props: { transport: Transport }) {
-  const { status, error, counts, pending, ema, adapter } = useRein(
+  const { status, error, counts, pending, ema, adapter, connected } = useRein(
     useShallow((s) => ({
       status: s.status,
+      connected: s.connected,
       error: s.statusError,
       counts: selectCounts(s),
       pending: selectPendingProgress(s),
@@ -24,6 +25,11 @@ export function StatusHeader(props: { transport: Transport }) {
         <span className="transport" title={props.transport === 'ipc' ? 'Desktop app' : 'Headless: served by rein serve'}>
           {props.transport === 'ipc' ? 'app' : 'headless'}
         </span>
+        {!connected && (
+          <span className="offline" role="status" data-testid="offline">
+            reconnecting…
+          </span>
+        )}
       </div>
       {error && !status ? (
         <p className="status-error" role="alert">

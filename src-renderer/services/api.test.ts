@@ -122,4 +122,25 @@ describe('createHttpClient', () => {
     off2();
     expect(aborted).toBe(true);
   });
+
+  it('reports the stream down, retries with backoff, and reports it up again', async () => {
+    let attempts = 0;
+    const client = createHttpClient({
+      baseUrl: 'http://127.0.0.1:9',
+      token: 'tok',
+      retryMs: 5,
+      fetch: async () => {
+        attempts++;
+        if (attempts <= 2) throw new TypeError('fetch failed');
+        return new Response(new ReadableStream<Uint8Array>({ start() {} }), { status: 200 });
+      },
+    });
+    const states: boolean[] = [];
+    const offConn = client.onConnection!((up) => states.push(up));
+    const off = client.on('turnCaptured', () => {});
+    await expect.poll(() => states, { timeout: 2000 }).toEqual([false, true]);
+    expect(attempts).toBe(3);
+    off();
+    offConn();
+  });
 });

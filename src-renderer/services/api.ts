@@ -8,8 +8,11 @@ import type { ERROR_MARKER } from '../../src-main/common/ipc.ts';
 /** The verbs plus event subscription, as both transports provide them. */
 export type ReinClient = ReinApi & {
   on: Subscribe;
-  /** Called after the event stream came back from a drop, so the caller can reload what it missed. */
-  onReconnect?: (fn: () => void) => () => void;
+  /**
+   * Told when the event stream drops (false) and when it is back (true), so the caller can say so and reload what
+   * it missed. Only the HTTP transport has it: IPC cannot drop while the window lives.
+   */
+  onConnection?: (fn: (up: boolean) => void) => () => void;
 };
 export type Transport = 'ipc' | 'http';
 
@@ -68,7 +71,7 @@ export interface HttpOptions {
   baseUrl: string;
   token: string;
   fetch?: typeof fetch;
-  /** Delay before reconnecting the event stream after it drops (ms). */
+  /** First delay before reconnecting the event stream after it drops (ms); it doubles up to 30 s while down. */
   retryMs?: number;
 }
 
@@ -115,7 +118,15 @@ export function createHttpClient(opts: HttpOptions): ReinClient {
   const base = opts.baseUrl.replace(/\/$/, '');
   const headers = { authorization: `Bearer ${opts.token}` };
   const listeners = new Map<string, Set<Listener>>();
-  const reconnectListeners = new Set<() => void>();
+  const connectionListeners = new Set<(up: boolean) => void>();
+  const firstDelay = opts.retryMs ?? 1000;
+  let delay = firstDelay;
+  let down = false;
+  const setUp = (up: boolean) => {
+    if (down === !up) return;
+    down = !up;
+    for (const fn of [...connectionListeners]) fn(up);
+  };
   let stream: AbortController | null = null;
   let retry: ReturnType<typeof setTimeout> | null = null;
 
@@ -160,6 +171,8 @@ export function createHttpClient(opts: HttpOptions): ReinClient {
   async function runStream(ctrl: AbortController): Promise<void> {
     const res = await doFetch(`${base}/api/events`, { headers: { ...headers, accept: 'text/event-stream' }, signal: ctrl.signal });
     if (!res.ok || !res.body) throw new Error(`events: HTTP ${res.status}`);
+    delay = firstDelay;
+    setUp(true);
     const parse = createSseParser();
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     for (;;) {
@@ -175,20 +188,18 @@ export function createHttpClient(opts: HttpOptions): ReinClient {
     stream = ctrl;
     runStream(ctrl)
       .catch((e: unknown) => {
-        if (!ctrl.signal.aborted) console.warn(`rein: event stream dropped: ${(e as Error).message}`);
+        if (!ctrl.signal.aborted && !down) console.warn(`rein: event stream dropped: ${(e as Error).message}`);
       })
       .finally(() => {
         if (stream === ctrl) stream = null;
-        // Reconnect while anyone still listens; events missed meanwhile are recovered by the store's reload.
-        if (!ctrl.signal.aborted && hasListeners()) {
-          retry = setTimeout(() => {
-            retry = null;
-            if (hasListeners()) {
-              ensureStream();
-              for (const fn of [...reconnectListeners]) fn();
-            }
-          }, opts.retryMs ?? 1000);
-        }
+        if (ctrl.signal.aborted || !hasListeners()) return;
+        // Reconnect with backoff while anyone listens; what was missed meanwhile is reloaded on the way back up.
+        setUp(false);
+        retry = setTimeout(() => {
+          retry = null;
+          if (hasListeners()) ensureStream();
+        }, delay);
+        delay = Math.min(delay * 2, 30_000);
       });
   }
 
@@ -219,14 +230,14 @@ export function createHttpClient(opts: HttpOptions): ReinClient {
   const verbs = new Proxy({} as ReinApi, {
     get: (_t, verb) => (typeof verb === 'string' ? (input: unknown) => call(verb as VerbName, input) : undefined),
   });
-  const onReconnect = (fn: () => void) => {
-    reconnectListeners.add(fn);
+  const onConnection = (fn: (up: boolean) => void) => {
+    connectionListeners.add(fn);
     return () => {
-      reconnectListeners.delete(fn);
+      connectionListeners.delete(fn);
     };
   };
-  return new Proxy({ on, onReconnect } as ReinClient, {
-    get: (t, key) => (key === 'on' || key === 'onReconnect' ? t[key] : Reflect.get(verbs, key)),
+  return new Proxy({ on, onConnection } as ReinClient, {
+    get: (t, key) => (key === 'on' || key === 'onConnection' ? t[key] : Reflect.get(verbs, key)),
   });
 }
 

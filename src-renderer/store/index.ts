@@ -59,7 +59,14 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
       void s().loadStatus();
     }),
   ];
-  if (client.onReconnect) offs.push(client.onReconnect(() => void s().init()));
+  if (client.onConnection) {
+    offs.push(
+      client.onConnection((up) => {
+        s().setConnected(up);
+        if (up) void s().init();
+      }),
+    );
+  }
   return () => {
     for (const off of offs) off();
   };

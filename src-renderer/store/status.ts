@@ -7,6 +7,7 @@ export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
   return (set) => ({
     status: null,
     statusError: null,
+    connected: true,
     loadStatus: async () => {
       try {
         set({ status: await client.status({}), statusError: null });
@@ -15,6 +16,7 @@ export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
       }
     },
     setStatus: (status) => set({ status, statusError: null }),
+    setConnected: (connected) => set({ connected }),
   });
 }
 

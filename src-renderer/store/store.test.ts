@@ -114,7 +114,7 @@ function fakeClient(turns: TurnSummary[] = []) {
   const client = new Proxy({ on } as ReinClient, {
     get: (t, key: string) => {
       if (key === 'on') return t.on;
-      if (key === 'onReconnect') return undefined;
+      if (key === 'onConnection') return undefined;
       calls.push(key);
       const fn = api[key as keyof ReinApi];
       if (!fn) return () => Promise.reject(new ApiError({ code: 'not_found', message: `verb ${key} not in the fake` }));

@@ -9,8 +9,11 @@ export type RatingChoice = 'good' | 'bad';
 export interface StatusSlice {
   status: Status | null;
   statusError: ApiError | null;
+  /** false while the live event stream is down (headless mode only); the screen may be stale meanwhile. */
+  connected: boolean;
   loadStatus: () => Promise<void>;
   setStatus: (status: Status) => void;
+  setConnected: (up: boolean) => void;
 }
 
 export interface TurnsSlice {
