@@ -123,5 +123,8 @@ describe('symbolic dims and shape errors', () => {
     expect(() => op.reshape(x, [3, 5])).toThrow(/Reshape: \[T, 4\] has 4\*T elements/);
     expect(() => op.matmul(x, g.input('d', 'float64', [4, 2]))).toThrow(/MatMul: dtypes differ/);
     expect(() => op.apply('Nope', [x])).toThrow(/Nope: unknown op/);
+    expect(() => g.input('bad', 'float32', [2.5])).toThrow(/input 'bad' has a bad dim 2.5/);
+    expect(() => g.input('bad2', 'float32', ['T+1'])).toThrow(/bad symbolic dim 'T\+1'/);
+    expect(() => g.input('x', 'float32', [1])).toThrow(/already has an input 'x'/);
   });
 });

@@ -247,6 +247,11 @@ export class Graph {
 
   input(name: string, dtype: DType, shape: Shape): Tensor {
     if (this.inputByName.has(name)) throw new GraphError('Input', `graph '${this.name}' already has an input '${name}'`);
+    if (name === '') throw new GraphError('Input', 'an input needs a name');
+    for (const d of shape) {
+      if (typeof d === 'number' && !(Number.isInteger(d) && d >= 0)) throw new GraphError('Input', `input '${name}' has a bad dim ${d} in ${fmtShape(shape)}`);
+      if (typeof d === 'string') dim(d); // throws on a malformed symbol
+    }
     const t = this.addNode('Input', [], { name }, [{ dtype, shape }]).outputs[0]!;
     this.inputByName.set(name, t);
     this.inputs.push(t);

@@ -120,7 +120,9 @@ const cases: CheckCase[] = [
   shaped('Expand', [3, 1], (x) => op.expand(x, [2, 3, 4])),
   shaped('Slice', [4, 5], (x) => op.slice(x, [1, -3], [3, 5], [0, 1])),
   shaped('Slice symbolic full range', ['T', 6], (x) => op.slice(x, [0, 2], ['T', 5]), { T: 3 }),
+  shaped('Slice symbolic bounds T..2T of 3T', ['3*T', 2], (x) => op.slice(x, ['T'], ['2*T'], [0]), { T: 2 }),
   shaped('Pad', [2, 3], (x) => op.pad(x, [1, 0, 0, 2])),
+  shaped('Concat on a symbolic axis', ['T', 2], (x) => op.concat([x, op.exp(x)], 0), { T: 3 }),
   {
     name: 'Concat axis 1',
     build: (g) => {
