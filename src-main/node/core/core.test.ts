@@ -155,7 +155,8 @@ describe('validation', () => {
   it('answers training verbs with NotAvailableError, never fake data', async () => {
     const core = newCore();
     await expect(core.call('startTraining', {}, 'test')).rejects.toBeInstanceOf(NotAvailableError);
-    await expect(core.call('cancelTraining', {}, 'test')).rejects.toBeInstanceOf(NotAvailableError);
+    // With no model directory configured there is nothing to train; with nothing running there is nothing to cancel.
+    await expect(core.call('cancelTraining', {}, 'test')).resolves.toEqual({ cancelled: false });
     expect(await core.call('listRuns', {}, 'test')).toEqual([]);
     expect(await core.call('listAdapters', {}, 'test')).toEqual([]);
   });

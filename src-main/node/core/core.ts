@@ -9,7 +9,7 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { ContextMessage, Status } from '../../common/domain.ts';
-import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { redact } from '../../common/redact.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
@@ -17,6 +17,7 @@ import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
+import { Scheduler } from '../training/scheduler.ts';
 import { EventHub } from './events.ts';
 import type { Core } from './types.ts';
 
@@ -29,6 +30,8 @@ export interface CoreOptions {
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
 export interface ReinCore extends Core {
   readonly store: Store;
+  /** The training scheduler (tests wait on `scheduler.idle()`). */
+  readonly scheduler: Scheduler;
   settings(): Settings;
   status(): Status;
 }
@@ -59,6 +62,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     console.error(`rein: a ${event} listener threw:`, err);
   });
   let closed = false;
+  const scheduler = new Scheduler({
+    home,
+    store,
+    modelId: () => modelOf(settings()),
+    setting: <T>(key: string, fallback: T): T => (isSettingKey(key) ? (settings()[key] as T) : fallback),
+    emit: (event, payload) => emit(event, payload),
+  });
 
   function settings(): Settings {
     const out = defaultSettings() as Record<string, unknown>;
@@ -207,6 +217,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       for (const r of replaced) emit('ratingUndone', { rating: r, status: st });
       emit('ratingAdded', { rating, status: st });
       emit('turnUpdated', store.mustTurnSummary(rating.turnId));
+      scheduler.maybeAutoStart();
       return { rating, status: st };
     },
 
@@ -274,12 +285,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     listRuns: (input) => store.listRuns(modelOf(settings()), input.limit),
     listAdapters: () => store.listAdapters(modelOf(settings())),
 
-    startTraining: () => {
-      throw new NotAvailableError('startTraining', 'the trainer lands with a later issue');
-    },
-    cancelTraining: () => {
-      throw new NotAvailableError('cancelTraining', 'the trainer lands with a later issue');
-    },
+    startTraining: (input) => ({ runId: scheduler.start('manual', input.fromVersion).id }),
+    cancelTraining: () => ({ cancelled: scheduler.cancel() }),
 
     describePresets: (input) => {
       if (input.activeParams !== undefined) {
@@ -322,8 +329,11 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
   };
 
+  scheduler.recover();
+
   const core: ReinCore = {
     home,
+    scheduler,
     store,
     settings,
     status,
@@ -342,6 +352,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     close() {
       if (closed) return;
       closed = true;
+      scheduler.close();
       hub.clear();
       store.close();
     },

@@ -1,0 +1,280 @@
+// One training round, start to finish (ARCHITECTURE §4): select and encode the rated turns, precompute the base
+// model's logprobs once, train the LoRA adapter (MIS-PO for on-policy turns, KTO for off-policy text) for the
+// preset's steps, score it with the eval gate, write vN atomically, and record everything in one transaction.
+// It runs in the trainer worker (worker.ts); tests call it in-process too.
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import type { TrainingProgress } from '../../common/domain.ts';
+import { ReinError } from '../../common/errors.ts';
+import { AdamW, clipGradNorm } from '../../common/engine/adamw.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
+import { llamaLinearParams } from '../../common/engine/models/llama.ts';
+import { resolveTrainingConfig, type PresetChoice, type TrainingConfig } from '../../common/training/presets.ts';
+import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
+import { Engine, adapterParams } from '../engine/engine.ts';
+import { loadPeftAdapter } from '../engine/peft.ts';
+import type { ReinHome } from '../home.ts';
+import type { Store } from '../store/store.ts';
+import { encodeRound, selectRound, type TrainSequence } from './data.ts';
+import { evaluateGate } from './gate.ts';
+import { modelShape, resolveModelDir } from './model.ts';
+import { ObjectiveRunner } from './objective-runner.ts';
+import { nextVersion, pruneInactive, writeVersion } from './versions.ts';
+
+export class CancelledError extends ReinError {
+  constructor(runId: number) {
+    super('conflict', `training run ${runId} was cancelled`, { detail: { runId } });
+    this.name = 'CancelledError';
+  }
+}
+
+export interface RoundOptions {
+  home: ReinHome;
+  store: Store;
+  runId: number;
+  signal?: AbortSignal;
+  progress?: (p: TrainingProgress) => void;
+  /** ORT threads (default: every core). */
+  threads?: number;
+}
+
+export interface RoundResult {
+  version: number;
+  status: 'active' | 'rejected';
+  previousActive: number | null;
+  path: string;
+  metrics: RoundMetrics;
+}
+
+export interface RoundMetrics {
+  samples: { pending: number; replay: number; heldout: number; sequences: number; mispo: number; kto: number; skipped: { ratingId: number; why: string }[] };
+  baseline: number;
+  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number }[];
+  tokensPerSecond: number;
+  trainSeconds: number;
+  gate: GateMetrics;
+}
+
+interface RunRowLite {
+  id: number;
+  model_id: string;
+  status: string;
+  from_version: number | null;
+}
+
+function settingsOf(store: Store): Record<string, unknown> {
+  return Object.fromEntries(store.readSettingsRaw());
+}
+
+/** Loads the adapter a round continues from: fromVersion, else the active one, else a fresh one (B = 0). */
+function startAdapter(store: Store, engine: Engine, modelId: string, fromVersion: number | null, cfg: TrainingConfig): { adapter: LoraAdapter; parent: number | null } {
+  const row =
+    fromVersion !== null && fromVersion > 0
+      ? store.stmt<{ version: number; path: string }>('SELECT version, path FROM adapters WHERE model_id = ? AND version = ?').get(modelId, fromVersion)
+      : fromVersion === 0
+        ? undefined
+        : store.stmt<{ version: number; path: string }>(`SELECT version, path FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
+  if (fromVersion !== null && fromVersion > 0 && row === undefined) throw new ReinError('not_found', `adapter version ${fromVersion} of ${modelId} does not exist`);
+  if (row !== undefined) {
+    const { adapter } = loadPeftAdapter(path.join(row.path, 'peft'), llamaLinearParams(engine.config));
+    return { adapter, parent: row.version };
+  }
+  return { adapter: engine.newAdapter({ r: cfg.rank, alpha: cfg.alpha }, cfg.seed), parent: null };
+}
+
+export async function runRound(o: RoundOptions): Promise<RoundResult> {
+  const { store, home, runId } = o;
+  const run = store.stmt<RunRowLite>('SELECT id, model_id, status, from_version FROM runs WHERE id = ?').get(runId);
+  if (run === undefined) throw new ReinError('not_found', `training run ${runId} does not exist`);
+  const modelId = run.model_id;
+  const emit = (p: Omit<TrainingProgress, 'runId'>): void => o.progress?.({ runId, ...p });
+  const none = { loss: null, kl: null, clipFraction: null, tokensPerSecond: null, etaSeconds: null };
+  const checkCancel = (): void => {
+    if (o.signal?.aborted === true) throw new CancelledError(runId);
+  };
+
+  emit({ phase: 'preparing', step: 0, steps: 0, ...none, message: 'loading the model' });
+  const settings = settingsOf(store);
+  const dir = resolveModelDir(store, modelId);
+  const shape = modelShape(dir);
+  const cfg = resolveTrainingConfig((settings['training.preset'] as PresetChoice | undefined) ?? 'balanced', shape, settings['training.custom'] ?? {});
+  const replayRatio = (settings['training.replayRatio'] as number | undefined) ?? 0.25;
+  const engine = Engine.load(dir, { dtype: 'float32', threads: o.threads });
+  const objectives = new ObjectiveRunner(cfg);
+  try {
+    if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
+    const turns = selectRound(store, modelId, { replayRatio, heldoutFraction: cfg.heldoutFraction, seed: cfg.seed + runId });
+    // The EMA baseline as it stands before the round; the round never moves it (ratings do, one by one).
+    const baseline = store.emaValue(modelId) ?? 0;
+    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { baseline, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    const trainSeqs = sequences.filter((s) => s.role !== 'heldout');
+    const heldSeqs = sequences.filter((s) => s.role === 'heldout');
+    if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
+    checkCancel();
+
+    const { adapter, parent } = startAdapter(store, engine, modelId, run.from_version, cfg);
+    const prevAdapter = parent === null ? null : structuredClone(adapter);
+    // The base (adapter off) never changes during a round: its logprobs are computed once per sequence.
+    const refs = new Map<TrainSequence, Float64Array>();
+    for (const s of trainSeqs) {
+      refs.set(s, await engine.logprobs(s.tokens, { start: s.start, adapter: null }));
+      checkCancel();
+    }
+
+    const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
+    const rng = new Rng(cfg.seed + 7919 * runId);
+    let order: number[] = [];
+    const nextBatch = (): TrainSequence[] => {
+      const out: TrainSequence[] = [];
+      const b = Math.min(cfg.batchSize, trainSeqs.length);
+      while (out.length < b) {
+        // Epochs over a fresh shuffle: every sequence is seen before any is seen twice.
+        if (order.length === 0) order = shuffle(trainSeqs.length, rng);
+        out.push(trainSeqs[order.pop()!]!);
+      }
+      return out;
+    };
+    const steps: RoundMetrics['steps'] = [];
+    let z0 = 0;
+    let tokens = 0;
+    const t0 = performance.now();
+    for (let step = 1; step <= cfg.steps; step++) {
+      const batch = nextBatch();
+      const sums = adapter.pairs.flatMap((p) => [new Float64Array(p.a.length), new Float64Array(p.b.length)]);
+      let loss = 0;
+      let kl = 0;
+      let clip = 0;
+      let nMispo = 0;
+      const ratios: number[] = [];
+      for (const s of batch) {
+        checkCancel();
+        const ref = refs.get(s)!;
+        const w = 1 / batch.length;
+        const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
+          if (s.kind === 'mispo') {
+            const r = await objectives.misPo({ logp, mu: s.mu!, ref, advantage: s.advantage });
+            loss += w * r.loss;
+            kl += w * r.kl;
+            clip += r.clipFrac;
+            nMispo++;
+            return r.dlogp.map((d) => d * w);
+          }
+          const r = await objectives.ktoSeq({ logp, ref, desirable: s.desirable, z0 });
+          loss += w * r.loss;
+          kl += w * r.kl;
+          ratios.push(r.logRatio);
+          return r.dlogp.map((d) => d * w);
+        });
+        g.grads.forEach((p, k) => {
+          addInto(sums[2 * k]!, p.a);
+          addInto(sums[2 * k + 1]!, p.b);
+        });
+        tokens += s.tokens.length;
+      }
+      // KTO's reference point: the detached batch estimate max(0, mean log-ratio), from this step for the next one.
+      if (ratios.length > 0) z0 = Math.max(0, ratios.reduce((a, b) => a + b, 0) / ratios.length);
+      const grads = sums.map((s) => Float32Array.from(s));
+      const gradNorm = cfg.maxGradNorm > 0 ? clipGradNorm(grads, cfg.maxGradNorm) : 0;
+      optimizer.step(grads);
+      const clipFraction = nMispo > 0 ? clip / nMispo : 0;
+      steps.push({ step, loss, kl, clipFraction, gradNorm });
+      const elapsed = (performance.now() - t0) / 1000;
+      emit({
+        phase: 'training',
+        step,
+        steps: cfg.steps,
+        loss,
+        kl,
+        clipFraction,
+        tokensPerSecond: tokens / Math.max(elapsed, 1e-9),
+        etaSeconds: (elapsed / step) * (cfg.steps - step),
+      });
+    }
+    const trainSeconds = (performance.now() - t0) / 1000;
+
+    emit({ phase: 'evaluating', step: cfg.steps, steps: cfg.steps, ...none, message: 'scoring the candidate on held-out turns' });
+    checkCancel();
+    const probes = [...heldSeqs, ...trainSeqs.slice(-8)];
+    const gateMetrics = await evaluateGate(engine, adapter, prevAdapter, heldSeqs, probes, cfg.klBudget);
+    const decision = gateDecision(gateMetrics);
+    checkCancel();
+
+    const version = nextVersion(store, home, modelId);
+    const metrics: RoundMetrics = {
+      samples: {
+        pending: turns.filter((t) => t.role === 'pending').length,
+        replay: turns.filter((t) => t.role === 'replay').length,
+        heldout: turns.filter((t) => t.role === 'heldout').length,
+        sequences: trainSeqs.length,
+        mispo: trainSeqs.filter((s) => s.kind === 'mispo').length,
+        kto: trainSeqs.filter((s) => s.kind === 'kto').length,
+        skipped,
+      },
+      baseline,
+      steps,
+      tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9),
+      trainSeconds,
+      gate: gateMetrics,
+    };
+    emit({ phase: 'publishing', step: cfg.steps, steps: cfg.steps, ...none, message: `writing v${version}` });
+    const vdir = writeVersion(home, modelId, version, {
+      adapter,
+      baseModel: dir,
+      metrics,
+      config: cfg,
+      lineage: { modelId, baseModel: dir, version, parentVersion: parent, runId, ratings: turns.map((t) => ({ id: t.ratingId, role: t.role })), gguf: null, ggufNote: 'no GGUF LoRA exporter in this build yet; the PEFT directory is the adapter' },
+    });
+    let previousActive: number | null = null;
+    try {
+      store.write(() => {
+        const status = decision.accept ? 'active' : 'rejected';
+        const prev = store.stmt<{ id: number; version: number }>(`SELECT id, version FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
+        if (decision.accept && prev !== undefined) {
+          store.stmt(`UPDATE adapters SET status = 'inactive' WHERE id = ?`).run(prev.id);
+          previousActive = prev.version;
+        }
+        store.insertAdapter(
+          { modelId, version, status, path: vdir, runId, parentVersion: parent, emaValue: store.emaValue(modelId), metrics: { gate: gateMetrics, trainSeconds, tokensPerSecond: metrics.tokensPerSecond }, reason: decision.reason },
+          'system',
+        );
+        const mark = store.stmt('UPDATE ratings SET run_id = ? WHERE id = ?');
+        const sample = store.stmt('INSERT OR REPLACE INTO run_samples (run_id, rating_id, role, advantage) VALUES (?, ?, ?, ?)');
+        for (const t of turns) {
+          // Held-out ratings stay pending (run_id NULL) for the next round.
+          if (t.role === 'pending') mark.run(runId, t.ratingId);
+          const seq = sequences.find((s) => s.ratingId === t.ratingId && s.kind === 'mispo');
+          sample.run(runId, t.ratingId, t.role, seq?.advantage ?? null);
+        }
+        store
+          .stmt(`UPDATE runs SET status = 'succeeded', finished_at = ?, metrics = ?, adapter_version = ?, config = ? WHERE id = ?`)
+          .run(store.now(), JSON.stringify(metrics), version, JSON.stringify(cfg), runId);
+      });
+    } catch (e) {
+      // The row did not commit, so the directory must not outlive it.
+      if (existsSync(vdir)) rmSync(vdir, { recursive: true, force: true });
+      throw e;
+    }
+    const keep = (settings['adapters.keepInactive'] as number | undefined) ?? 5;
+    pruneInactive(store, home, modelId, keep);
+    emit({ phase: 'done', step: cfg.steps, steps: cfg.steps, ...none, message: `v${version} ${decision.accept ? 'is active' : `was rejected: ${decision.reason}`}` });
+    return { version, status: decision.accept ? 'active' : 'rejected', previousActive, path: vdir, metrics };
+  } finally {
+    await objectives.dispose();
+    await engine.close();
+  }
+}
+
+function addInto(dst: Float64Array, src: ArrayLike<number>): void {
+  for (let i = 0; i < dst.length; i++) dst[i] += src[i]!;
+}
+
+/** Fisher-Yates over 0..n-1 with the round's seeded stream. */
+function shuffle(n: number, rng: Rng): number[] {
+  const a = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rng.uniform() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
+}

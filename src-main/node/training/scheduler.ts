@@ -1,0 +1,223 @@
+// The scheduler: starts a round when the active model's pending ratings reach training.threshold (with
+// training.auto), or on `startTraining`; one round at a time (the training lock plus a check of the runs table);
+// the round runs in a child process (worker.ts) at lower priority; its progress becomes `trainingProgress` events
+// and its outcome `adapterChanged` events. At start-up it recovers from a crash: a stale lock is removed, a run left
+// `running` by a process that is gone is marked failed with the reason, and half-written versions are deleted.
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type { Events } from '../../common/api.ts';
+import type { RunView } from '../../common/domain.ts';
+import { ConflictError, ReinError } from '../../common/errors.ts';
+import type { ReinHome } from '../home.ts';
+import type { Store } from '../store/store.ts';
+import { acquireTrainingLock, pidAlive, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
+import { resolveModelDir } from './model.ts';
+import { removeStaleStaging } from './versions.ts';
+import type { WorkerMessage } from './worker.ts';
+
+export interface SchedulerDeps {
+  home: ReinHome;
+  store: Store;
+  modelId: () => string;
+  setting: <T>(key: string, fallback: T) => T;
+  emit: <E extends 'trainingProgress' | 'adapterChanged'>(event: E, payload: Events[E]) => void;
+  /** Niceness of the worker (os.setPriority); 10 by default. */
+  priority?: number;
+  /** Worker entry (tests may point elsewhere). */
+  workerPath?: string;
+  /** How often a deferred (only-when-idle) start is retried, ms. */
+  idlePollMs?: number;
+}
+
+export const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+/** Idle: the 1-minute load average is below a third of the cores (other work leaves room for training). */
+export function machineIdle(): boolean {
+  return os.loadavg()[0]! < os.availableParallelism() / 3;
+}
+
+export class Scheduler {
+  private readonly d: SchedulerDeps;
+  private child: { proc: ChildProcess; runId: number; modelId: string; done: boolean; failed: string | null } | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private exitWaiters: (() => void)[] = [];
+
+  constructor(d: SchedulerDeps) {
+    this.d = d;
+  }
+
+  /** Crash recovery; call once at start-up. Returns the runs it marked failed. */
+  recover(): number[] {
+    const lock = readTrainingLock(this.d.home);
+    const liveWorker = lock !== null && lock.pid !== process.pid && pidAlive(lock.pid) ? lock : null;
+    if (lock !== null && liveWorker === null) releaseTrainingLock(this.d.home, lock.pid);
+    const running = this.d.store.stmt<{ id: number }>(`SELECT id FROM runs WHERE status = 'running'`).all();
+    const failed: number[] = [];
+    for (const r of running) {
+      if (liveWorker !== null && liveWorker.runId === r.id) continue; // a detached worker still finishing it
+      const why = lock !== null && lock.runId === r.id ? `the trainer process (pid ${lock.pid}) is gone` : 'the app stopped while it was running';
+      this.d.store
+        .stmt(`UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
+        .run(this.d.store.now(), `interrupted: ${why}`, r.id);
+      failed.push(r.id);
+    }
+    removeStaleStaging(this.d.home);
+    return failed;
+  }
+
+  get runningRunId(): number | null {
+    return this.child?.runId ?? null;
+  }
+
+  /** After a rating: start a round when the threshold is reached (and training.auto). */
+  maybeAutoStart(): void {
+    if (!this.d.setting('training.auto', true) || this.child !== null) return;
+    const modelId = this.d.modelId();
+    const pending = this.d.store.counts(modelId).pending;
+    if (pending < this.d.setting('training.threshold', 32)) return;
+    try {
+      resolveModelDir(this.d.store, modelId);
+    } catch {
+      return; // no trainable model configured yet: status shows the pending count, and `rein train` explains why
+    }
+    if (this.d.setting('training.onlyWhenIdle', false) && !machineIdle()) {
+      this.idleTimer ??= setTimeout(() => {
+        this.idleTimer = null;
+        this.maybeAutoStart();
+      }, this.d.idlePollMs ?? 60_000).unref();
+      return;
+    }
+    try {
+      this.start('auto');
+    } catch (e) {
+      // An automatic start that cannot run (no model directory, a round already running elsewhere) waits for the
+      // next rating; the reason is logged where the core's logs go.
+      if (!(e instanceof ReinError)) throw e;
+      console.error(`rein: automatic training did not start: ${e.message}`);
+    }
+  }
+
+  /** Starts a round now; returns its run. */
+  start(trigger: RunView['trigger'], fromVersion?: number): RunView {
+    const modelId = this.d.modelId();
+    resolveModelDir(this.d.store, modelId); // fail before creating a run when the model has no directory
+    if (this.child !== null) throw new ConflictError(`training run ${this.child.runId} is already running`, { runId: this.child.runId });
+    acquireTrainingLock(this.d.home, { pid: process.pid, runId: null });
+    let run: RunView;
+    try {
+      run = this.d.store.write(() => {
+        const busy = this.d.store.stmt<{ id: number }>(`SELECT id FROM runs WHERE status = 'running' LIMIT 1`).get();
+        if (busy !== undefined) throw new ConflictError(`training run ${busy.id} is already running`, { runId: busy.id });
+        const r = this.d.store.insertRun({ modelId, status: 'running', trigger, fromVersion: fromVersion ?? null }, 'system');
+        this.d.store.stmt('UPDATE runs SET started_at = ? WHERE id = ?').run(this.d.store.now(), r.id);
+        return r;
+      });
+    } catch (e) {
+      releaseTrainingLock(this.d.home, process.pid);
+      throw e;
+    }
+    writeTrainingLock(this.d.home, { pid: process.pid, runId: run.id });
+    const proc = fork(this.d.workerPath ?? WORKER_PATH, [this.d.home.dir, String(run.id)], {
+      // Electron's binary runs as plain Node for the worker.
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
+    const state = { proc, runId: run.id, modelId, done: false, failed: null as string | null };
+    this.child = state;
+    if (proc.pid !== undefined) {
+      writeTrainingLock(this.d.home, { pid: proc.pid, runId: run.id });
+      try {
+        os.setPriority(proc.pid, this.d.priority ?? 10);
+      } catch {
+        // Lowering a child's priority is always allowed on Linux/macOS; elsewhere training runs at normal priority.
+      }
+    }
+    proc.on('message', (m: WorkerMessage) => this.onMessage(state, m));
+    proc.on('exit', (code, signal) => this.onExit(state, code, signal));
+    proc.on('error', (err) => {
+      state.failed = `the trainer process could not run: ${err.message}`;
+    });
+    return this.d.store.listRuns(modelId, 1000).find((r) => r.id === run.id) ?? run;
+  }
+
+  private onMessage(s: NonNullable<Scheduler['child']>, m: WorkerMessage): void {
+    if (m.type === 'progress') this.d.emit('trainingProgress', m.progress);
+    else if (m.type === 'done') {
+      s.done = true;
+      if (m.previousActive !== null) this.d.emit('adapterChanged', { modelId: s.modelId, version: m.previousActive, status: 'inactive' });
+      this.d.emit('adapterChanged', { modelId: s.modelId, version: m.version, status: m.status });
+    } else if (m.type === 'failed') s.failed = m.error;
+  }
+
+  private onExit(s: NonNullable<Scheduler['child']>, code: number | null, signal: NodeJS.Signals | null): void {
+    if (!s.done) {
+      // A worker that died without recording its outcome (kill -9, OOM, a crash in native code) leaves its run
+      // `running`: mark it failed here with what we know.
+      const why = signal !== null ? `the trainer process was killed (${signal})` : `the trainer process exited with code ${code}`;
+      const reason = s.failed ?? why;
+      const changed = this.d.store
+        .stmt(`UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
+        .run(this.d.store.now(), reason, s.runId).changes;
+      const row = this.d.store.stmt<{ status: RunView['status']; error: string | null }>('SELECT status, error FROM runs WHERE id = ?').get(s.runId);
+      const cancelled = row?.status === 'cancelled';
+      this.d.emit('trainingProgress', {
+        runId: s.runId,
+        phase: cancelled ? 'cancelled' : 'failed',
+        step: 0,
+        steps: 0,
+        loss: null,
+        kl: null,
+        clipFraction: null,
+        tokensPerSecond: null,
+        etaSeconds: null,
+        message: changed > 0 ? reason : (row?.error ?? reason),
+      });
+      removeStaleStaging(this.d.home);
+    }
+    if (s.proc.pid !== undefined) releaseTrainingLock(this.d.home, s.proc.pid);
+    releaseTrainingLock(this.d.home, process.pid);
+    if (this.child === s) this.child = null;
+    const waiters = this.exitWaiters;
+    this.exitWaiters = [];
+    for (const w of waiters) w();
+    // Ratings that arrived during the round may already make the next one due.
+    if (!this.closed) setImmediate(() => this.maybeAutoStart());
+  }
+
+  /** Asks the running round to stop; it is killed if it has not stopped within `graceMs`. */
+  cancel(graceMs = 10_000): boolean {
+    const s = this.child;
+    if (s === null) return false;
+    s.proc.send({ type: 'cancel' });
+    const t = setTimeout(() => {
+      if (this.child === s) s.proc.kill('SIGKILL');
+    }, graceMs);
+    t.unref();
+    return true;
+  }
+
+  /** Resolves when no round runs in this process. */
+  idle(): Promise<void> {
+    if (this.child === null) return Promise.resolve();
+    return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  private closed = false;
+
+  /** Stops scheduling. A running worker is left to finish and record its own outcome. */
+  close(): void {
+    this.closed = true;
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    const s = this.child;
+    if (s !== null) {
+      // The store closes with the core: from now on the worker records its own outcome, and a worker killed after
+      // this is recovered at the next start-up.
+      s.proc.removeAllListeners('message');
+      s.proc.removeAllListeners('exit');
+      if (s.proc.connected) s.proc.disconnect();
+      s.proc.unref();
+    }
+  }
+}

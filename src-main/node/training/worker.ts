@@ -1,0 +1,59 @@
+// The trainer worker: a child process (`node worker.ts <home dir> <run id>`), started by the scheduler at lower
+// priority, so a crash, an OOM or a kill -9 of training never takes the app down. It opens its own Database, runs
+// the round, and writes the run's outcome itself, so it also finishes a round when the process that started it
+// (a `rein train` without a running app) has exited. Progress goes to the parent over the IPC channel when there
+// is one; a 'cancel' message aborts between sequences.
+import path from 'node:path';
+import type { TrainingProgress } from '../../common/domain.ts';
+import { resolveHome } from '../home.ts';
+import { Store } from '../store/store.ts';
+import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
+import { CancelledError, runRound } from './round.ts';
+
+export type WorkerMessage =
+  | { type: 'progress'; progress: TrainingProgress }
+  | { type: 'done'; version: number; status: 'active' | 'rejected'; previousActive: number | null }
+  | { type: 'failed'; error: string; cancelled: boolean };
+
+function send(m: WorkerMessage): void {
+  if (process.send !== undefined && process.connected) process.send(m);
+}
+
+async function main(): Promise<number> {
+  const [homeDir, runIdArg] = process.argv.slice(2);
+  const runId = Number(runIdArg);
+  if (homeDir === undefined || !Number.isInteger(runId) || runId < 1) {
+    process.stderr.write('usage: worker.ts <home dir> <run id>\n');
+    return 2;
+  }
+  const home = resolveHome({ REIN_HOME: path.resolve(homeDir) });
+  const store = new Store(home.dbPath);
+  writeTrainingLock(home, { pid: process.pid, runId });
+  const abort = new AbortController();
+  process.on('message', (m: unknown) => {
+    if ((m as { type?: unknown })?.type === 'cancel') abort.abort();
+  });
+  // Losing the parent (the app quit) is not a reason to stop: the worker records its own outcome.
+  process.on('disconnect', () => undefined);
+  try {
+    const r = await runRound({ home, store, runId, signal: abort.signal, progress: (progress) => send({ type: 'progress', progress }) });
+    send({ type: 'done', version: r.version, status: r.status, previousActive: r.previousActive });
+    return 0;
+  } catch (e) {
+    const cancelled = e instanceof CancelledError;
+    const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    store
+      .stmt(`UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
+      .run(cancelled ? 'cancelled' : 'failed', Date.now(), cancelled ? 'cancelled by the user' : error, runId);
+    send({ type: 'failed', error, cancelled });
+    return cancelled ? 0 : 1;
+  } finally {
+    releaseTrainingLock(home, process.pid);
+    store.close();
+  }
+}
+
+const code = await main();
+// Let the last IPC message flush before exiting.
+if (process.connected) process.disconnect();
+process.exitCode = code;
