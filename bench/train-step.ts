@@ -15,7 +15,6 @@ import * as op from '../src-main/common/engine/ops.ts';
 import { parseLlamaConfig, llamaParams, llamaHeadGraph, causalMask, ropeTables, llamaLayerGraph, loraInputNames } from '../src-main/common/engine/models/llama.ts';
 import type { LlamaConfig } from '../src-main/common/engine/models/llama.ts';
 import { numel } from '../src-main/common/engine/models/params.ts';
-import { loraScale } from '../src-main/common/engine/lora.ts';
 import { vjpSplit } from '../src-main/common/engine/autodiff.ts';
 import { policyGradient } from '../src-main/common/engine/objectives.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
