@@ -149,6 +149,31 @@ describe('rating flow in Chromium against rein serve', () => {
     restarting = false;
   });
 
+  it('works from the keyboard alone: Tab reaches Good first, Enter rates', async () => {
+    expect((await serve.post('/v1/turns', turn(5))).status).toBe(201);
+    await page.getByTestId('rating-card').getByText('Refactor the parser (5)', { exact: false }).waitFor();
+    // A click on the empty top-left corner puts the focus starting point before everything, as on a fresh page.
+    await page.mouse.click(2, 2);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate<string>('document.activeElement.textContent.trim()')).toMatch(/^Good/);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.getByTestId('count-good').textContent()).toBe('3');
+    expect(await page.getByRole('button', { name: /^Good/ }).getAttribute('aria-pressed')).toBe('true');
+  });
+
+  it('a page opened without the token says how to get in, and calls nothing', async () => {
+    const other = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await other.newPage();
+    const calls: string[] = [];
+    p.on('request', (r) => {
+      if (r.url().includes('/api/')) calls.push(r.url());
+    });
+    await p.goto(serve.url);
+    expect(await p.getByRole('alert').textContent()).toContain('No access token');
+    expect(calls).toEqual([]);
+    await other.close();
+  });
+
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });

@@ -2,9 +2,11 @@ import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
 import { firstLines, selectCurrentTurn } from '../store/turns.ts';
 import { timeAgo } from './format.ts';
+import { useNow } from './useNow.ts';
 import { CheckIcon, CrossIcon } from './icons.tsx';
 
 export function RatingCard() {
+  const now = useNow();
   const { turn, loaded, busy, error, rate, undo, turnsError } = useRein(
     useShallow((s) => ({
       turn: selectCurrentTurn(s),
@@ -46,7 +48,7 @@ export function RatingCard() {
           </span>
         )}
         {turn.model && <span className="model-tag">{turn.model}</span>}
-        <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt)}</time>
+        <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt, now)}</time>
       </div>
       <div className="exchange">
         <p className="label">Prompt</p>

@@ -3,6 +3,7 @@ import type { TurnSummary } from '../../src-main/common/domain.ts';
 import { useRein } from '../store/react.tsx';
 import { firstLines, selectCurrentTurn, selectOtherTurns } from '../store/turns.ts';
 import { timeAgo } from './format.ts';
+import { useNow } from './useNow.ts';
 
 function RatingBadge(props: { turn: TurnSummary }) {
   const r = props.turn.rating;
@@ -13,6 +14,7 @@ function RatingBadge(props: { turn: TurnSummary }) {
 }
 
 export function RecentTurns() {
+  const now = useNow();
   const { turns, earlier } = useRein(
     // The card shows the newest turn, so the count here is of the turns before it.
     useShallow((s) => ({ turns: selectOtherTurns(s), earlier: Math.max(0, s.turnsTotal - (selectCurrentTurn(s) ? 1 : 0)) })),
@@ -33,7 +35,7 @@ export function RecentTurns() {
                 <span className="turn-prompt">{firstLines(t.promptPreview, 1, 160).text || '(empty prompt)'}</span>
                 <span className="turn-meta">
                   {t.source}
-                  {t.session ? ` · ${t.session}` : ''} · <time dateTime={new Date(t.createdAt).toISOString()}>{timeAgo(t.createdAt)}</time>
+                  {t.session ? ` · ${t.session}` : ''} · <time dateTime={new Date(t.createdAt).toISOString()}>{timeAgo(t.createdAt, now)}</time>
                 </span>
               </div>
             </li>
