@@ -91,6 +91,76 @@ export const SETTINGS = {
     'adapters',
     'Inactive adapter versions kept on disk; older ones are deleted (rejected ones are kept for inspection).',
   ),
+  'proxy.port': def(
+    z.number().int().min(1024).max(65535),
+    7434,
+    'server',
+    'Loopback port of the OpenAI-compatible capture proxy (`rein serve-model`); point an OpenAI client at http://127.0.0.1:PORT/v1 with the Rein token as its API key.',
+  ),
+  'proxy.upstream': def(
+    z.url({ protocol: /^https?$/ }).max(2048).nullable(),
+    null,
+    'server',
+    'Where the proxy forwards chat requests: an OpenAI-compatible base URL (Ollama http://127.0.0.1:11434/v1, vLLM, llama-server, LM Studio), or null for Rein\'s own model server.',
+  ),
+  'proxy.upstreamKind': def(
+    z.enum(['openai', 'ollama', 'vllm', 'llama-server', 'lmstudio']),
+    'openai',
+    'server',
+    'What the upstream is; vllm lets the proxy ask for token ids (return_tokens_as_token_ids) when the client did not ask for logprobs.',
+  ),
+  'proxy.baseModelName': def(
+    z.string().min(1).max(256).nullable(),
+    null,
+    'server',
+    'The upstream\'s name for the base model without an adapter: its answers are stored as on-policy turns of version 0.',
+  ),
+  'serving.modelGguf': def(
+    z.string().min(1).max(4096).nullable(),
+    null,
+    'model',
+    'The base model as a GGUF file for Rein\'s own model server (null: converted once from the HF weights of model.active).',
+  ),
+  'serving.contextSize': def(z.number().int().min(256).max(1_048_576), 4096, 'model', 'Context length of Rein\'s own model server, in tokens.'),
+  'publish.ollama': def(
+    z.strictObject({
+      enabled: z.boolean(),
+      url: z.url({ protocol: /^https?$/ }).max(2048),
+      base: z.string().min(1).max(256).nullable(),
+    }),
+    { enabled: false, url: 'http://127.0.0.1:11434', base: null },
+    'adapters',
+    'Publish each activated version to Ollama as <base>-rein:vN and the alias <base>-rein (base: the Ollama model the adapter was trained for).',
+  ),
+  'publish.vllm': def(
+    z.strictObject({
+      enabled: z.boolean(),
+      url: z.url({ protocol: /^https?$/ }).max(2048),
+      name: z.string().min(1).max(256),
+      apiKey: z.string().max(1024).nullable(),
+    }),
+    { enabled: false, url: 'http://127.0.0.1:8000', name: 'rein', apiKey: null },
+    'adapters',
+    'Load each activated version into a running vLLM (runtime LoRA) under this name; vLLM needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.',
+  ),
+  'publish.llamaServer': def(
+    z.strictObject({
+      enabled: z.boolean(),
+      url: z.url({ protocol: /^https?$/ }).max(2048).nullable(),
+    }),
+    { enabled: false, url: null },
+    'adapters',
+    'Write llama-server --lora launch arguments for each version; with a url, switch preloaded versions by scale (POST /lora-adapters).',
+  ),
+  'publish.lmStudio': def(
+    z.strictObject({
+      enabled: z.boolean(),
+      modelsDir: z.string().min(1).max(4096).nullable(),
+    }),
+    { enabled: false, modelsDir: null },
+    'adapters',
+    'Write a merged GGUF (base + adapter) per version into LM Studio\'s models folder (null: ~/.lmstudio/models).',
+  ),
   'model.active': def(
     z.string().min(1).max(4096).nullable(),
     null,

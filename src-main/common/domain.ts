@@ -83,7 +83,8 @@ export interface AdapterView {
   emaValue: number | null;
   metrics: unknown;
   reason: string | null;
-  publish: Record<string, { ok: boolean; message: string; at: number }>;
+  /** Per publish target: the outcome (with the server's own message on failure) and the name it was published under. */
+  publish: Record<string, { ok: boolean; message: string; at: number; model?: string }>;
 }
 
 export interface EmaPoint {

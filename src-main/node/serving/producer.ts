@@ -1,0 +1,61 @@
+// Which adapter version produced a reply, and the vocabulary to map its tokens: the two facts the proxy needs from
+// the core to store an on-policy turn. The version comes from the publish records (each names the model it was
+// published under) or from `proxy.baseModelName` (version 0); the vocabulary is the active model's tokenizer.json.
+import type { AdapterView } from '../../common/domain.ts';
+import type { ReinCore } from '../core/core.ts';
+import { DEFAULT_MODEL_ID } from '../core/core.ts';
+import { loadTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
+import { resolveModelDir } from '../training/model.ts';
+
+/** Ollama names a model without a tag `name:latest`. */
+const untagged = (name: string): string => name.replace(/:latest$/, '');
+
+/** The version whose publish record names `model`; the active version wins over older ones published under the same name. */
+export function versionPublishedAs(adapters: readonly AdapterView[], model: string): number | null {
+  const want = untagged(model);
+  const ordered = [...adapters].sort((a, b) => Number(b.status === 'active') - Number(a.status === 'active') || b.version - a.version);
+  for (const a of ordered) {
+    for (const rec of Object.values(a.publish)) {
+      if (!rec.ok || rec.model === undefined) continue;
+      if (untagged(rec.model) === want) return a.version;
+      // The stable alias (`<base>-rein`) of a versioned tag (`<base>-rein:v3`) follows the active version.
+      if (a.status === 'active' && rec.model.split(':')[0] === want) return a.version;
+    }
+  }
+  return null;
+}
+
+export function activeModelId(core: ReinCore): string {
+  return core.settings()['model.active'] ?? DEFAULT_MODEL_ID;
+}
+
+export function producerResolver(core: ReinCore): (model: string | null) => Promise<number | null> {
+  return async (model) => {
+    if (model === null) return null;
+    if (core.settings()['proxy.baseModelName'] === model) return 0;
+    return versionPublishedAs(core.store.listAdapters(activeModelId(core)), model);
+  };
+}
+
+/** The active model's tokenizer, loaded once per model directory; null when the model has no tokenizer here. */
+export function vocabResolver(core: ReinCore, log: (line: string) => void): () => ReinTokenizer | null {
+  const cache = new Map<string, ReinTokenizer | null>();
+  return () => {
+    let dir: string;
+    try {
+      dir = resolveModelDir(core.store, activeModelId(core));
+    } catch {
+      return null;
+    }
+    if (!cache.has(dir)) {
+      try {
+        cache.set(dir, loadTokenizer(dir));
+      } catch (e) {
+        log(`rein proxy: no tokenizer for ${dir}: ${(e as Error).message}`);
+        cache.set(dir, null);
+      }
+    }
+    return cache.get(dir)!;
+  };
+}
