@@ -1,12 +1,12 @@
-// Build the app once before the suite when out/renderer or out/preload is missing or older than its sources, so the
-// tests always run the renderer and preload as they are in the working tree.
+// Build the app once before the suite when out/ is missing or older than its sources, so the tests always run the
+// main, preload and renderer as they are in the working tree.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const BUILT = ['out/renderer/index.html', 'out/preload/index.cjs'].map((p) => path.join(ROOT, p));
-const SOURCES = ['src-renderer', 'src-preload', 'src-main/common', 'electron.vite.config.ts'];
+const BUILT = ['out/main/index.js', 'out/preload/index.cjs', 'out/renderer/index.html'].map((p) => path.join(ROOT, p));
+const SOURCES = ['src-main', 'src-preload', 'src-renderer', 'electron.vite.config.ts', 'package.json'];
 
 function newest(p: string): number {
   const st = statSync(p, { throwIfNoEntry: false });
