@@ -75,14 +75,15 @@ function electronBinary() {
 
 /**
  * Electron's installer reports a network failure only as "fetch failed"; one probe of the host it downloads from
- * names the cause (no DNS, refused, timed out) so the message can say why.
+ * (GitHub, or $ELECTRON_MIRROR) names the cause (no DNS, refused, timed out) so the message can say why.
  */
 async function networkCause() {
+  const url = new URL(process.env.ELECTRON_MIRROR || process.env.npm_config_electron_mirror || 'https://github.com/electron/electron/releases/');
   try {
-    await fetch('https://github.com/electron/electron/releases', { method: 'HEAD', signal: globalThis.AbortSignal.timeout(5_000) });
+    await fetch(url, { method: 'HEAD', signal: globalThis.AbortSignal.timeout(5_000) });
     return null;
   } catch (e) {
-    return e.cause?.code ? `${e.cause.code}: ${e.cause.message}` : e.message;
+    return `no network access to ${url.host}, ${e.cause?.code ? `${e.cause.code}: ${e.cause.message}` : e.message}`;
   }
 }
 
@@ -103,7 +104,7 @@ async function installElectron() {
   let reason = lines.find((l) => /error|fail|ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|40\d|50\d/i.test(l)) ?? lines[0] ?? `exit code ${r.status}`;
   if (/fetch failed/.test(reason)) {
     const cause = await networkCause();
-    if (cause) reason = `no network access to github.com, ${cause}`;
+    if (cause) reason = cause;
   }
   return `the download failed (${reason})`;
 }
