@@ -1,0 +1,193 @@
+// The tokenizer as GGUF metadata (tokenizer.ggml.*), for byte-level BPE tokenizers (tokenizer.json "BPE" with a
+// ByteLevel pre-tokenizer: Llama 3, Qwen2/2.5/3), following llama.cpp's convert_hf_to_gguf.py get_vocab_base /
+// _set_vocab_gpt2 and gguf-py's SpecialVocab:
+// - ids with no token become "[PAD<i>]" of type UNUSED (vocab_size may exceed the tokenizer, as Qwen's does);
+// - added tokens are CONTROL when marked special or when they look special (<|…|>), USER_DEFINED otherwise;
+// - merges are written as "left right" strings;
+// - bos/eos/pad come from tokenizer_config.json's token strings, else from config.json's ids.
+// llama.cpp picks the pre-tokenizer by name (tokenizer.ggml.pre); convert_hf_to_gguf.py finds the name by hashing
+// the tokenization of a test text. We match the pre-tokenizer's split regex instead, which names the same thing
+// without a Python tokenizer, and refuse a regex we do not know rather than guess.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { GgufError, bool, str, u32 } from './format.ts';
+import type { GgufValue } from './format.ts';
+
+// llama.cpp llama-vocab.h llama_token_type / gguf-py TokenType.
+export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
+
+/** Split regexes of known byte-level BPE pre-tokenizers → llama.cpp's pre-tokenizer name. */
+const PRE_TOKENIZERS: Record<string, string> = {
+  // Llama 3 (meta-llama/Meta-Llama-3-8B tokenizer.json): numbers split into runs of up to 3 digits.
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+":
+    'llama-bpe',
+  // Qwen2 / Qwen2.5 / Qwen3: single digits.
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+":
+    'qwen2',
+};
+
+interface AddedToken {
+  id: number;
+  content: string;
+  special?: boolean;
+}
+
+interface TokenizerJson {
+  model?: { type?: string; vocab?: Record<string, number>; merges?: (string | [string, string])[] };
+  added_tokens?: AddedToken[];
+  pre_tokenizer?: unknown;
+  post_processor?: unknown;
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new GgufError(`cannot read ${path.basename(file)}: ${(e as Error).message}`, file);
+  }
+}
+
+/** Every Split regex inside a (possibly nested Sequence) pre-tokenizer. */
+function splitRegexes(p: unknown): string[] {
+  if (p === null || typeof p !== 'object') return [];
+  const o = p as { type?: string; pretokenizers?: unknown[]; pattern?: { Regex?: string } };
+  if (o.type === 'Sequence') return (o.pretokenizers ?? []).flatMap(splitRegexes);
+  if (o.type === 'Split' && typeof o.pattern?.Regex === 'string') return [o.pattern.Regex];
+  return [];
+}
+
+function hasByteLevel(p: unknown): boolean {
+  if (p === null || typeof p !== 'object') return false;
+  const o = p as { type?: string; pretokenizers?: unknown[]; processors?: unknown[] };
+  if (o.type === 'ByteLevel') return true;
+  return (o.pretokenizers ?? o.processors ?? []).some(hasByteLevel);
+}
+
+/** Whether a post-processor's single-sequence template starts with the BOS token (gguf-py SpecialVocab). */
+function templateAddsBos(p: unknown, bos: string | null): boolean | null {
+  if (p === null || typeof p !== 'object') return null;
+  const o = p as { type?: string; processors?: unknown[]; single?: { SpecialToken?: { id?: string } }[] };
+  if (o.type === 'Sequence') {
+    for (const q of o.processors ?? []) {
+      const r = templateAddsBos(q, bos);
+      if (r !== null) return r;
+    }
+    return null;
+  }
+  if (o.type === 'TemplateProcessing' && Array.isArray(o.single)) {
+    const first = o.single[0]?.SpecialToken?.id;
+    return first !== undefined && first === bos;
+  }
+  return null;
+}
+
+const tokenText = (v: unknown): string | null =>
+  typeof v === 'string' ? v : v !== null && typeof v === 'object' && typeof (v as { content?: unknown }).content === 'string' ? (v as { content: string }).content : null;
+
+// convert_hf_to_gguf.py does_token_look_special.
+const looksSpecial = (t: string): boolean =>
+  ['<pad>', '<mask>', '<2mass>', '[@BOS@]'].includes(t) ||
+  (t.startsWith('<|') && t.endsWith('|>')) ||
+  (t.startsWith('<｜') && t.endsWith('｜>')) ||
+  (t.startsWith('<unused') && t.endsWith('>'));
+
+export interface VocabInfo {
+  metadata: Map<string, GgufValue>;
+  tokens: string[];
+  pre: string;
+  bos: number | null;
+  eos: number | null;
+  addBos: boolean;
+}
+
+/**
+ * The tokenizer.* metadata for a model directory. `vocabSize` is config.json's vocab_size (the embedding rows);
+ * `configIds` are config.json's bos/eos/pad ids, used where tokenizer_config.json names none.
+ */
+export function vocabMetadata(dir: string, vocabSize: number, configIds: { bos: number | null; eos: number | null; pad?: number | null }): VocabInfo {
+  const tjPath = path.join(dir, 'tokenizer.json');
+  if (!existsSync(tjPath)) throw new GgufError('tokenizer.json is missing (needed for the GGUF vocabulary)', dir);
+  const tj = readJson(tjPath) as TokenizerJson;
+  const tcPath = path.join(dir, 'tokenizer_config.json');
+  const tc = (existsSync(tcPath) ? readJson(tcPath) : {}) as Record<string, unknown>;
+
+  if (tj.model?.type !== 'BPE' || !hasByteLevel(tj.pre_tokenizer)) {
+    throw new GgufError(`only byte-level BPE tokenizers are supported (tokenizer.json model.type is ${String(tj.model?.type)})`, tjPath);
+  }
+  const regexes = splitRegexes(tj.pre_tokenizer);
+  const pre = regexes.length === 1 ? PRE_TOKENIZERS[regexes[0]!] : undefined;
+  if (pre === undefined) {
+    throw new GgufError(`unknown pre-tokenizer split pattern(s) ${JSON.stringify(regexes)}: llama.cpp would need a tokenizer.ggml.pre name for it`, tjPath, {
+      known: Object.values(PRE_TOKENIZERS),
+    });
+  }
+
+  const byId = new Map<number, string>();
+  for (const [tok, id] of Object.entries(tj.model.vocab ?? {})) byId.set(id, tok);
+  const added = new Map<number, AddedToken>();
+  for (const a of tj.added_tokens ?? []) {
+    added.set(a.id, a);
+    byId.set(a.id, a.content);
+  }
+  // tokenizer_config.json's added_tokens_decoder can mark a token special where tokenizer.json does not.
+  const decoder = (tc.added_tokens_decoder ?? {}) as Record<string, { content?: string; special?: boolean }>;
+  let maxId = -1;
+  for (const id of byId.keys()) maxId = Math.max(maxId, id);
+  if (maxId >= vocabSize) throw new GgufError(`the tokenizer has id ${maxId} but vocab_size is ${vocabSize}`, tjPath);
+
+  const tokens: string[] = new Array<string>(vocabSize);
+  const types = new Int32Array(vocabSize);
+  for (let i = 0; i < vocabSize; i++) {
+    const t = byId.get(i);
+    if (t === undefined) {
+      tokens[i] = `[PAD${i}]`;
+      types[i] = TOKEN_TYPE.UNUSED;
+      continue;
+    }
+    const a = added.get(i);
+    if (a === undefined) {
+      tokens[i] = t;
+      types[i] = TOKEN_TYPE.NORMAL;
+    } else if (a.special === true || decoder[String(i)]?.special === true || looksSpecial(t)) {
+      tokens[i] = t;
+      types[i] = TOKEN_TYPE.CONTROL;
+    } else {
+      tokens[i] = t.replaceAll('\u2581', ' '); // convert_hf_to_gguf pre-normalizes user-defined spaces
+      types[i] = TOKEN_TYPE.USER_DEFINED;
+    }
+  }
+
+  const merges = (tj.model.merges ?? []).map((m) => (typeof m === 'string' ? m : `${m[0]} ${m[1]}`));
+  const idOf = new Map<string, number>();
+  byId.forEach((t, id) => idOf.set(t, id));
+  const special = (field: string, fallback: number | null | undefined): number | null => {
+    const text = tokenText(tc[field]);
+    if (text !== null) {
+      const id = idOf.get(text);
+      if (id === undefined) throw new GgufError(`tokenizer_config.json ${field} "${text}" is not a token of tokenizer.json`, tcPath, { field });
+      return id;
+    }
+    return fallback ?? null;
+  };
+  const bos = special('bos_token', configIds.bos);
+  const eos = special('eos_token', configIds.eos);
+  const pad = special('pad_token', configIds.pad ?? null);
+  const addBos = typeof tc.add_bos_token === 'boolean' ? tc.add_bos_token : (templateAddsBos(tj.post_processor, tokenText(tc.bos_token)) ?? false);
+
+  const md = new Map<string, GgufValue>();
+  md.set('tokenizer.ggml.model', str('gpt2'));
+  md.set('tokenizer.ggml.pre', str(pre));
+  md.set('tokenizer.ggml.tokens', { type: 'str[]', value: tokens });
+  md.set('tokenizer.ggml.token_type', { type: 'i32[]', value: types });
+  md.set('tokenizer.ggml.merges', { type: 'str[]', value: merges });
+  if (bos !== null) md.set('tokenizer.ggml.bos_token_id', u32(bos));
+  if (eos !== null) md.set('tokenizer.ggml.eos_token_id', u32(eos));
+  if (pad !== null) md.set('tokenizer.ggml.padding_token_id', u32(pad));
+  md.set('tokenizer.ggml.add_bos_token', bool(addBos));
+  if (typeof tc.add_eos_token === 'boolean') md.set('tokenizer.ggml.add_eos_token', bool(tc.add_eos_token));
+  let template: string | null = typeof tc.chat_template === 'string' ? tc.chat_template : null;
+  const jinja = path.join(dir, 'chat_template.jinja');
+  if (template === null && existsSync(jinja)) template = readFileSync(jinja, 'utf8');
+  if (template !== null) md.set('tokenizer.chat_template', str(template));
+  return { metadata: md, tokens, pre, bos, eos, addBos };
+}
