@@ -1,7 +1,7 @@
 // The agent-side cost of capture: what an agent waits for.
 // - Claude Code: one `type:"http"` Stop hook POST round trip to a running capture server (real core, SQLite).
 //   Reference: GET /api/health on the same server (the HTTP floor, no store write).
-// - Codex: the whole `node …/hook.ts codex-notify '<json>'` process, which Codex starts per turn.
+// - Codex: the whole `node …/hook-entry.mjs codex-notify '<json>'` process, which Codex starts per turn.
 //   Reference: a bare `node -e 0` start of the same Node binary.
 // Targets (issue 6): Claude hook p50 < 20 ms, Codex notify p50 < 80 ms. Run: node bench/hooks.ts
 import { spawnSync } from 'node:child_process';
@@ -55,7 +55,7 @@ const run = (args: string[], env: NodeJS.ProcessEnv) =>
     c.on('error', reject);
     c.on('exit', () => resolve(performance.now() - t));
   });
-const hookEntry = path.join(import.meta.dirname, '../src-main/cli/commands/hook.ts');
+const hookEntry = path.join(import.meta.dirname, '../src-main/node/integrations/codex/hook-entry.mjs');
 const notify: number[] = [];
 const bare: number[] = [];
 for (let i = 0; i < N_PROC; i++) {

@@ -10,6 +10,7 @@ import { BadInputError, ReinError } from '../../common/errors.ts';
 import { readOrCreateToken } from '../../node/home.ts';
 import { claudeIntegration } from '../../node/integrations/claude/install.ts';
 import { codexIntegration } from '../../node/integrations/codex/install.ts';
+import { HOOK_ENTRY } from '../../node/integrations/codex/notify.ts';
 import { openclawIntegration } from '../../node/integrations/openclaw/install.ts';
 import { AGENTS, describeChange, install, toChanges, uninstall } from '../../node/integrations/shared/installer.ts';
 import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
@@ -19,7 +20,6 @@ import type { CommandContext } from '../dispatch.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 
-export const HOOK_ENTRY = path.join(import.meta.dirname, 'hook.ts');
 export const PLUGIN_DIR = path.resolve(import.meta.dirname, '../../../resources/openclaw-plugin');
 
 function agentArg(ctx: CommandContext): Integration {
@@ -47,7 +47,7 @@ function envFor(ctx: CommandContext): InstallEnv {
     // The absolute Node 24 running now, so a hook never starts on an older system node (TOOLCHAIN.md).
     hookCommand: [process.execPath, HOOK_ENTRY],
     pluginDir: PLUGIN_DIR,
-    options: { claudeTokenInSettings: ctx.options['token-in-settings'] === true },
+    options: { claudeTokenFromEnv: ctx.options['token-from-env'] === true },
   };
 }
 
@@ -66,13 +66,13 @@ const SETUP_OPTIONS = {
   yes: { type: 'boolean' as const, short: 'y', help: 'apply without asking' },
   'dry-run': { type: 'boolean' as const, help: 'print which files would change and write nothing' },
   port: { type: 'string' as const, help: 'capture server port to point the agent at (default: the running one, else 7433)' },
-  'token-in-settings': { type: 'boolean' as const, help: 'claude: write the token into settings.json (made 0600) instead of using $REIN_TOKEN' },
+  'token-from-env': { type: 'boolean' as const, help: 'claude: send the token from $REIN_TOKEN (set in your shell profile) instead of writing it into settings.json (made 0600)' },
 };
 
 registerCommand({
   name: 'setup',
   summary: 'Connect an agent (claude, codex, openclaw) to Rein.',
-  usage: 'rein setup <claude|codex|openclaw> [--yes] [--dry-run] [--port N] [--token-in-settings]',
+  usage: 'rein setup <claude|codex|openclaw> [--yes] [--dry-run] [--port N] [--token-from-env]',
   args: [1, 1],
   options: SETUP_OPTIONS,
   async run(ctx) {

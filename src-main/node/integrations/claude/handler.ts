@@ -7,7 +7,7 @@ import { parseRl, parseRlArgs } from '../../../common/rl-command.ts';
 import type { RlParse } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from '../shared/log.ts';
-import { runRl } from '../shared/rl.ts';
+import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap, stableHash } from '../shared/text.ts';
 import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
 import type { TranscriptTurn } from './transcript.ts';
@@ -74,13 +74,14 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
   // same `/rl good` again a minute later rates the next turn.
   const rlById = new RecentMap<Promise<string>>(500, 120_000, now);
   const rlByText = new RecentMap<Promise<string>>(500, 5_000, now);
+  const targets = new RlTargets(now);
 
-  function rl(session: string, promptId: string | undefined, text: string, parsed: RlParse): Promise<HookAnswer> {
+  function rl(session: string, promptId: string | undefined, text: string, parsed: RlParse, cwd: string | undefined): Promise<HookAnswer> {
     const seen = promptId === undefined ? rlByText : rlById;
     const key = promptId === undefined ? `${session}\0${text.trim()}` : `${session}\0${promptId}`;
     let reply = seen.get(key);
     if (reply === undefined) {
-      reply = runRl(core, parsed, { session, rater: 'claude-code /rl', actor: 'hook', allowAdmin: true }, log);
+      reply = targets.target(core, session, cwd, parsed).then((target) => runRl(core, parsed, { ...target, rater: 'claude-code /rl', actor: 'hook', allowAdmin: true }, log));
       seen.set(key, reply);
     }
     return reply.then((reason) => ({ decision: 'block', reason }));
@@ -121,6 +122,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
       { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}) },
       'hook',
     );
+    if (!subagent) targets.captured(p.session_id, p.cwd, r.turn.id);
     log('info', r.created ? 'captured a Claude Code turn' : 'Claude Code turn already captured', { turnId: r.turn.id, event: p.hook_event_name });
     return {};
   }
@@ -141,7 +143,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
         switch (p.hook_event_name) {
           case 'UserPromptSubmit': {
             const cmd = parseRl(p.prompt);
-            if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd);
+            if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd, p.cwd);
             prompts.set(promptKey(p.session_id, p.prompt_id), p.prompt);
             if (p.prompt_id !== undefined) prompts.set(promptKey(p.session_id, undefined), p.prompt);
             return {};
@@ -150,7 +152,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
             if (p.command_name !== 'rl') return {};
             const cmd = p.prompt !== undefined ? (parseRl(p.prompt) ?? parseRlArgs(p.command_args ?? '')) : parseRlArgs(p.command_args ?? '');
             const text = p.prompt ?? `/rl ${p.command_args ?? ''}`.trim();
-            return await rl(p.session_id, p.prompt_id, text, cmd);
+            return await rl(p.session_id, p.prompt_id, text, cmd, p.cwd);
           }
           case 'Stop':
           case 'SubagentStop':

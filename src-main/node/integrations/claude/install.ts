@@ -1,9 +1,10 @@
 // `rein setup claude`: `type:"http"` hooks in ~/.claude/settings.json and the `/rl` command file.
-// The token: Claude Code interpolates `$VAR` in an http hook's header values, but only for variables listed in
-// that hook's `allowedEnvVars` (code.claude.com settings reference, "headers" / "allowedEnvVars"; others become
-// empty strings). So by default the header is `Bearer $REIN_TOKEN` and the token stays out of the file: the user's
-// shell profile reads it from the 0600 token file. With --token-in-settings the literal token is written instead
-// and settings.json is made 0600.
+// The token: by default the literal token goes into the header and settings.json is made 0600, so a one-click
+// install works at once, with no shell-profile edit and no restart of the user's shell (verified against the real
+// Claude Code 2.1 in e2e/agents). With --token-from-env the header is `Bearer $REIN_TOKEN` instead: Claude Code
+// interpolates `$VAR` in an http hook's header values, but only for variables listed in that hook's
+// `allowedEnvVars` (code.claude.com settings reference, "headers" / "allowedEnvVars"; others become empty strings),
+// and the user's shell profile reads the 0600 token file.
 import path from 'node:path';
 import { ReinError } from '../../../common/errors.ts';
 import { evidence } from '../shared/detect.ts';
@@ -64,7 +65,7 @@ function withoutOurs(settings: Record<string, unknown>): Record<string, unknown>
 }
 
 export function ourHandler(env: InstallEnv): Record<string, unknown> {
-  const inSettings = env.options.claudeTokenInSettings === true;
+  const inSettings = env.options.claudeTokenFromEnv !== true;
   return {
     type: 'http',
     url: `http://127.0.0.1:${env.port}/hooks/claude`,
@@ -105,7 +106,7 @@ export const claudeIntegration: Integration = {
         path: settingsPath,
         after: jsonText(text, before, after),
         // The literal token must not sit in a file others can read.
-        ...(env.options.claudeTokenInSettings ? { mode: 0o600 } : {}),
+        ...(env.options.claudeTokenFromEnv ? {} : { mode: 0o600 }),
         summary: `http hooks on ${CLAUDE_EVENTS.join(', ')} → 127.0.0.1:${env.port}/hooks/claude`,
       },
       { path: rlPath, after: rlCommandFile(), summary: 'the /rl slash command (without it Claude answers "Unknown command")' },
@@ -126,8 +127,11 @@ export const claudeIntegration: Integration = {
     return edits;
   },
   notes(env) {
-    if (env.options.claudeTokenInSettings) {
-      return [`The token is in ${path.join(claudeDir(env), 'settings.json')}, which is now mode 0600.`];
+    if (!env.options.claudeTokenFromEnv) {
+      return [
+        `The token is in ${path.join(claudeDir(env), 'settings.json')}, which is now mode 0600.`,
+        'New Claude Code sessions load the hooks; in a session already open, run /hooks once.',
+      ];
     }
     return [
       `Claude Code sends the token from $${TOKEN_ENV}. Add this line to your shell profile (it holds no secret; it reads the 0600 token file):`,

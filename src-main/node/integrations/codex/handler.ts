@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { parseRl } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from '../shared/log.ts';
-import { runRl } from '../shared/rl.ts';
+import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap } from '../shared/text.ts';
 
 export const CODEX_SOURCE = 'codex';
@@ -44,13 +44,15 @@ export function eventIdOf(thread: string, turn: string): string {
 export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => number }): CodexHooks {
   const log = opts.log;
   const prompts = new RecentMap<string>(2_000, 6 * 3600_000, opts.now);
+  const targets = new RlTargets(opts.now);
 
-  async function store(thread: string, turn: string, prompt: string, response: string, model: string | undefined, via: string) {
+  async function store(thread: string, turn: string, prompt: string, response: string, model: string | undefined, cwd: string | undefined, via: string) {
     const r = await core.call(
       'captureTurn',
       { source: CODEX_SOURCE, session: thread, eventId: eventIdOf(thread, turn), prompt, response, ...(model ? { model } : {}) },
       'hook',
     );
+    targets.captured(thread, cwd, r.turn.id);
     log('info', r.created ? `captured a Codex turn (${via})` : `Codex turn already captured (${via})`, { turnId: r.turn.id });
   }
 
@@ -69,7 +71,7 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
           }
           // A `/rl` typed in Codex is blocked by the prompt hook; one that got through is not a turn either.
           if (parseRl(prompt) !== null) return {};
-          await store(p['thread-id'], p['turn-id'], prompt, response, undefined, 'notify');
+          await store(p['thread-id'], p['turn-id'], prompt, response, undefined, p.cwd, 'notify');
           return {};
         }
         const h = CodexHookPayload.safeParse(body);
@@ -83,7 +85,8 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
         if (p.hook_event_name === 'UserPromptSubmit') {
           const cmd = parseRl(p.prompt);
           if (cmd !== null) {
-            const reason = await runRl(core, cmd, { session: p.session_id, rater: 'codex /rl', actor: 'hook', allowAdmin: true }, log);
+            const target = await targets.target(core, p.session_id, p.cwd, cmd);
+            const reason = await runRl(core, cmd, { ...target, rater: 'codex /rl', actor: 'hook', allowAdmin: true }, log);
             return { decision: 'block', reason };
           }
           if (p.turn_id !== undefined) prompts.set(`${p.session_id}\0${p.turn_id}`, p.prompt);
@@ -95,7 +98,7 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
           log('info', 'Codex Stop without a known prompt: left to notify', { session: p.session_id });
           return {};
         }
-        await store(p.session_id, p.turn_id, prompt, p.last_assistant_message, p.model, 'Stop hook');
+        await store(p.session_id, p.turn_id, prompt, p.last_assistant_message, p.model, p.cwd, 'Stop hook');
         return {};
       } catch (e) {
         log('error', 'Codex hook failed', { message: (e as Error).message });

@@ -29,7 +29,8 @@ export function hookCommandLine(env: InstallEnv): string {
   return [...env.hookCommand, 'codex-hook'].map(shq).join(' ');
 }
 
-const isOurNotify = (argv: string[]) => argv.includes('codex-notify') && argv.some((a) => /hook(\.ts|\.mjs)?$|rein/.test(a));
+// hook.ts was the entry before hook-entry.mjs; an install made by either is ours.
+const isOurNotify = (argv: string[]) => argv.includes('codex-notify') && argv.some((a) => /hook(-entry)?(\.ts|\.mjs)?$|rein/.test(a));
 const isOurHook = (h: unknown) => isRecord(h) && h.type === 'command' && typeof h.command === 'string' && /\bcodex-hook$/.test(h.command);
 
 interface Chain {

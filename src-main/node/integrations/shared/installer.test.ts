@@ -24,7 +24,7 @@ function sandbox(extra: Record<string, string> = {}): InstallEnv {
     rein: resolveHome({ REIN_HOME: path.join(dir, 'rein') }),
     port: 7433,
     token: TOKEN,
-    hookCommand: ['/opt/node24/bin/node', '/opt/rein/src-main/cli/commands/hook.ts'],
+    hookCommand: ['/opt/node24/bin/node', '/opt/rein/src-main/node/integrations/codex/hook-entry.mjs'],
     pluginDir: '/opt/rein/resources/openclaw-plugin',
     options: {},
   };
@@ -51,13 +51,12 @@ describe('Claude installer', () => {
       expect(ours).toEqual({
         type: 'http',
         url: 'http://127.0.0.1:7433/hooks/claude',
-        headers: { Authorization: `Bearer $${TOKEN_ENV}` },
-        allowedEnvVars: [TOKEN_ENV],
+        headers: { Authorization: `Bearer ${TOKEN}` },
         timeout: 10,
       });
     }
-    // The token is not in the file by default.
-    expect(readFileSync(settings, 'utf8')).not.toContain(TOKEN);
+    // The literal token works with no shell-profile edit; the file holding it is 0600 until uninstall.
+    expect(statSync(settings).mode & 0o777).toBe(0o600);
     const rl = readFileSync(path.join(env.userHome, '.claude/commands/rl.md'), 'utf8');
     expect(rl).toMatch(/^---\ndescription: .+\nargument-hint: .+\n---\n/);
     const again = await install(claudeIntegration, env, quiet);
@@ -68,12 +67,19 @@ describe('Claude installer', () => {
     expect(() => statSync(path.join(env.userHome, '.claude/commands/rl.md'))).toThrow();
   });
 
-  it('with --token-in-settings the file holding the token is 0600', async () => {
-    const env = { ...sandbox(), options: { claudeTokenInSettings: true } };
+  it('with --token-from-env the header reads $REIN_TOKEN and the token stays out of the file', async () => {
+    const env = { ...sandbox(), options: { claudeTokenFromEnv: true } };
     await install(claudeIntegration, env, quiet);
     const settings = path.join(env.userHome, '.claude/settings.json');
-    expect(readFileSync(settings, 'utf8')).toContain(`Bearer ${TOKEN}`);
-    expect(statSync(settings).mode & 0o777).toBe(0o600);
+    const s = JSON.parse(readFileSync(settings, 'utf8'));
+    expect(s.hooks.Stop.at(-1).hooks[0]).toEqual({
+      type: 'http',
+      url: 'http://127.0.0.1:7433/hooks/claude',
+      headers: { Authorization: `Bearer $${TOKEN_ENV}` },
+      allowedEnvVars: [TOKEN_ENV],
+      timeout: 10,
+    });
+    expect(readFileSync(settings, 'utf8')).not.toContain(TOKEN);
   });
 
   it('after the user edits settings, uninstall removes only our entries', async () => {
@@ -135,7 +141,7 @@ describe('Codex installer', () => {
     const hooks = JSON.parse(readFileSync(path.join(dir, 'hooks.json'), 'utf8'));
     expect(hooks.hooks.Stop.map((g: { hooks: { command: string }[] }) => g.hooks[0]!.command)).toEqual([
       '/home/dev/bin/lint-on-stop.sh',
-      '/opt/node24/bin/node /opt/rein/src-main/cli/commands/hook.ts codex-hook',
+      '/opt/node24/bin/node /opt/rein/src-main/node/integrations/codex/hook-entry.mjs codex-hook',
     ]);
     expect((await install(codexIntegration, env, quiet)).changes).toEqual([]);
     uninstall(codexIntegration, env, { dryRun: false });

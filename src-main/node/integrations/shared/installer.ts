@@ -25,7 +25,7 @@ export interface InstallEnv {
   hookCommand: string[];
   /** Absolute path of resources/openclaw-plugin. */
   pluginDir: string;
-  options: { claudeTokenInSettings?: boolean };
+  options: { claudeTokenFromEnv?: boolean };
 }
 
 export interface FileEdit {

@@ -7,6 +7,7 @@ import { RL_ADMIN_KINDS, RL_USAGE } from '../../../common/rl-command.ts';
 import type { RlCommand, RlParse, RlRateValue } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from './log.ts';
+import { RecentMap } from './text.ts';
 
 export interface RlContext {
   /** The agent session whose newest unrated turn a rating goes to. */
@@ -106,5 +107,32 @@ async function execute(core: Core, cmd: RlCommand, ctx: RlContext): Promise<stri
       const r = await core.call('reset', { confirm: true }, ctx.actor);
       return `Reset: deleted ${r.ratings} ratings, ${r.runs} runs and ${r.adapters} adapters`;
     }
+  }
+}
+
+/**
+ * Where a rating typed as `/rl …` goes. Normally the newest unrated turn of the session it was typed in. But a
+ * one-shot run (`claude -p "/rl good"` after `claude -p "…"`, `codex exec "/rl bad"` after `codex exec "…"`) is a
+ * new session with nothing in it (verified with Claude Code 2.1 and Codex 0.169 in e2e/agents): then the rating
+ * goes to the newest turn captured in the same working directory, while that turn is still unrated.
+ */
+export class RlTargets {
+  private readonly sessionsWithTurns: RecentMap<true>;
+  private readonly newestByCwd: RecentMap<number>;
+  constructor(now?: () => number) {
+    this.sessionsWithTurns = new RecentMap<true>(2_000, 6 * 3600_000, now);
+    this.newestByCwd = new RecentMap<number>(2_000, 6 * 3600_000, now);
+  }
+  captured(session: string, cwd: string | undefined, turnId: number): void {
+    this.sessionsWithTurns.set(session, true);
+    if (cwd !== undefined && cwd !== '') this.newestByCwd.set(cwd, turnId);
+  }
+  async target(core: Core, session: string, cwd: string | undefined, parsed: RlParse): Promise<{ session: string } | { turnId: number }> {
+    const rates = parsed.ok && (parsed.command.kind === 'rate' || parsed.command.kind === 'fix');
+    if (!rates || cwd === undefined || this.sessionsWithTurns.get(session) !== undefined) return { session };
+    const turnId = this.newestByCwd.get(cwd);
+    if (turnId === undefined) return { session };
+    const turn = await core.call('getTurn', { turnId }, 'hook').catch(() => null);
+    return turn !== null && turn.state === 'unrated' ? { turnId } : { session };
   }
 }
