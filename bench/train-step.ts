@@ -116,7 +116,7 @@ async function profile(engine: Engine, T: number): Promise<void> {
   const spec = { targets: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'], r: RANK, scale: ALPHA / RANK };
   const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
   const split = vjpSplit(llamaLayerGraph(c, 'float32', spec), { outputs: ['y'], wrt });
-  const head = llamaHeadGraph(c, 'float32', true);
+  const head = llamaHeadGraph(c, 'float32', engine.driver.headGradMode);
   const rng = new Rng(5);
   const rnd = (n: number, std = 0.02): Float32Array => rng.fillNormal(new Float32Array(n), std);
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-prof-'));

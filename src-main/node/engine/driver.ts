@@ -9,7 +9,7 @@ import { vjpSplit } from '../../common/engine/autodiff.ts';
 import type { VjpSplit } from '../../common/engine/autodiff.ts';
 import type { LlamaConfig } from '../../common/engine/models/llama.ts';
 import { causalMask, llamaHeadGraph, llamaLayerGraph, llamaLogitsGraph, loraInputNames, ropeTables } from '../../common/engine/models/llama.ts';
-import type { FloatDType, LayerLora } from '../../common/engine/models/llama.ts';
+import type { FloatDType, HeadGrad, LayerLora } from '../../common/engine/models/llama.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
 import type { Feed, Runtime } from './runtime.ts';
@@ -31,6 +31,8 @@ export interface DriverOptions {
   buckets?: readonly number[];
   /** Rows per head-graph run: the [chunk, V] logits are the largest buffers of a step. */
   headChunk?: number;
+  /** The lm_head backward: the hand-fused one (default) or the autodiff's. */
+  headGrad?: Exclude<HeadGrad, 'none'>;
   /** Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals. */
   recomputeAbove?: number;
 }
@@ -67,6 +69,7 @@ export class Driver {
   readonly dtype: FloatDType;
   readonly buckets: readonly number[];
   readonly headChunk: number;
+  readonly headGradMode: Exclude<HeadGrad, 'none'>;
   readonly recomputeAbove: number;
   private readonly rt: Runtime;
   private readonly w: DriverWeights;
@@ -82,6 +85,7 @@ export class Driver {
     this.dtype = opts.dtype;
     this.buckets = opts.buckets ?? DEFAULT_BUCKETS;
     this.headChunk = opts.headChunk ?? 128;
+    this.headGradMode = opts.headGrad ?? 'fused';
     this.recomputeAbove = opts.recomputeAbove ?? 512;
     this.rt = runtime;
     this.w = weights;
@@ -89,8 +93,8 @@ export class Driver {
       throw new BadInputError(`driver: ${weights.layers.length} layers of weights for a ${config.numLayers}-layer model`, 'weights');
     }
     this.baseLayer = llamaLayerGraph(config, this.dtype, null);
-    this.head = llamaHeadGraph(config, this.dtype, false);
-    this.headGrad = llamaHeadGraph(config, this.dtype, true);
+    this.head = llamaHeadGraph(config, this.dtype, 'none');
+    this.headGrad = llamaHeadGraph(config, this.dtype, this.headGradMode);
     this.logits = llamaLogitsGraph(config, this.dtype);
   }
 

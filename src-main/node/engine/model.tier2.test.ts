@@ -16,6 +16,8 @@ import type { StepSequence } from './engine.ts';
 import { loadHfModel } from './hf.ts';
 import { savePeftAdapter } from './peft.ts';
 import { writeTinyModel } from './tiny.ts';
+import { Runtime } from './runtime.ts';
+import { llamaHeadGraph, parseLlamaConfig } from '../../common/engine/models/llama.ts';
 import type { TinyArch } from './tiny.ts';
 
 const PYTHON = process.env['REIN_PYTHON'] ?? '/usr/bin/python3';
@@ -86,8 +88,8 @@ describe.each<[TinyArch, boolean]>([
         const g = step.grads.get(key)!;
         let maxDiff = 0;
         let maxG = 0;
-        // A random subset of entries of every tensor (3 each) keeps the check fast.
-        for (let n = 0; n < 3; n++) {
+        // A random subset of entries of every tensor (2 each) keeps the check fast.
+        for (let n = 0; n < 2; n++) {
           const i = Math.floor(rng.uniform() * arr.length);
           const keep = arr[i]!;
           arr[i] = keep + eps;
@@ -157,6 +159,27 @@ describe.each<[TinyArch, boolean]>([
       expect(d).toBeLessThan(1e-9);
     }
   });
+});
+
+it('the hand-fused lm_head backward equals the symbolic one (float64)', async () => {
+  const c = parseLlamaConfig({ architectures: ['Qwen2ForCausalLM'], vocab_size: 300, hidden_size: 24, intermediate_size: 32, num_hidden_layers: 1, num_attention_heads: 2, rms_norm_eps: 1e-6 });
+  const rt = new Runtime({ intraOpThreads: 1, optimization: 'basic' });
+  const rng = new Rng(21);
+  const T = 6;
+  const feeds = {
+    h: rng.fillNormal(new Float64Array(T * 24), 1),
+    norm: rng.fillNormal(new Float64Array(24), 0.1, 1),
+    lm_head: rng.fillNormal(new Float64Array(300 * 24), 0.5),
+    targets: [0, 299, 17, 17, 150, 3],
+  };
+  const sym = await rt.run(llamaHeadGraph(c, 'float64', 'symbolic'), { T }, feeds);
+  const fused = await rt.run(llamaHeadGraph(c, 'float64', 'fused'), { T }, feeds);
+  expect(maxAbsDiff(fused['logp']!.data as Float64Array, sym['logp']!.data as Float64Array)).toBe(0);
+  const d = maxAbsDiff(fused['dlogp_dh']!.data as Float64Array, sym['dlogp_dh']!.data as Float64Array);
+  expect(d).toBeLessThan(1e-12);
+  // And it is not trivially zero.
+  expect(Math.max(...Array.from(sym['dlogp_dh']!.data as Float64Array, Math.abs))).toBeGreaterThan(1e-3);
+  await rt.dispose();
 });
 
 it('refuses a start outside the sequence and tokens outside the vocabulary, by name', async () => {

@@ -334,16 +334,23 @@ export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLo
   return g;
 }
 
+/** How the head graph computes ∂logp/∂h: none, the autodiff's graph, or the hand-fused lm_head backward. */
+export type HeadGrad = 'none' | 'symbolic' | 'fused';
+
 /**
  * The head graph over a chunk of T tokens: final RMSNorm, lm_head, log-softmax, and the log-probability of each
  * target. Inputs: 'h' [T, H] (the last layer's output), 'norm' [H], 'lm_head' [V, H] (embed_tokens when tied),
- * 'targets' [T] int64. Outputs: 'logp' [T]; with `withGrad`, also 'dlogp_dh' [T, H], the gradient of Σ logp toward h.
- * Because logp_t depends on h_t alone (the norm is per token), row t of it is ∂logp_t/∂h_t, so the backward of any
- * loss of the logps is dLoss/dh_t = dLoss/dlogp_t · dlogp_dh_t: the lm_head backward happens in the same pass as its
- * forward, and no [T, V] value outlives the chunk.
+ * 'targets' [T] int64. Outputs: 'logp' [T]; unless `withGrad` is 'none', also 'dlogp_dh' [T, H], the gradient of
+ * Σ logp toward h. Because logp_t depends on h_t alone (the norm is per token), row t of it is ∂logp_t/∂h_t, so the
+ * backward of any loss of the logps is dLoss/dh_t = dLoss/dlogp_t · dlogp_dh_t: the lm_head backward happens in the
+ * same pass as its forward, and no [T, V] value outlives the chunk.
+ *
+ * 'fused' is a performance exception (house style 6; llama.test.ts proves it equals 'symbolic'): with p = softmax,
+ * ∂logp_t/∂hn_t = W[target_t] − p_t·W, so one Exp over [T, V] and a Gemm whose C input is the gathered rows replace
+ * the symbolic chain's scatter of a one-hot, reduce, exp, mul and sub over [T, V].
  */
-export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: boolean): Graph {
-  const g = new Graph(withGrad ? 'llama_head_grad' : 'llama_head');
+export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: HeadGrad): Graph {
+  const g = new Graph(withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`);
   const T = 'T';
   const H = c.hiddenSize;
   const V = c.vocabSize;
@@ -356,7 +363,11 @@ export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: bool
   const lsm = op.logSoftmax(logits, 1); // [T, V]
   const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
   g.output('logp', logp);
-  if (withGrad) g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  if (withGrad === 'fused') {
+    const dhn = op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0)); // [T, H] = W[targets] − p·W
+    g.output('dlogp_dh', grad([hn], [h], [dhn])[0]!); // [T, H], through the norm by the autodiff
+  }
   return g;
 }
 
