@@ -6,3 +6,4 @@ import './admin.ts';
 import './serve.ts';
 import './setup.ts';
 import './model.ts';
+import './demo.ts';

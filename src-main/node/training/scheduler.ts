@@ -183,7 +183,9 @@ export class Scheduler {
     this.exitWaiters = [];
     for (const w of waiters) w();
     // Ratings that arrived during the round may already make the next one due.
-    if (!this.closed) setImmediate(() => this.maybeAutoStart());
+    setImmediate(() => {
+      if (!this.closed) this.maybeAutoStart();
+    });
   }
 
   /** Asks the running round to stop; it is killed if it has not stopped within `graceMs`. */
