@@ -36,11 +36,14 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions): Promise<Fake
   const replies: Buffer[] = [];
   const model = opts.model ?? 'fake-model';
   const logprobs = opts.ids.map((_, i) => -(0.05 + 0.01 * i));
+  // Decoded once: a real server has each piece at hand, so the fake should not spend a tokenizer call per token.
+  const pieces = new Map(opts.ids.map((id) => [id, opts.pieceOf(id)]));
+  const pieceOf = (id: number): string => pieces.get(id)!;
   let n = 0;
 
   const entry = (i: number, asIds: boolean) => {
     const id = opts.ids[i]!;
-    const piece = opts.pieceOf(id);
+    const piece = pieceOf(id);
     const e: Record<string, unknown> = {
       token: asIds ? `token_id:${id}` : piece,
       logprob: logprobs[i],
@@ -94,7 +97,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions): Promise<Fake
           object: 'chat.completion.chunk',
           created,
           model,
-          choices: [{ index: 0, delta: { ...(i === 0 ? { role: 'assistant' } : {}), content: opts.pieceOf(opts.ids[i]!) }, logprobs: withLp ? { content: [entry(i, asIds)] } : null, finish_reason: null }],
+          choices: [{ index: 0, delta: { ...(i === 0 ? { role: 'assistant' } : {}), content: pieceOf(opts.ids[i]!) }, logprobs: withLp ? { content: [entry(i, asIds)] } : null, finish_reason: null }],
         };
         write(`data: ${JSON.stringify(chunk)}\n\n`);
         if (opts.chunkDelayMs) await new Promise((r) => setTimeout(r, opts.chunkDelayMs));
