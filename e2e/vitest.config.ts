@@ -5,7 +5,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     root: import.meta.dirname + '/..',
-    include: ['e2e/**/*.test.ts'],
+    include: ['e2e/*.test.ts'],
+    // e2e/agents/ is the real-client suite, with its own config and install.
+    exclude: ['e2e/agents/**', 'e2e/node_modules/**'],
     globalSetup: ['e2e/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
