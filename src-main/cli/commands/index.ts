@@ -7,3 +7,4 @@ import './serve.ts';
 import './setup.ts';
 import './model.ts';
 import './demo.ts';
+import './gguf.ts';
