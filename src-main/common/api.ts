@@ -15,6 +15,8 @@ import type {
 } from './domain.ts';
 import type { SettingDescription, Settings } from './config.ts';
 import type { PresetTable } from './training/presets.ts';
+import { AgentId } from './system.ts';
+import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
 
 const id = z.number().int().positive();
 const text = z.string();
@@ -97,6 +99,8 @@ export const VERBS = {
       kind: z.enum(['good', 'bad', 'scale']).optional(),
       source: z.string().max(64).optional(),
       trained: z.boolean().optional(),
+      /** Text in the rated turn's prompt or answer. */
+      search: z.string().max(500).optional(),
       includeUndone: z.boolean().default(false),
       since: z.number().int().optional(),
       until: z.number().int().optional(),
@@ -148,6 +152,17 @@ export const VERBS = {
     input: z.strictObject({ path: z.string().min(1).max(4096) }),
     help: 'Read a JSONL export back; records already present are skipped.',
   },
+  detectAgents: { input: Empty, help: 'Which agents (Claude Code, Codex, OpenClaw) are installed, and whether Rein is connected to each.' },
+  detectHardware: { input: Empty, help: 'CPU cores, memory, GPUs and the ONNX Runtime providers this build can use.' },
+  discoverModels: {
+    input: z.strictObject({ folders: z.array(z.string().min(1).max(4096)).max(32).default([]) }),
+    help: 'Local models (Hugging Face cache, the given folders, Ollama) and whether Rein can train each.',
+  },
+  planAgent: { input: z.strictObject({ agent: AgentId }), help: "The files connecting an agent would change (the installer's dry run)." },
+  connectAgent: { input: z.strictObject({ agent: AgentId }), help: "Connect an agent to Rein (its config files are backed up first)." },
+  useModel: { input: z.strictObject({ path: z.string().min(1).max(4096) }), help: 'Train this HF model folder (sets model.active).' },
+  useDemoModel: { input: Empty, help: 'Write the tiny offline demo model into the Rein home and train it (model.active, demo training settings).' },
+  sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
 } as const;
 
 export type VerbName = keyof typeof VERBS;
@@ -192,6 +207,14 @@ export interface VerbOutputs {
   reset: { ratings: number; runs: number; adapters: number };
   exportData: { path: string; turns: number; ratings: number };
   importData: { turns: number; ratings: number; skipped: number };
+  detectAgents: AgentInfo[];
+  detectHardware: HardwareInfo;
+  discoverModels: LocalModel[];
+  planAgent: AgentPlan;
+  connectAgent: AgentConnectResult;
+  useModel: { model: LocalModel; settings: Settings };
+  useDemoModel: { model: LocalModel; settings: Settings };
+  sendTestTurn: TestTurnResult;
 }
 
 /** Input type of each verb as callers write it (defaults optional). */

@@ -18,6 +18,7 @@ import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
 import { Scheduler } from '../training/scheduler.ts';
+import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
 import type { Core } from './types.ts';
 
@@ -51,7 +52,7 @@ export function zodToBadInput(verb: string, err: z.ZodError): BadInputError {
   });
 }
 
-type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] };
+type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
 export function createCore(opts: CoreOptions): ReinCore {
   const home = ensureHome(opts.home);
@@ -327,6 +328,9 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped };
     },
+
+    // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
+    ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();

@@ -64,6 +64,7 @@ export interface RatingQuery {
   kind?: RatingView['kind'];
   source?: string;
   trained?: boolean;
+  search?: string;
   includeUndone: boolean;
   since?: number;
   until?: number;
@@ -373,6 +374,10 @@ export class Store {
     if (q.kind !== undefined) f.add('r.kind = ?', q.kind);
     if (q.source !== undefined) f.add('t.source = ?', q.source);
     if (q.trained !== undefined) where.push(q.trained ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL');
+    if (q.search !== undefined && q.search.length > 0) {
+      const like = `%${likeEscape(q.search)}%`;
+      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\')`, like, like);
+    }
     if (q.since !== undefined) f.add('r.created_at >= ?', q.since);
     if (q.until !== undefined) f.add('r.created_at < ?', q.until);
     const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';

@@ -1,0 +1,89 @@
+// The setup wizard's verbs (common/api.ts: detectAgents … sendTestTurn) as one thin service over the installers,
+// the model folders, the demo model and the capture server. core.ts wires each verb to one of these.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { VerbOutputs, VerbParsed } from '../../common/api.ts';
+import type { Settings } from '../../common/config.ts';
+import { BadInputError, NotAvailableError, ReinError } from '../../common/errors.ts';
+import type { ReinHome } from '../home.ts';
+import { readOrCreateToken } from '../home.ts';
+import { readServerInfo } from '../server/info.ts';
+import { writeDemoModel } from '../training/demo-model.ts';
+import { connectAgent, detectAgents, planAgent } from './agents.ts';
+import { detectHardware } from './hardware.ts';
+import { describeHfDir, discoverModels } from './models.ts';
+
+/**
+ * The training the demo model gets: the values `rein demo` uses (cli/commands/demo.ts). The presets' learning rates
+ * are for real models; the demo model has 60k parameters.
+ */
+export const DEMO_TRAINING = { lr: 0.005, steps: 48, ratioClipHigh: 20, bandHigh: 10, klBudget: 2 };
+
+export interface SystemDeps {
+  home: ReinHome;
+  settings: () => Settings;
+  setSettings: (values: Record<string, unknown>) => Settings;
+  env?: NodeJS.ProcessEnv;
+}
+
+type SystemVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
+export type SystemHandlers = { [V in SystemVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
+
+export function demoModelDir(home: ReinHome): string {
+  return path.join(home.modelsDir, 'demo');
+}
+
+export function createSystemHandlers(d: SystemDeps): SystemHandlers {
+  const env = d.env ?? process.env;
+  return {
+    detectAgents: () => detectAgents(d.home, env),
+    detectHardware: () => detectHardware(),
+    discoverModels: (input) => discoverModels({ folders: input.folders, demoDir: demoModelDir(d.home), active: d.settings()['model.active'], env }),
+    planAgent: (input) => planAgent(d.home, input.agent, env),
+    connectAgent: (input) => connectAgent(d.home, input.agent, env),
+
+    useModel: (input) => {
+      const dir = path.resolve(input.path);
+      if (!existsSync(path.join(dir, 'config.json'))) throw new BadInputError(`useModel: ${dir} has no config.json (an HF model folder is needed)`, 'path');
+      const model = describeHfDir(dir, path.basename(dir), 'folder');
+      if (!model.trainable) throw new BadInputError(`useModel: Rein cannot train ${dir}: ${model.why}`, 'path');
+      const settings = d.setSettings({ 'model.active': dir });
+      return { model, settings };
+    },
+
+    useDemoModel: () => {
+      const dir = demoModelDir(d.home);
+      // Written once per home; the same seed gives the same weights, so a second wizard run changes nothing.
+      if (!existsSync(path.join(dir, 'config.json'))) writeDemoModel(dir, { seed: 0, overwrite: true });
+      const model = describeHfDir(dir, 'Rein demo model', 'demo');
+      const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'custom', 'training.custom': DEMO_TRAINING });
+      return { model, settings };
+    },
+
+    sendTestTurn: async () => {
+      const info = readServerInfo(d.home);
+      if (info === null) throw new NotAvailableError('sendTestTurn', `no capture server is running for ${d.home.dir} (start the app or rein serve)`);
+      const url = new URL('/v1/turns', info.url).href;
+      const t0 = performance.now();
+      // Through the capture server over loopback, with the token, exactly as an agent's hook posts a turn.
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${readOrCreateToken(d.home)}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          source: 'api',
+          session: 'rein-setup',
+          eventId: `setup-test-${Date.now()}`,
+          prompt: 'Rein setup check: is capture working?',
+          response: 'Yes. This answer went through the capture server like one from your agent. Rate it Good or Bad to try the popup.',
+          model: 'rein-test',
+        }),
+      });
+      const body = (await res.json()) as { turn?: { id: number }; error?: { code: string; message: string } };
+      const ms = performance.now() - t0;
+      if (!res.ok || body.turn === undefined) {
+        throw new ReinError('conflict', `sendTestTurn: the capture server answered ${res.status}: ${body.error?.message ?? 'no turn'}`);
+      }
+      return { turnId: body.turn.id, url, ms };
+    },
+  };
+}
