@@ -138,10 +138,11 @@ export const SETTINGS = {
       url: z.url({ protocol: /^https?$/ }).max(2048),
       name: z.string().min(1).max(256),
       apiKey: z.string().max(1024).nullable(),
+      maxLoraRank: z.number().int().min(1).max(1024),
     }),
-    { enabled: false, url: 'http://127.0.0.1:8000', name: 'rein', apiKey: null },
+    { enabled: false, url: 'http://127.0.0.1:8000', name: 'rein', apiKey: null, maxLoraRank: 16 },
     'adapters',
-    'Load each activated version into a running vLLM (runtime LoRA) under this name; vLLM needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.',
+    'Load each activated version into a running vLLM (runtime LoRA) under this name; vLLM needs --enable-lora, --max-lora-rank (vLLM\'s value, default 16) at least the adapter\'s rank, and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.',
   ),
   'publish.llamaServer': def(
     z.strictObject({
