@@ -44,7 +44,7 @@ export function describeHfDir(dir: string, name: string, source: ModelSource): L
   const archs = config['architectures'];
   const arch = Array.isArray(archs) && typeof archs[0] === 'string' ? archs[0] : typeof config['model_type'] === 'string' ? config['model_type'] : null;
   const files = list(dir);
-  let params: number | null = null;
+  let params: number;
   try {
     params = modelShape(dir).totalParams;
   } catch (e) {
@@ -67,7 +67,7 @@ export function hfCacheModels(cache: string): LocalModel[] {
   for (const entry of list(cache)) {
     if (!entry.startsWith('models--')) continue;
     const repo = path.join(cache, entry);
-    let rev: string | null = null;
+    let rev: string | null;
     try {
       rev = readFileSync(path.join(repo, 'refs', 'main'), 'utf8').trim();
     } catch {
