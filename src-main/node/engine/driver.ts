@@ -118,7 +118,7 @@ export class Driver {
     let t = this.tables.get(T);
     if (t === undefined) {
       const { cos, sin } = ropeTables(this.config, T);
-      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(causalMask(T)) };
+      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(causalMask(T, this.config.slidingWindow)) };
       this.tables.set(T, t);
     }
     return t;

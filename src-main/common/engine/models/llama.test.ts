@@ -62,7 +62,7 @@ describe('Llama parameter table', () => {
     const untied = llamaParams({ ...c, tieWordEmbeddings: false });
     expect(untied.at(-1)).toMatchObject({ hfKey: 'lm_head.weight', shape: [128256, 2048], module: 'lm_head' });
     expect(llamaLinearParams(c).every((p) => p.layer !== null)).toBe(true);
-    expect(llamaLayerParams(c, 3).map((p) => p.name)).toEqual(LLAMA_PARAMS.filter((r) => r.scope === 'layer' && !r.name.endsWith('.bias')).map((r) => r.name));
+    expect(llamaLayerParams(c, 3).map((p) => p.name)).toEqual(LLAMA_PARAMS.filter((r) => r.scope === 'layer' && (r.when === undefined || r.when(c))).map((r) => r.name));
   });
 
   it('Qwen2 has q/k/v biases and no o_proj bias', () => {

@@ -1,6 +1,7 @@
-// Llama-family decoder: HF LlamaForCausalLM (Llama 2, Llama 3.x with rope_scaling "llama3") and
-// Qwen2ForCausalLM (Qwen2 / Qwen2.5: q/k/v biases). Read top to bottom: dimension legend, config, parameter
-// table, forward.
+// Llama-family decoder: HF LlamaForCausalLM (Llama 2, Llama 3.x with rope_scaling "llama3"),
+// Qwen2ForCausalLM (Qwen2 / Qwen2.5: q/k/v biases), Qwen3ForCausalLM (Qwen3: RMSNorm over each q/k head before
+// RoPE, no biases) and MistralForCausalLM (Llama's layer with an optional sliding attention window). Read top to
+// bottom: dimension legend, config, parameter table, forward.
 //
 // Dimension legend
 //   T    tokens in the sequence (batch 1 per sequence; activations are 2-D [T, H])
@@ -13,6 +14,7 @@
 //   D    head dimension                   (head_dim, default H / NH)
 //   Q    query projection width  = NH · D
 //   KV   key/value projection width = KVH · D
+//   W    sliding attention window (Mistral sliding_window): query i sees keys j with i − W < j ≤ i
 import { z } from 'zod';
 import { ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
@@ -21,7 +23,7 @@ import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
 
-export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM'] as const;
+export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
 export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
 
 /**
@@ -59,14 +61,18 @@ export interface LlamaConfig {
   oBias: boolean;
   /** Biases on gate/up/down (Llama mlp_bias). */
   mlpBias: boolean;
+  /** Qwen3: RMSNorm with its own [D] weight over each query and key head, before RoPE (HF Qwen3Attention). */
+  qkNorm: boolean;
+  /** Mistral: keys older than this many positions are masked (HF sliding_window); null for full causal attention. */
+  slidingWindow: number | null;
   bosTokenId: number | null;
   eosTokenIds: number[];
 }
 
-export type LlamaDim = 'V' | 'H' | 'I' | 'Q' | 'KV';
+export type LlamaDim = 'V' | 'H' | 'I' | 'Q' | 'KV' | 'D';
 
 export function llamaDims(c: LlamaConfig): Record<LlamaDim, number> {
-  return { V: c.vocabSize, H: c.hiddenSize, I: c.intermediateSize, Q: c.numHeads * c.headDim, KV: c.numKvHeads * c.headDim };
+  return { V: c.vocabSize, H: c.hiddenSize, I: c.intermediateSize, Q: c.numHeads * c.headDim, KV: c.numKvHeads * c.headDim, D: c.headDim };
 }
 
 const posInt = z.number().int().positive();
@@ -97,6 +103,7 @@ const hfConfigSchema = z.looseObject({
   attention_bias: z.boolean().optional(),
   mlp_bias: z.boolean().optional(),
   use_sliding_window: z.boolean().optional(),
+  sliding_window: posInt.nullish(),
   bos_token_id: tokenId.nullish(),
   eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
 });
@@ -145,6 +152,8 @@ export function parseLlamaConfig(json: unknown): LlamaConfig {
     headDim = j.hidden_size / j.num_attention_heads;
   }
   const isQwen2 = architecture === 'Qwen2ForCausalLM';
+  const isQwen3 = architecture === 'Qwen3ForCausalLM';
+  if (isQwen3 && j.attention_bias === true) throw new ModelConfigError('Qwen3 attention_bias is not supported', 'attention_bias');
   const eos = j.eos_token_id;
   return {
     architecture,
@@ -162,7 +171,10 @@ export function parseLlamaConfig(json: unknown): LlamaConfig {
     tieWordEmbeddings: j.tie_word_embeddings ?? false,
     qkvBias: isQwen2 || j.attention_bias === true,
     oBias: !isQwen2 && j.attention_bias === true,
-    mlpBias: !isQwen2 && j.mlp_bias === true,
+    mlpBias: !isQwen2 && !isQwen3 && j.mlp_bias === true,
+    qkNorm: isQwen3,
+    // Only Mistral applies sliding_window unconditionally; Qwen2/3 gate it behind use_sliding_window (refused above).
+    slidingWindow: architecture === 'MistralForCausalLM' ? (j.sliding_window ?? null) : null,
     bosTokenId: j.bos_token_id ?? null,
     eosTokenIds: eos === undefined || eos === null ? [] : Array.isArray(eos) ? eos : [eos],
   };
@@ -201,6 +213,8 @@ export const LLAMA_PARAMS: readonly ParamRow<LlamaConfig, LlamaDim>[] = [
   { name: 'v_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.v_proj.weight', shape: ['KV', 'H'], kind: 'linear', init: 'normal' },
   { name: 'v_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.v_proj.bias', shape: ['KV'], kind: 'bias', init: 'normal', when: (c) => c.qkvBias },
   { name: 'o_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.o_proj.weight', shape: ['H', 'Q'], kind: 'linear', init: 'normal' },
+  { name: 'q_norm', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.q_norm.weight', shape: ['D'], kind: 'norm', init: 'ones', when: (c) => c.qkNorm },
+  { name: 'k_norm', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.k_norm.weight', shape: ['D'], kind: 'norm', init: 'ones', when: (c) => c.qkNorm },
   { name: 'o_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.o_proj.bias', shape: ['H'], kind: 'bias', init: 'normal', when: (c) => c.oBias },
   { name: 'post_attention_layernorm', scope: 'layer', hfKey: 'model.layers.{i}.post_attention_layernorm.weight', shape: ['H'], kind: 'norm', init: 'ones' },
   { name: 'gate_proj', scope: 'layer', hfKey: 'model.layers.{i}.mlp.gate_proj.weight', shape: ['I', 'H'], kind: 'linear', init: 'normal' },
@@ -246,10 +260,11 @@ export interface LayerLora {
 export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${m}.lora_A`, b: `${m}.lora_B` });
 
 /**
- * HF's RMSNorm (LlamaRMSNorm): w · x / √(mean(x²) + eps), over the last axis of a 2-D [T, H] tensor.
+ * HF's RMSNorm (LlamaRMSNorm): w · x / √(mean(x²) + eps), over the last axis (`axis`: 1 for a 2-D [T, H] tensor,
+ * 2 for Qwen3's per-head norm of [T, heads, D]).
  */
-function rmsNorm(x: Tensor, w: Tensor, eps: number): Tensor {
-  const ms = op.reduceMean(op.mul(x, x), [1], true); // [T, 1]
+function rmsNorm(x: Tensor, w: Tensor, eps: number, axis = 1): Tensor {
+  const ms = op.reduceMean(op.mul(x, x), [axis], true); // [T, 1]
   const inv = op.reciprocal(op.sqrt(op.add(ms, eps))); // [T, 1]
   return op.mul(op.mul(x, inv), w); // [T, H]
 }
@@ -310,11 +325,19 @@ export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLo
 
   // Attention block.
   const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
-  const q0 = op.mul(linear(h, 'q_proj'), 1 / Math.sqrt(D)); // [T, NH·D], softmax scale folded into q
-  const k0 = linear(h, 'k_proj'); // [T, KVH·D]
   const v0 = linear(h, 'v_proj'); // [T, KVH·D]
-  const q1 = rope(op.reshape(q0, [T, NH, D]), cos, sin, T, D); // [T, NH, D]
-  const k1 = rope(op.reshape(k0, [T, KVH, D]), cos, sin, T, D); // [T, KVH, D]
+  let q0: Tensor; // [T, NH, D]
+  let k0: Tensor; // [T, KVH, D]
+  if (c.qkNorm) {
+    // Qwen3: per-head RMSNorm of q and k before RoPE; the softmax scale comes after the norm (RoPE is linear).
+    q0 = op.mul(rmsNorm(op.reshape(linear(h, 'q_proj'), [T, NH, D]), w['q_norm']!, c.rmsNormEps, 2), 1 / Math.sqrt(D));
+    k0 = rmsNorm(op.reshape(linear(h, 'k_proj'), [T, KVH, D]), w['k_norm']!, c.rmsNormEps, 2);
+  } else {
+    q0 = op.reshape(op.mul(linear(h, 'q_proj'), 1 / Math.sqrt(D)), [T, NH, D]); // softmax scale folded into q
+    k0 = op.reshape(linear(h, 'k_proj'), [T, KVH, D]);
+  }
+  const q1 = rope(q0, cos, sin, T, D); // [T, NH, D]
+  const k1 = rope(k0, cos, sin, T, D); // [T, KVH, D]
   // GQA without repeating k/v (HF repeat_kv: query head n reads kv head ⌊n/G⌋): group the G query heads of each kv
   // head into the rows of one batched matmul.
   const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
@@ -417,9 +440,15 @@ export function ropeTables(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeS
   return { cos, sin };
 }
 
-/** The additive causal mask [T, T]: 0 where key ≤ query, −∞ above the diagonal. */
-export function causalMask(T: number): Float64Array {
+/**
+ * The additive causal mask [T, T]: 0 where key ≤ query, −∞ above the diagonal; with a sliding window W (Mistral),
+ * also −∞ where query − key ≥ W (HF sliding_window_causal keeps q_idx − kv_idx < sliding_window).
+ */
+export function causalMask(T: number, window: number | null = null): Float64Array {
   const m = new Float64Array(T * T);
-  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+  for (let i = 0; i < T; i++) {
+    for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+    if (window !== null) for (let j = 0; j <= i - window; j++) m[i * T + j] = -Infinity;
+  }
   return m;
 }
