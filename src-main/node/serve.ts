@@ -11,6 +11,7 @@ import { acquireLock } from './server/lock.ts';
 import { removeServerInfo, writeServerInfo } from './server/info.ts';
 import { createHookRoutes } from './integrations/index.ts';
 import { startCaptureServer } from './server/server.ts';
+import { attachPublishers } from './serving/publish.ts';
 import type { CaptureServer } from './server/server.ts';
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -61,6 +62,7 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
   try {
     const token = readOrCreateToken(home);
     core = await createCore({ home });
+    attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
     const settings = await core.call('getSettings', {}, 'system');
     server = await startCaptureServer({
       core,

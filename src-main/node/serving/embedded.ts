@@ -1,0 +1,306 @@
+// Rein's own model server: the model's GGUF in llama.cpp (node-llama-cpp) with the active adapter's GGUF LoRA,
+// behind an OpenAI-compatible API on loopback (`POST /v1/chat/completions`, streaming or not, with logprobs;
+// `GET /v1/models`). The chat is rendered with the HF chat template and tokenised with the HF tokenizer, the same
+// code the trainer uses, so an on-policy turn's prompt is exactly what the trainer rebuilds. Sampling is done here
+// from llama.cpp's raw logits: the reported logprob of a token is log softmax(logits) at temperature 1, the policy's
+// own probability (μ), whatever temperature or top_p picked it. The active version is read from the store on every
+// request (and contexts of versions no longer active are released on `adapterChanged`), so a new version or a
+// rollback applies to the next request without a restart. Each reply names its version in x-rein-adapter-version.
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
+import type { ControlledEvaluateInputItem, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
+import { NotAvailableError } from '../../common/errors.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import type { ReinCore } from '../core/core.ts';
+import { hfToGguf } from '../engine/gguf/convert.ts';
+import { loadTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
+import { readJsonBody } from '../server/body.ts';
+import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
+import { modelFolder } from '../training/versions.ts';
+import { resolveModelDir } from '../training/model.ts';
+import { ChatRequest } from './openai.ts';
+import { activeModelId } from './producer.ts';
+import { ensureGgufLora } from './publish.ts';
+import { ADAPTER_VERSION_HEADER } from './proxy.ts';
+
+export interface ModelServerOptions {
+  core: ReinCore;
+  token: string;
+  port: number;
+  /** The base GGUF; default the `serving.modelGguf` setting, else converted once from the HF weights. */
+  gguf?: string;
+  contextSize?: number;
+  threads?: number;
+  /** F32 KV cache (llama.cpp's default is F16): exact logprobs for parity checks, twice the cache memory. */
+  exactKv?: boolean;
+  log?: (line: string) => void;
+}
+
+export interface ModelServer {
+  readonly port: number;
+  /** `http://127.0.0.1:PORT/v1` */
+  readonly url: string;
+  readonly gguf: string;
+  close(): Promise<void>;
+}
+
+/** The base GGUF to serve: the setting, or HF → GGUF (f16) converted once into the Rein home. */
+export function baseGguf(core: ReinCore, log: (line: string) => void): { gguf: string; hfDir: string | null } {
+  const s = core.settings();
+  const modelId = activeModelId(core);
+  let hfDir: string | null;
+  try {
+    hfDir = resolveModelDir(core.store, modelId);
+  } catch {
+    hfDir = null;
+  }
+  const set = s['serving.modelGguf'];
+  if (set !== null) {
+    if (!existsSync(set)) throw new NotAvailableError('serve-model', `serving.modelGguf ${set} does not exist`);
+    if (hfDir === null) log(`rein serve-model: serving ${set} without adapters: training needs the matching HF weights (config.json + safetensors); register them with model.active`);
+    return { gguf: set, hfDir };
+  }
+  if (hfDir === null) throw new NotAvailableError('serve-model', 'no model to serve: set model.active to an HF model directory, or serving.modelGguf to a GGUF file');
+  const out = path.join(core.home.modelsDir, modelFolder(modelId), 'model-f16.gguf');
+  if (!existsSync(out)) {
+    mkdirSync(path.dirname(out), { recursive: true });
+    log(`rein serve-model: converting ${hfDir} to ${out} (once)`);
+    const tmp = `${out}.tmp-${process.pid}`;
+    try {
+      hfToGguf(hfDir, tmp, { f16: true });
+      renameSync(tmp, out);
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+  }
+  return { gguf: out, hfDir };
+}
+
+function logSoftmax(logits: Map<Token, number>, V: number): Float64Array {
+  const out = new Float64Array(V).fill(-Infinity);
+  let mx = -Infinity;
+  for (const v of logits.values()) mx = Math.max(mx, v);
+  let z = 0;
+  for (const v of logits.values()) z += Math.exp(v - mx);
+  const lz = mx + Math.log(z);
+  for (const [t, v] of logits) out[t as number] = v - lz;
+  return out;
+}
+
+/** Greedy at temperature 0; else softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020). */
+function pick(logp: Float64Array, temperature: number, topP: number, rng: Rng): number {
+  let best = 0;
+  for (let i = 1; i < logp.length; i++) if (logp[i]! > logp[best]!) best = i;
+  if (temperature <= 0) return best;
+  const p = new Float64Array(logp.length);
+  let z = 0;
+  for (let i = 0; i < p.length; i++) z += p[i] = Math.exp((logp[i]! - logp[best]!) / temperature);
+  const order = Array.from({ length: p.length }, (_, i) => i).sort((a, b) => p[b]! - p[a]! || a - b);
+  let mass = 0;
+  let k = 0;
+  while (k < order.length && mass < topP * z) mass += p[order[k++]!]!;
+  let u = rng.uniform() * mass;
+  for (let i = 0; i < k; i++) {
+    u -= p[order[i]!]!;
+    if (u <= 0) return order[i]!;
+  }
+  return order[k - 1]!;
+}
+
+const utf8 = new TextEncoder();
+
+export async function startModelServer(opts: ModelServerOptions): Promise<ModelServer> {
+  const { core } = opts;
+  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const { gguf, hfDir } = opts.gguf === undefined ? baseGguf(core, log) : { gguf: opts.gguf, hfDir: (() => { try { return resolveModelDir(core.store, activeModelId(core)); } catch { return null; } })() };
+  if (hfDir === null) throw new NotAvailableError('serve-model', 'the HF tokenizer and chat template are needed (model.active): Rein renders chats the way the trainer does');
+  const tok: ReinTokenizer = loadTokenizer(hfDir);
+  const contextSize = opts.contextSize ?? core.settings()['serving.contextSize'];
+  const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
+  const model: LlamaModel = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
+  const contexts = new Map<number, LlamaContext>();
+  const modelName = path.basename(gguf, '.gguf');
+  let queue: Promise<unknown> = Promise.resolve();
+
+  async function contextFor(version: number, loraPath: string | null): Promise<LlamaContext> {
+    let ctx = contexts.get(version);
+    if (ctx === undefined) {
+      ctx = await model.createContext({
+        contextSize,
+        sequences: 1,
+        threads: opts.threads,
+        flashAttention: false,
+        ...(opts.exactKv === true ? { experimentalKvCacheKeyType: 'F32' as const, experimentalKvCacheValueType: 'F32' as const } : {}),
+        lora: loraPath === null ? undefined : { adapters: [{ filePath: loraPath, scale: 1 }] },
+      });
+      contexts.set(version, ctx);
+    }
+    return ctx;
+  }
+
+  const dispose = core.on('adapterChanged', () => {
+    const active = core.store.activeAdapter(activeModelId(core))?.version ?? 0;
+    for (const [v, ctx] of contexts) if (v !== active) {
+      contexts.delete(v);
+      void queue.then(() => ctx.dispose());
+    }
+  });
+
+  interface Gen {
+    version: number;
+    ids: number[];
+    logprobs: number[];
+    finish: 'stop' | 'length';
+  }
+
+  async function generate(chat: ChatRequest, onToken: (id: number, lp: number) => void): Promise<Gen> {
+    const modelId = activeModelId(core);
+    const active = core.store.activeAdapter(modelId);
+    const version = active?.version ?? 0;
+    const lora = active === null ? null : ensureGgufLora(active, hfDir!);
+    const messages = chat.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('') }));
+    const prompt = tok.encodeChat(messages, { addGenerationPrompt: true });
+    const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
+    if (maxTokens <= 0) throw new NotAvailableError('chat', `the prompt has ${prompt.length} tokens, more than the context of ${contextSize} (serving.contextSize)`);
+    const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
+    const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
+    const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
+    const ctx = await contextFor(version, lora);
+    const seq = ctx.getSequence();
+    try {
+      const ids: number[] = [];
+      const logprobs: number[] = [];
+      let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
+      for (;;) {
+        const out = await seq.controlledEvaluate(input);
+        const logits = out[input.length - 1]?.next.logits;
+        if (logits === undefined) throw new Error('llama.cpp returned no logits');
+        const logp = logSoftmax(logits, logits.size);
+        const id = pick(logp, temperature, topP, rng);
+        ids.push(id);
+        logprobs.push(logp[id]!);
+        onToken(id, logp[id]!);
+        if (tok.eosIds.includes(id)) return { version, ids, logprobs, finish: 'stop' };
+        if (ids.length >= maxTokens) return { version, ids, logprobs, finish: 'length' };
+        input = [[id as Token, { generateNext: { logits: true } }]];
+      }
+    } finally {
+      seq.dispose();
+    }
+  }
+
+  /** The reply text of ids so far: the end-of-turn token is not text, and a split UTF-8 character waits for its rest. */
+  const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !tok.eosIds.includes(t)));
+  const entry = (id: number, lp: number) => {
+    const token = tok.decode([id]);
+    return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)), top_logprobs: [] };
+  };
+
+  async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJsonBody(req, 8 * 1024 * 1024);
+    const parsed = ChatRequest.safeParse(body);
+    if (!parsed.success) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: parsed.error.issues[0]!.message, type: 'invalid_request_error' } }));
+      return;
+    }
+    const chat = parsed.data;
+    const withLp = chat.logprobs === true;
+    const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+    const created = Math.floor(Date.now() / 1000);
+    // One generation at a time: the context has one sequence.
+    const run = queue.then(async () => {
+      if (chat.stream === true) {
+        let started = false;
+        let emitted = '';
+        const sofar: number[] = [];
+        const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+        const g = await generate(chat, (tid, lp) => {
+          sofar.push(tid);
+          const full = textOf(sofar);
+          const delta = full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
+          emitted += delta;
+          if (!started) {
+            started = true;
+            const version = core.store.activeAdapter(activeModelId(core))?.version ?? 0;
+            res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [ADAPTER_VERSION_HEADER]: String(version) });
+          }
+          send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: { content: delta }, logprobs: withLp ? { content: [entry(tid, lp)] } : null, finish_reason: null }] });
+        });
+        const rest = textOf(g.ids).slice(emitted.length);
+        send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: rest.length > 0 ? { content: rest } : {}, logprobs: null, finish_reason: g.finish }] });
+        res.end('data: [DONE]\n\n');
+        return;
+      }
+      const g = await generate(chat, () => {});
+      const text = textOf(g.ids);
+      res.writeHead(200, { 'content-type': 'application/json', [ADAPTER_VERSION_HEADER]: String(g.version) });
+      res.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model: modelName,
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!)) } : null, finish_reason: g.finish }],
+          usage: { completion_tokens: g.ids.length },
+        }),
+      );
+    });
+    queue = run.catch(() => {});
+    await run;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const denied = checkHostAndOrigin(req.headers, port) ?? checkToken(req.headers, opts.token);
+    if (denied) {
+      res.writeHead(denied.code === 'forbidden' ? 403 : 401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: denied.message, type: denied.code } }));
+      return;
+    }
+    const p = (req.url ?? '/').split('?')[0];
+    if (p === '/v1/models' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: [{ id: modelName, object: 'model', owned_by: 'rein' }] }));
+      return;
+    }
+    if (p === '/v1/chat/completions' && req.method === 'POST') return chatCompletions(req, res);
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `no route ${req.method} ${p}`, type: 'not_found' } }));
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
+      if (res.headersSent) res.destroy();
+      else {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: (e as Error).message, type: 'internal_error' } }));
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: '127.0.0.1', port: opts.port, exclusive: true }, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/v1`,
+    gguf,
+    async close() {
+      dispose();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await queue;
+      for (const c of contexts.values()) await c.dispose();
+      await model.dispose();
+    },
+  };
+}
