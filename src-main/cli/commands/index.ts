@@ -8,3 +8,5 @@ import './setup.ts';
 import './model.ts';
 import './demo.ts';
 import './gguf.ts';
+import './serve-model.ts';
+import './publish.ts';
