@@ -12,7 +12,7 @@ const mib = (n: number): string => `${(n / 2 ** 20).toFixed(1)} MiB`;
 
 export const modelToGgufCommand: Command = {
   name: 'model to-gguf',
-  summary: 'Convert an HF model directory (Llama, Qwen2) to a GGUF file for llama.cpp.',
+  summary: 'Convert an HF model directory (Llama, Qwen2, Qwen3, Mistral) to a GGUF file for llama.cpp.',
   usage: 'rein model to-gguf <hf-dir> [--out <file>] [--f16]',
   description:
     'Writes llama.cpp tensor names, hyperparameters and the tokenizer (with its chat template). Weights are F32, ' +

@@ -1,5 +1,5 @@
-// Tier-3 numerics (ARCHITECTURE.md §7): logits parity with llama.cpp. A tiny random Llama-3-style and Qwen2-style
-// model is written in the HF layout, converted by our GGUF writer (f32), and loaded by llama.cpp through
+// Tier-3 numerics (ARCHITECTURE.md §7): logits parity with llama.cpp. Tiny random Llama-3, Qwen2, Qwen3 (q/k norm)
+// and Mistral models are written in the HF layout, converted by our GGUF writer (f32), and loaded by llama.cpp through
 // node-llama-cpp; our engine (ORT, fp32) must give the same next-token distribution at every position of a fixed
 // token sequence, without and with a trained (nonzero, random) LoRA: PEFT files for us, our GGUF LoRA for
 // llama.cpp. Compared as log-softmax, i.e. logits up to the per-position constant that softmax ignores (the engine's
@@ -55,7 +55,7 @@ function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-for (const arch of ['llama', 'qwen2'] as const satisfies readonly TinyArch[]) {
+for (const arch of ['llama', 'qwen2', 'qwen3', 'mistral'] as const satisfies readonly TinyArch[]) {
   describe(`llama.cpp parity: tiny ${arch}`, () => {
     let dir = '';
     let ggufPath = '';
@@ -125,7 +125,7 @@ for (const arch of ['llama', 'qwen2'] as const satisfies readonly TinyArch[]) {
         expect(tok.decode(ids)).toBe(text);
       }
       // Special-token text is parsed as special tokens by both when asked.
-      const chat = arch === 'qwen2' ? '<|im_start|>user\nhi<|im_end|>\n' : '<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>';
+      const chat = arch.startsWith('qwen') ? '<|im_start|>user\nhi<|im_end|>\n' : '<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>';
       expect(ref.tokenize(chat, true)).toEqual(tok.encode(chat, { addSpecialTokens: false }));
     });
   });
