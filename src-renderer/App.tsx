@@ -1,48 +1,112 @@
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
+import { Nav } from './components/Nav.tsx';
 import { RatingCard } from './components/RatingCard.tsx';
 import { RecentTurns } from './components/RecentTurns.tsx';
 import { StatusHeader } from './components/StatusHeader.tsx';
 import { TrainingPanel } from './components/TrainingPanel.tsx';
+import { PopupCard } from './popup/PopupCard.tsx';
 import type { Transport } from './services/api.ts';
+import { selectPopupTurn } from './store/popup.ts';
 import { useRein } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
+import { Ratings } from './windows/Ratings.tsx';
+import { SettingsView } from './windows/Settings.tsx';
+import { Setup } from './windows/Setup.tsx';
+import { Training } from './windows/Training.tsx';
+import { Versions } from './windows/Versions.tsx';
 
 const KEY_TO_RATING = { '1': 'good', '2': 'bad' } as const;
 
-/** Keys 1 and 2 rate the card's turn and U undoes, unless the user is typing or holds a modifier. */
-function useRatingKeys() {
-  const { current, rate, undo } = useRein(useShallow((s) => ({ current: selectCurrentTurn(s), rate: s.rate, undo: s.undo })));
+/**
+ * Keys 1 and 2 rate the popup's turn when one waits (else the Rate card's), U undoes, unless the user is typing or
+ * holds a modifier.
+ */
+function useRatingKeys(withPopup: boolean) {
+  const { popupTurn, current, view, rate, ratePopup, undo } = useRein(
+    useShallow((s) => ({ popupTurn: withPopup ? selectPopupTurn(s) : null, current: selectCurrentTurn(s), view: s.view, rate: s.rate, ratePopup: s.ratePopup, undo: s.undo })),
+  );
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
       const t = e.target as HTMLElement | null;
       if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
-      if (e.key === 'u' || e.key === 'U') {
+      if (document.querySelector('dialog[open]')) return;
+      if ((e.key === 'u' || e.key === 'U') && !popupTurn) {
         e.preventDefault();
         void undo();
         return;
       }
       const value = KEY_TO_RATING[e.key as keyof typeof KEY_TO_RATING];
-      if (!value || !current) return;
-      e.preventDefault();
-      if (current.rating?.kind !== value) void rate(current.id, value);
+      if (!value) return;
+      if (popupTurn) {
+        e.preventDefault();
+        void ratePopup(popupTurn.id, { value });
+      } else if (current && view === 'rate') {
+        e.preventDefault();
+        if (current.rating?.kind !== value) void rate(current.id, value);
+      }
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [current, rate, undo]);
+  }, [popupTurn, current, view, rate, ratePopup, undo]);
 }
 
-export function App(props: { transport: Transport }) {
-  useRatingKeys();
+function Screen() {
+  const view = useRein((s) => s.view);
+  switch (view) {
+    case 'training':
+      return <Training />;
+    case 'versions':
+      return <Versions />;
+    case 'ratings':
+      return <Ratings />;
+    case 'setup':
+      return <Setup />;
+    case 'settings':
+      return <SettingsView />;
+    default:
+      return (
+        <>
+          <RatingCard />
+          <TrainingPanel />
+          <RecentTurns />
+        </>
+      );
+  }
+}
+
+/** First run (no model chosen yet): open the wizard once the status says so. */
+function useFirstRun() {
+  const { configured, setView } = useRein(useShallow((s) => ({ configured: s.status?.model.configured, setView: s.setView })));
+  useEffect(() => {
+    if (configured === false && !sessionStorage.getItem('rein.wizardShown')) {
+      sessionStorage.setItem('rein.wizardShown', '1');
+      setView('setup');
+    }
+  }, [configured, setView]);
+}
+
+export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
+  // In Electron the popup is its own window near the tray; in a browser it floats over the page.
+  const floatingPopup = props.transport === 'http';
+  useRatingKeys(props.window === 'popup' || floatingPopup);
+  useFirstRun();
+  if (props.window === 'popup') {
+    return (
+      <div className="popup-window">
+        <PopupCard floating={false} />
+      </div>
+    );
+  }
   return (
     <div className="app">
       <StatusHeader transport={props.transport} />
+      <Nav />
       <main className="content">
-        <RatingCard />
-        <TrainingPanel />
-        <RecentTurns />
+        <Screen />
       </main>
+      {floatingPopup && <PopupCard floating />}
     </div>
   );
 }

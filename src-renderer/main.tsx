@@ -16,11 +16,16 @@ if ('error' in conn) {
     </main>,
   );
 } else {
-  const store = createReinStore(conn.client);
+  // ?window=popup is the Electron tray popup; ?view=… opens the main window on a screen (the tray menu's entries).
+  const params = new URLSearchParams(location.search);
+  const win = params.get('window') === 'popup' ? 'popup' : 'main';
+  const views = ['rate', 'training', 'versions', 'ratings', 'setup', 'settings'] as const;
+  const view = views.find((v) => v === params.get('view')) ?? 'rate';
+  const store = createReinStore(conn.client, { view });
   root.render(
     <StrictMode>
       <StoreProvider store={store} client={conn.client}>
-        <App transport={conn.transport} />
+        <App transport={conn.transport} window={win} />
       </StoreProvider>
     </StrictMode>,
   );

@@ -3,23 +3,33 @@
 import { createStore } from 'zustand/vanilla';
 import type { StoreApi } from 'zustand/vanilla';
 import type { ReinClient } from '../services/api.ts';
+import { createAdaptersSlice } from './adapters.ts';
+import { createNavSlice } from './nav.ts';
+import { createPopupSlice } from './popup.ts';
+import { createRatingsSlice } from './ratings.ts';
 import { createSettingsSlice } from './settings.ts';
 import { createStatusSlice } from './status.ts';
 import { createTrainingSlice } from './training.ts';
 import { createTurnsSlice } from './turns.ts';
-import type { ReinState } from './types.ts';
+import { createWizardSlice } from './wizard.ts';
+import type { ReinState, View } from './types.ts';
 
 export type ReinStore = StoreApi<ReinState>;
 
-export function createReinStore(client: ReinClient): ReinStore {
+export function createReinStore(client: ReinClient, opts: { view?: View } = {}): ReinStore {
   return createStore<ReinState>()((...a) => ({
     ...createStatusSlice(client)(...a),
     ...createTurnsSlice(client)(...a),
     ...createSettingsSlice(client)(...a),
     ...createTrainingSlice(client)(...a),
+    ...createNavSlice(opts.view ?? 'rate')(...a),
+    ...createPopupSlice(client)(...a),
+    ...createRatingsSlice(client)(...a),
+    ...createAdaptersSlice(client)(...a),
+    ...createWizardSlice(client)(...a),
     init: async () => {
       const s = a[1]();
-      await Promise.all([s.loadStatus(), s.loadTurns(), s.loadSettings(), s.loadRuns()]);
+      await Promise.all([s.loadStatus(), s.loadTurns(), s.loadSettings(), s.loadRuns(), s.loadAdapters(), s.loadEma()]);
     },
   }));
 }
@@ -33,9 +43,13 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
   const offs = [
     client.on('turnCaptured', (turn) => {
       s().applyTurn(turn);
+      s().enqueue(turn);
       void s().loadStatus();
     }),
-    client.on('turnUpdated', (turn) => s().applyTurn(turn)),
+    client.on('turnUpdated', (turn) => {
+      s().applyTurn(turn);
+      s().settle(turn);
+    }),
     client.on('ratingAdded', ({ rating, status }) => {
       s().applyRating(rating);
       s().setStatus(status);
@@ -50,10 +64,16 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
     }),
     client.on('turnDeleted', ({ turnId, status }) => {
       s().removeTurn(turnId);
+      s().drop(turnId);
       s().setStatus(status);
     }),
     client.on('trainingProgress', (p) => s().setProgress(p)),
-    client.on('adapterChanged', () => void s().loadStatus()),
+    client.on('adapterChanged', () => {
+      void s().loadStatus();
+      void s().loadAdapters();
+      void s().loadEma();
+      void s().loadRuns();
+    }),
     client.on('settingsChanged', (changed) => {
       s().applySettings(changed);
       void s().loadStatus();

@@ -14,6 +14,13 @@ export function createSettingsSlice(client: ReinClient): Slice<SettingsSlice> {
       }
     },
     applySettings: (changed) => set((s) => (s.settings ? { settings: { ...s.settings, ...changed } } : {})),
+    saveSettings: async (values) => {
+      try {
+        set({ settings: await client.setSettings({ values }), settingsError: null });
+      } catch (e) {
+        set({ settingsError: toApiError(e) });
+      }
+    },
   });
 }
 

@@ -1,18 +1,23 @@
+import type { RunView, TrainingProgress } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
 import { derive } from './derive.ts';
 import type { ReinState, Slice, TrainingSlice } from './types.ts';
 
+export const RUNS_LIMIT = 50;
+const FINISHED = ['done', 'failed', 'cancelled'];
+
 export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
   return (set, get) => ({
     runs: [],
     progress: null,
+    liveCurve: [],
     trainingUnavailable: null,
     trainingError: null,
     trainingStarting: false,
     loadRuns: async () => {
       try {
-        set({ runs: await client.listRuns({ limit: 10 }), trainingError: null });
+        set({ runs: await client.listRuns({ limit: RUNS_LIMIT }), trainingError: null });
       } catch (e) {
         const err = toApiError(e);
         if (err.code === 'not_available') set({ trainingUnavailable: err.message });
@@ -34,7 +39,21 @@ export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
         set({ trainingStarting: false });
       }
     },
-    setProgress: (progress) => set({ progress }),
+    cancelTraining: async () => {
+      try {
+        await client.cancelTraining({});
+      } catch (e) {
+        set({ trainingError: toApiError(e) });
+      }
+    },
+    setProgress: (progress) => {
+      const prev = get().progress;
+      // A new run starts a new live curve; each training step adds one point.
+      const curve = prev?.runId === progress.runId ? get().liveCurve : [];
+      const point = progress.phase === 'training' && progress.loss !== null ? [{ step: progress.step, loss: progress.loss, kl: progress.kl ?? 0 }] : [];
+      set({ progress, liveCurve: [...curve, ...point], ...(progress.phase === 'preparing' ? { trainingUnavailable: null } : {}) });
+      if (FINISHED.includes(progress.phase)) void get().loadRuns();
+    },
   });
 }
 
@@ -46,11 +65,53 @@ export type TrainingView = { kind: 'unavailable'; message: string } | { kind: 'r
 export const selectTrainingView = derive(
   [(s) => s.trainingUnavailable, (s) => s.progress, (s) => s.status?.training.state],
   (unavailable, p, state): TrainingView => {
-    if (unavailable) return { kind: 'unavailable', message: unavailable };
-    if (p && !['done', 'failed', 'cancelled'].includes(p.phase)) {
+    if (p && !FINISHED.includes(p.phase)) {
       return { kind: 'running', fraction: p.steps > 0 ? Math.min(1, p.step / p.steps) : 0, phase: p.phase };
     }
+    if (unavailable) return { kind: 'unavailable', message: unavailable };
     if (state === 'running') return { kind: 'running', fraction: 0, phase: 'running' };
     return { kind: 'idle' };
   },
 );
+
+/** The live progress of the running round, or null when none runs. */
+export const selectLiveProgress = (s: ReinState): TrainingProgress | null => (s.progress && !FINISHED.includes(s.progress.phase) ? s.progress : null);
+
+interface GateMetrics {
+  heldout: number;
+  accuracy: number | null;
+  previousAccuracy: number | null;
+  kl: number;
+  klBudget: number;
+}
+interface RunMetrics {
+  steps?: { step: number; loss: number; kl: number; clipFraction: number }[];
+  gate?: GateMetrics;
+  tokensPerSecond?: number;
+  trainSeconds?: number;
+  samples?: { pending: number; replay: number; heldout: number };
+}
+
+/** A run's metrics as the trainer stores them (training/round.ts RoundMetrics), read defensively: older runs may lack fields. */
+export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
+  return run.metrics !== null && typeof run.metrics === 'object' ? (run.metrics as RunMetrics) : {};
+}
+
+/**
+ * The eval gate's verdict in words, with the numbers behind it: "activated: preference accuracy 0.81 > 0.62; KL
+ * 0.004 ≤ 0.01". The bar is the previous adapter's accuracy, or chance (0.5) for the first one (common/training/gate.ts).
+ */
+export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
+  if (!gate || gate.accuracy === null) return null;
+  const bar = gate.previousAccuracy ?? 0.5;
+  const accOk = gate.accuracy > bar;
+  const klOk = gate.kl <= gate.klBudget;
+  const verdict = accepted === null ? (accOk && klOk ? 'passes' : 'fails') : accepted ? 'activated' : 'rejected';
+  const acc = `preference accuracy ${gate.accuracy.toFixed(2)} ${accOk ? '>' : '≤'} ${bar.toFixed(2)}${gate.previousAccuracy === null ? ' (chance)' : ''}`;
+  const kl = `KL ${fmtSmall(gate.kl)} ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}`;
+  return `${verdict}: ${acc}; ${kl} (${gate.heldout} held-out turns)`;
+}
+
+function fmtSmall(x: number): string {
+  return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : x.toPrecision(2);
+}

@@ -1,7 +1,10 @@
 // The combined store's shape. Each slice owns its state and actions; selectors live beside their slice.
 import type { StateCreator } from 'zustand/vanilla';
-import type { RatingView, RunView, Status, TrainingProgress, TurnSummary } from '../../src-main/common/domain.ts';
+import type { VerbInput, VerbOutputs } from '../../src-main/common/api.ts';
+import type { AdapterView, EmaPoint, RatingView, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
 import type { Settings } from '../../src-main/common/config.ts';
+import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
+import type { PresetTable } from '../../src-main/common/training/presets.ts';
 import type { ApiError } from '../services/api.ts';
 
 export type RatingChoice = 'good' | 'bad';
@@ -38,21 +41,129 @@ export interface SettingsSlice {
   settingsError: ApiError | null;
   loadSettings: () => Promise<void>;
   applySettings: (changed: Partial<Settings>) => void;
+  saveSettings: (values: Partial<Settings>) => Promise<void>;
 }
 
 export interface TrainingSlice {
   runs: RunView[];
   progress: TrainingProgress | null;
+  /** Loss and KL per step of the run in progress, from its progress events. */
+  liveCurve: { step: number; loss: number; kl: number }[];
   /** Set when the core answered `not_available` for a training verb: the honest "not yet" state. */
   trainingUnavailable: string | null;
   trainingError: ApiError | null;
   trainingStarting: boolean;
   loadRuns: () => Promise<void>;
   startTraining: () => Promise<void>;
+  cancelTraining: () => Promise<void>;
   setProgress: (p: TrainingProgress) => void;
 }
 
-export type ReinState = StatusSlice & TurnsSlice & SettingsSlice & TrainingSlice & {
+export type View = 'rate' | 'training' | 'versions' | 'ratings' | 'setup' | 'settings';
+
+export interface NavSlice {
+  view: View;
+  setView: (view: View) => void;
+}
+
+export type PopupRateInput = Omit<VerbInput<'rate'>, 'turnId' | 'session'>;
+
+export interface PopupSlice {
+  /** Turns waiting in the popup, oldest first. */
+  queue: TurnSummary[];
+  popupError: ApiError | null;
+  /** A captured turn: queued when the settings say it raises the popup. */
+  enqueue: (turn: TurnSummary) => void;
+  /** A turn changed elsewhere: rated or ignored turns leave the queue. */
+  settle: (turn: TurnSummary) => void;
+  drop: (turnId: number) => void;
+  /** Closed or timed out: the turn counts as ignored (ignoreTurn). */
+  dismiss: (turnId: number) => Promise<void>;
+  ratePopup: (turnId: number, input: PopupRateInput) => Promise<void>;
+}
+
+export interface RatingFilters {
+  search: string;
+  kind: 'any' | 'good' | 'bad' | 'scale';
+  source: string;
+  trained: 'any' | 'yes' | 'no';
+  /** Only the last N days (0 = all time). */
+  days: number;
+}
+
+export interface RatingsSlice {
+  ratingFilters: RatingFilters;
+  ratingPage: number;
+  ratingItems: RatingView[];
+  ratingTotal: number;
+  ratingsLoaded: boolean;
+  ratingsError: ApiError | null;
+  /** Turns by id, fetched once for the rows that rate them and for the opened one. */
+  turnCache: Record<number, Turn>;
+  openTurnId: number | null;
+  exportResult: VerbOutputs['exportData'] | null;
+  /** Ratings of the last PER_DAY_DAYS days, for the per-day chart. */
+  recentRatings: RatingView[];
+  loadRecentRatings: () => Promise<void>;
+  loadRatings: () => Promise<void>;
+  setRatingFilters: (f: Partial<RatingFilters>) => void;
+  setRatingPage: (page: number) => void;
+  openTurn: (turnId: number | null) => Promise<void>;
+  rerate: (turnId: number, value: 'good' | 'bad' | number) => Promise<void>;
+  deleteRating: (ratingId: number) => Promise<void>;
+  deleteTurn: (turnId: number) => Promise<void>;
+  exportRatings: (path: string) => Promise<void>;
+}
+
+export interface AdaptersSlice {
+  adapters: AdapterView[];
+  adaptersLoaded: boolean;
+  adaptersError: ApiError | null;
+  /** The action in flight ("rollback:3", "reset", "retrain:2"), buttons disabled meanwhile. */
+  adapterBusy: string | null;
+  ema: EmaPoint[];
+  lastReset: VerbOutputs['reset'] | null;
+  loadAdapters: () => Promise<void>;
+  loadEma: () => Promise<void>;
+  rollback: (version: number) => Promise<void>;
+  reset: () => Promise<void>;
+  retrain: (fromVersion: number) => Promise<void>;
+}
+
+export type WizardStep = 'welcome' | 'agents' | 'model' | 'preset' | 'test';
+
+export interface WizardSlice {
+  wizardStep: WizardStep;
+  agents: AgentInfo[] | null;
+  hardware: HardwareInfo | null;
+  models: LocalModel[] | null;
+  modelFolders: string[];
+  plans: Partial<Record<AgentId, AgentPlan>>;
+  agentResults: Partial<Record<AgentId, AgentConnectResult>>;
+  presets: PresetTable | null;
+  testTurn: TestTurnResult | null;
+  wizardBusy: string | null;
+  wizardError: ApiError | null;
+  setWizardStep: (step: WizardStep) => void;
+  detect: () => Promise<void>;
+  addModelFolder: (folder: string) => Promise<void>;
+  planAgent: (agent: AgentId) => Promise<void>;
+  connectAgent: (agent: AgentId) => Promise<void>;
+  /** An HF model folder, or 'demo' for the offline demo model. */
+  chooseModel: (path: string) => Promise<void>;
+  loadPresets: () => Promise<void>;
+  sendTestTurn: () => Promise<void>;
+}
+
+export type ReinState = StatusSlice &
+  TurnsSlice &
+  SettingsSlice &
+  TrainingSlice &
+  NavSlice &
+  PopupSlice &
+  RatingsSlice &
+  AdaptersSlice &
+  WizardSlice & {
   /** Load everything the first screen shows. */
   init: () => Promise<void>;
 };

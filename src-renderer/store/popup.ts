@@ -1,0 +1,59 @@
+// The popup's queue: captured turns that ask for a rating, oldest first, so several turns queue instead of each one
+// replacing the last. Which turns raise it follows the settings popup.enabled, popup.agents and capture.paused.
+import type { TurnSummary } from '../../src-main/common/domain.ts';
+import type { Settings } from '../../src-main/common/config.ts';
+import type { ReinClient } from '../services/api.ts';
+import { toApiError } from '../services/api.ts';
+import { derive } from './derive.ts';
+import type { PopupSlice, ReinState, Slice } from './types.ts';
+
+/** Longest queue kept: past it the oldest turns drop out of the popup (they stay rateable in the lists). */
+export const POPUP_QUEUE_MAX = 20;
+
+export function raisesPopup(turn: TurnSummary, settings: Settings | null): boolean {
+  if (turn.state !== 'unrated') return false;
+  if (!settings) return true;
+  return settings['popup.enabled'] && !settings['capture.paused'] && settings['popup.agents'].includes(turn.source);
+}
+
+export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
+  return (set, get) => ({
+    queue: [],
+    popupError: null,
+    enqueue: (turn) => {
+      if (!raisesPopup(turn, get().settings) || get().queue.some((t) => t.id === turn.id)) return;
+      set((s) => ({ queue: [...s.queue, turn].slice(-POPUP_QUEUE_MAX) }));
+    },
+    settle: (turn) => {
+      // Rated, ignored or expired elsewhere (the CLI, a hook, the other window): it no longer asks.
+      if (turn.state === 'unrated') set((s) => ({ queue: s.queue.map((t) => (t.id === turn.id ? turn : t)) }));
+      else set((s) => ({ queue: s.queue.filter((t) => t.id !== turn.id) }));
+    },
+    drop: (turnId) => set((s) => ({ queue: s.queue.filter((t) => t.id !== turnId) })),
+    dismiss: async (turnId) => {
+      get().drop(turnId);
+      try {
+        await client.ignoreTurn({ turnId });
+      } catch (e) {
+        set({ popupError: toApiError(e) });
+      }
+    },
+    ratePopup: async (turnId, input) => {
+      set({ popupError: null });
+      try {
+        const { rating, status } = await client.rate({ turnId, ...input });
+        get().applyRating(rating);
+        get().setStatus(status);
+        get().drop(turnId);
+      } catch (e) {
+        set({ popupError: toApiError(e) });
+      }
+    },
+  });
+}
+
+export const selectPopupTurn = (s: ReinState): TurnSummary | null => s.queue[0] ?? null;
+export const selectQueueLength = (s: ReinState) => s.queue.length;
+export const selectPopupTimeout = (s: ReinState): number => s.settings?.['popup.timeoutSeconds'] ?? 45;
+/** The agents the popup can be limited to: the defaults plus any the user added. */
+export const selectPopupAgents = derive([(s) => s.settings], (settings) => settings?.['popup.agents'] ?? []);

@@ -1,0 +1,168 @@
+// The ratings history: one filtered page of ratings, the turns they rate (fetched once each and kept), the turn
+// opened in full, and the edits (re-rate, delete, export) that reload what they change.
+import type { RatingView, Turn } from '../../src-main/common/domain.ts';
+import type { ReinClient } from '../services/api.ts';
+import { toApiError } from '../services/api.ts';
+import { derive } from './derive.ts';
+import type { RatingFilters, RatingsSlice, ReinState, Slice } from './types.ts';
+
+export const RATINGS_PAGE = 25;
+const DAY = 86_400_000;
+export const PER_DAY_DAYS = 14;
+
+/** The filters as listRatings input: a date range becomes since/until, "any" values are left out. */
+export function ratingsQuery(f: RatingFilters, page: number, now = Date.now()) {
+  return {
+    limit: RATINGS_PAGE,
+    offset: page * RATINGS_PAGE,
+    ...(f.search.trim() ? { search: f.search.trim() } : {}),
+    ...(f.kind !== 'any' ? { kind: f.kind } : {}),
+    ...(f.source !== 'any' ? { source: f.source } : {}),
+    ...(f.trained !== 'any' ? { trained: f.trained === 'yes' } : {}),
+    ...(f.days > 0 ? { since: now - f.days * DAY } : {}),
+  };
+}
+
+export const DEFAULT_FILTERS: RatingFilters = { search: '', kind: 'any', source: 'any', trained: 'any', days: 0 };
+
+export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
+  const fetchTurns = async (ratings: RatingView[], known: Record<number, Turn>) => {
+    const missing = [...new Set(ratings.map((r) => r.turnId))].filter((id) => !(id in known));
+    const got = await Promise.all(missing.map((turnId) => client.getTurn({ turnId }).catch(() => null)));
+    return Object.fromEntries(got.filter((t): t is Turn => t !== null).map((t) => [t.id, t]));
+  };
+  return (set, get) => ({
+    ratingFilters: DEFAULT_FILTERS,
+    ratingPage: 0,
+    ratingItems: [],
+    ratingTotal: 0,
+    ratingsLoaded: false,
+    ratingsError: null,
+    turnCache: {},
+    openTurnId: null,
+    exportResult: null,
+    recentRatings: [],
+    loadRecentRatings: async () => {
+      try {
+        const page = await client.listRatings({ limit: 1000, since: Date.now() - PER_DAY_DAYS * DAY });
+        set({ recentRatings: page.items });
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+    loadRatings: async () => {
+      const { ratingFilters, ratingPage } = get();
+      try {
+        const page = await client.listRatings(ratingsQuery(ratingFilters, ratingPage));
+        const turns = await fetchTurns(page.items, get().turnCache);
+        set((s) => ({ ratingItems: page.items, ratingTotal: page.total, ratingsLoaded: true, ratingsError: null, turnCache: { ...s.turnCache, ...turns } }));
+      } catch (e) {
+        set({ ratingsError: toApiError(e), ratingsLoaded: true });
+      }
+    },
+    setRatingFilters: (f) => {
+      set((s) => ({ ratingFilters: { ...s.ratingFilters, ...f }, ratingPage: 0 }));
+      void get().loadRatings();
+    },
+    setRatingPage: (page) => {
+      set({ ratingPage: Math.max(0, page) });
+      void get().loadRatings();
+    },
+    openTurn: async (turnId) => {
+      set({ openTurnId: turnId });
+      if (turnId === null) return;
+      try {
+        const turn = await client.getTurn({ turnId });
+        set((s) => ({ turnCache: { ...s.turnCache, [turnId]: turn } }));
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+    rerate: async (turnId, value) => {
+      try {
+        const { status } = await client.rate({ turnId, value });
+        get().setStatus(status);
+        // The turn's live rating changed: forget its cached copy so the list shows the new one.
+        set((s) => ({ turnCache: Object.fromEntries(Object.entries(s.turnCache).filter(([id]) => Number(id) !== turnId)) }));
+        await get().loadRatings();
+        if (get().openTurnId === turnId) await get().openTurn(turnId);
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+    deleteRating: async (ratingId) => {
+      try {
+        await client.deleteRating({ ratingId });
+        await get().loadRatings();
+        const open = get().openTurnId;
+        if (open !== null) await get().openTurn(open);
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+    deleteTurn: async (turnId) => {
+      try {
+        await client.deleteTurn({ turnId });
+        if (get().openTurnId === turnId) set({ openTurnId: null });
+        await get().loadRatings();
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+    exportRatings: async (path) => {
+      try {
+        set({ exportResult: await client.exportData({ path }), ratingsError: null });
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
+  });
+}
+
+export interface RatingRow {
+  rating: RatingView;
+  turn: Turn | null;
+}
+
+export const selectRatingRows = derive([(s) => s.ratingItems, (s) => s.turnCache], (items, cache): RatingRow[] =>
+  items.map((rating) => ({ rating, turn: cache[rating.turnId] ?? null })),
+);
+
+export const selectOpenTurn = (s: ReinState): Turn | null => (s.openTurnId === null ? null : (s.turnCache[s.openTurnId] ?? null));
+
+export const selectRatingPages = derive([(s) => s.ratingTotal, (s) => s.ratingPage], (total, page) => ({
+  page,
+  pages: Math.max(1, Math.ceil(total / RATINGS_PAGE)),
+  total,
+}));
+
+/** "Good", "Bad" or "4/5", as the lists show a rating. */
+export function ratingLabel(r: Pick<RatingView, 'kind' | 'scale'>): string {
+  if (r.kind === 'good') return 'Good';
+  if (r.kind === 'bad') return 'Bad';
+  return `${r.scale}/5`;
+}
+
+const dayKey = (t: number) => {
+  const d = new Date(t);
+  return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+};
+
+/** Good and bad ratings per local day over the last PER_DAY_DAYS days, oldest first, days without ratings as zero. */
+export function perDay(ratings: RatingView[], now = Date.now()): { day: string; good: number; bad: number }[] {
+  const days = new Map<string, { day: string; good: number; bad: number }>();
+  for (let i = PER_DAY_DAYS - 1; i >= 0; i--) {
+    const key = dayKey(now - i * DAY);
+    days.set(key, { day: key.slice(5), good: 0, bad: 0 });
+  }
+  for (const r of ratings) {
+    const d = days.get(dayKey(r.createdAt));
+    if (!d || r.undone) continue;
+    // A 1-5 score counts by the sign of its reward ((s-3)/2): 4-5 good, 1-2 bad, 3 neither.
+    if (r.value > 0) d.good++;
+    else if (r.value < 0) d.bad++;
+  }
+  return [...days.values()];
+}
+
+export const selectPerDay = derive([(s) => s.recentRatings], (ratings) => perDay(ratings));

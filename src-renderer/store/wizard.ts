@@ -1,0 +1,93 @@
+// The setup wizard's data: what the core found on this machine, the dry-run plans of the agents the user ticks, and
+// the outcome of each step. Every value comes from a core verb; nothing is guessed here.
+import type { AgentId } from '../../src-main/common/system.ts';
+import type { ReinClient } from '../services/api.ts';
+import { toApiError } from '../services/api.ts';
+import type { ReinState, Slice, WizardSlice } from './types.ts';
+
+export const WIZARD_STEPS = ['welcome', 'agents', 'model', 'preset', 'test'] as const;
+
+export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
+  return (set, get) => {
+    const guard = async (fn: () => Promise<void>) => {
+      set({ wizardError: null });
+      try {
+        await fn();
+      } catch (e) {
+        set({ wizardError: toApiError(e) });
+      }
+    };
+    return {
+      wizardStep: 'welcome',
+      agents: null,
+      hardware: null,
+      models: null,
+      modelFolders: [],
+      plans: {},
+      agentResults: {},
+      presets: null,
+      testTurn: null,
+      wizardBusy: null,
+      wizardError: null,
+      setWizardStep: (step) => set({ wizardStep: step, wizardError: null }),
+      detect: () =>
+        guard(async () => {
+          const [agents, hardware, models] = await Promise.all([
+            client.detectAgents({}),
+            client.detectHardware({}),
+            client.discoverModels({ folders: get().modelFolders }),
+          ]);
+          set({ agents, hardware, models });
+        }),
+      addModelFolder: (folder) =>
+        guard(async () => {
+          const folders = [...new Set([...get().modelFolders, folder])];
+          set({ modelFolders: folders, models: await client.discoverModels({ folders }) });
+        }),
+      planAgent: (agent: AgentId) =>
+        guard(async () => {
+          const plan = await client.planAgent({ agent });
+          set((s) => ({ plans: { ...s.plans, [agent]: plan } }));
+        }),
+      connectAgent: (agent: AgentId) =>
+        guard(async () => {
+          set({ wizardBusy: `connect:${agent}` });
+          try {
+            const r = await client.connectAgent({ agent });
+            set((s) => ({ agentResults: { ...s.agentResults, [agent]: r } }));
+            set({ agents: await client.detectAgents({}) });
+          } finally {
+            set({ wizardBusy: null });
+          }
+        }),
+      chooseModel: (path) =>
+        guard(async () => {
+          set({ wizardBusy: 'model' });
+          try {
+            const r = path === 'demo' ? await client.useDemoModel({}) : await client.useModel({ path });
+            set({ settings: r.settings });
+            await get().loadStatus();
+            set({ presets: await client.describePresets({}) });
+          } finally {
+            set({ wizardBusy: null });
+          }
+        }),
+      loadPresets: () =>
+        guard(async () => {
+          set({ presets: await client.describePresets({}) });
+        }),
+      sendTestTurn: () =>
+        guard(async () => {
+          set({ wizardBusy: 'test', testTurn: null });
+          try {
+            set({ testTurn: await client.sendTestTurn({}) });
+          } finally {
+            set({ wizardBusy: null });
+          }
+        }),
+    };
+  };
+}
+
+/** The test turn has been seen by this window's event stream: capture works end to end. */
+export const selectTestTurnArrived = (s: ReinState): boolean => s.testTurn !== null && s.turns.some((t) => t.id === s.testTurn!.turnId);

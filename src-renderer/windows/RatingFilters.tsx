@@ -1,0 +1,60 @@
+import { useEffect, useState } from 'react';
+import { useShallow } from 'zustand/shallow';
+import { useRein } from '../store/react.tsx';
+import type { RatingFilters } from '../store/types.ts';
+
+export function RatingFiltersBar() {
+  const { filters, setFilters, agents } = useRein(useShallow((s) => ({ filters: s.ratingFilters, setFilters: s.setRatingFilters, agents: s.settings?.['capture.agents'] ?? [] })));
+  const [search, setSearch] = useState(filters.search);
+  // Search as you type, once the typing pauses.
+  useEffect(() => {
+    if (search === filters.search) return;
+    const t = setTimeout(() => setFilters({ search }), 250);
+    return () => clearTimeout(t);
+  }, [search, filters.search, setFilters]);
+  return (
+    <div className="filters" role="search">
+      <label className="field grow">
+        <span>Search prompts and answers</span>
+        <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="ratings-search" />
+      </label>
+      <label className="field">
+        <span>Agent</span>
+        <select value={filters.source} onChange={(e) => setFilters({ source: e.target.value })}>
+          <option value="any">All</option>
+          {agents.map((a) => (
+            <option key={a} value={a}>
+              {a}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label className="field">
+        <span>Rating</span>
+        <select value={filters.kind} onChange={(e) => setFilters({ kind: e.target.value as RatingFilters['kind'] })}>
+          <option value="any">All</option>
+          <option value="good">Good</option>
+          <option value="bad">Bad</option>
+          <option value="scale">1-5 score</option>
+        </select>
+      </label>
+      <label className="field">
+        <span>When</span>
+        <select value={filters.days} onChange={(e) => setFilters({ days: Number(e.target.value) })}>
+          <option value={0}>Any time</option>
+          <option value={1}>Last 24 h</option>
+          <option value={7}>Last 7 days</option>
+          <option value={30}>Last 30 days</option>
+        </select>
+      </label>
+      <label className="field">
+        <span>Trained</span>
+        <select value={filters.trained} onChange={(e) => setFilters({ trained: e.target.value as RatingFilters['trained'] })}>
+          <option value="any">Either</option>
+          <option value="yes">Trained</option>
+          <option value="no">Not yet</option>
+        </select>
+      </label>
+    </div>
+  );
+}

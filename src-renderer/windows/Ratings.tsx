@@ -1,0 +1,99 @@
+// Ratings history: search and filters (agent, rating, date, trained or not), one page at a time; open a turn with its
+// full context, re-rate it, delete the rating or the turn, and export everything to a JSONL file.
+import { useEffect, useState } from 'react';
+import { useShallow } from 'zustand/shallow';
+import { useRein } from '../store/react.tsx';
+import { ratingLabel, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
+import { firstLines } from '../store/turns.ts';
+import { RatingFiltersBar } from './RatingFilters.tsx';
+import { TurnDetail } from './TurnDetail.tsx';
+
+export function Ratings() {
+  const { rows, pages, load, setPage, open, openId, error, loaded, exportRatings, exported, home } = useRein(
+    useShallow((s) => ({
+      rows: selectRatingRows(s),
+      pages: selectRatingPages(s),
+      load: s.loadRatings,
+      setPage: s.setRatingPage,
+      open: s.openTurn,
+      openId: s.openTurnId,
+      error: s.ratingsError,
+      loaded: s.ratingsLoaded,
+      exportRatings: s.exportRatings,
+      exported: s.exportResult,
+      home: s.status?.home ?? null,
+    })),
+  );
+  const total = useRein((s) => s.status?.ratings.total);
+  const [exportPath, setExportPath] = useState('');
+  useEffect(() => {
+    void load();
+  }, [load, total]);
+  return (
+    <div className="screen ratings-screen">
+      <section className="panel" aria-labelledby="ratings-title">
+        <div className="panel-row">
+          <h2 id="ratings-title">Your ratings</h2>
+          <span className="muted" data-testid="ratings-total">{pages.total} found</span>
+        </div>
+        <RatingFiltersBar />
+        {error && <p className="error" role="alert">{error.message}</p>}
+        {loaded && rows.length === 0 ? (
+          <p className="muted">No ratings match.</p>
+        ) : (
+          <ol className="turns rating-rows" data-testid="rating-rows">
+            {rows.map(({ rating, turn }) => (
+              <li key={rating.id} className={`turn${openId === rating.turnId ? ' selected' : ''}`} data-rating-id={rating.id} data-turn-id={rating.turnId}>
+                <span className={`badge ${rating.kind}`}>{ratingLabel(rating)}</span>
+                <button type="button" className="turn-text row-button" onClick={() => void open(rating.turnId)}>
+                  <span className="turn-prompt">{turn ? firstLines(turn.prompt, 1, 160).text || '(empty prompt)' : `turn ${rating.turnId}`}</span>
+                  <span className="turn-meta">
+                    {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {rating.runId === null ? 'not trained yet' : `trained in round ${rating.runId}`}
+                    {rating.tags.length > 0 && ` · ${rating.tags.join(', ')}`}
+                  </span>
+                </button>
+              </li>
+            ))}
+          </ol>
+        )}
+        {pages.pages > 1 && (
+          <div className="pager">
+            <button type="button" className="secondary" disabled={pages.page === 0} onClick={() => setPage(pages.page - 1)}>
+              Newer
+            </button>
+            <span className="muted">
+              Page {pages.page + 1} of {pages.pages}
+            </span>
+            <button type="button" className="secondary" disabled={pages.page + 1 >= pages.pages} onClick={() => setPage(pages.page + 1)}>
+              Older
+            </button>
+          </div>
+        )}
+      </section>
+      {openId !== null && <TurnDetail />}
+      <section className="panel" aria-labelledby="export-title">
+        <h2 id="export-title">Export</h2>
+        <form
+          className="export-row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void exportRatings(exportPath.trim() || `${home ?? '.'}/export-${new Date().toISOString().slice(0, 10)}.jsonl`);
+          }}
+        >
+          <label className="field grow">
+            <span>File (JSONL; empty: a dated file in {home ?? 'the Rein home'})</span>
+            <input type="text" value={exportPath} onChange={(e) => setExportPath(e.target.value)} placeholder="/path/to/ratings.jsonl" />
+          </label>
+          <button type="submit" className="secondary">
+            Export turns and ratings
+          </button>
+        </form>
+        {exported && (
+          <p className="small" role="status" data-testid="export-result">
+            Wrote {exported.turns} turns and {exported.ratings} ratings to <code className="path">{exported.path}</code>.
+          </p>
+        )}
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,61 @@
+import { useState } from 'react';
+import type { RunView } from '../../src-main/common/domain.ts';
+import { RunCurve } from '../components/charts.tsx';
+import { useRein } from '../store/react.tsx';
+import { gateSentence, runMetrics, selectRuns } from '../store/training.ts';
+
+function RunItem(props: { run: RunView; accepted: boolean | null }) {
+  const { run } = props;
+  const [open, setOpen] = useState(false);
+  const m = runMetrics(run);
+  const gate = gateSentence(m.gate, props.accepted);
+  const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
+  return (
+    <li className="run" data-run-id={run.id}>
+      <div className="run-head">
+        <span className={`badge run-${run.status}`}>{run.status}</span>
+        <span className="run-title">
+          Round {run.id} · {run.trigger} · {when}
+          {run.adapterVersion !== null && ` → v${run.adapterVersion}`}
+        </span>
+        {m.steps && m.steps.length > 1 && (
+          <button type="button" className="link" aria-expanded={open} onClick={() => setOpen(!open)}>
+            {open ? 'Hide curve' : 'Curve'}
+          </button>
+        )}
+      </div>
+      <p className="run-detail" data-testid="run-gate">
+        {run.error ?? gate ?? (run.status === 'running' ? 'Running…' : 'No evaluation recorded.')}
+      </p>
+      {m.samples && (
+        <p className="muted small">
+          {m.samples.pending} new ratings, {m.samples.replay} replayed, {m.samples.heldout} held out
+          {m.trainSeconds !== undefined && ` · ${m.trainSeconds.toFixed(1)} s`}
+          {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
+        </p>
+      )}
+      {open && m.steps && <RunCurve steps={m.steps} height={140} />}
+    </li>
+  );
+}
+
+export function RunList() {
+  const runs = useRein(selectRuns);
+  const adapters = useRein((s) => s.adapters);
+  return (
+    <section className="panel" aria-labelledby="runs-title">
+      <h2 id="runs-title">Rounds</h2>
+      {runs.length === 0 ? (
+        <p className="muted">No training rounds yet.</p>
+      ) : (
+        <ol className="runs" data-testid="runs">
+          {runs.map((r) => {
+            const a = adapters.find((x) => x.runId === r.id);
+            const accepted = a ? a.status !== 'rejected' : null;
+            return <RunItem key={r.id} run={r} accepted={accepted} />;
+          })}
+        </ol>
+      )}
+    </section>
+  );
+}

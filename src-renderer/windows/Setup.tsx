@@ -1,0 +1,102 @@
+// The setup wizard (first run, and again from the Setup tab): what this machine has, which agents to connect (with
+// the exact files that change), the model to train (or the offline demo model), a preset, and a test turn that
+// proves capture works end to end.
+import { useEffect } from 'react';
+import { useShallow } from 'zustand/shallow';
+import { useRein } from '../store/react.tsx';
+import type { WizardStep } from '../store/types.ts';
+import { selectTestTurnArrived, WIZARD_STEPS } from '../store/wizard.ts';
+import { AgentsStep, ModelStep, PresetStep } from './SetupSteps.tsx';
+
+const TITLES: Record<WizardStep, string> = { welcome: 'Welcome', agents: 'Agents', model: 'Model', preset: 'How hard to train', test: 'Test' };
+const gb = (b: number) => `${(b / 2 ** 30).toFixed(1)} GB`;
+
+function Welcome() {
+  const hw = useRein((s) => s.hardware);
+  return (
+    <>
+      <p>Rein asks you Good or Bad after your coding agent answers, and trains a small adapter for your own local model from those ratings. This takes a few steps.</p>
+      {hw ? (
+        <dl className="facts" data-testid="hardware">
+          <div><dt>Processor</dt><dd>{hw.cpuModel} · {hw.cpuCores} cores</dd></div>
+          <div><dt>Memory</dt><dd>{gb(hw.memoryBytes)} ({gb(hw.freeMemoryBytes)} free)</dd></div>
+          <div><dt>Graphics</dt><dd>{hw.gpus.length === 0 ? 'none found' : hw.gpus.map((g) => g.vendor).join(', ')}</dd></div>
+          <div>
+            <dt>Can train with</dt>
+            <dd>{hw.providers.map((p) => `${p.name}${p.bundled ? '' : ' (needs an extra install)'}`).join(', ')}</dd>
+          </div>
+        </dl>
+      ) : (
+        <p className="muted">Looking at this computer…</p>
+      )}
+    </>
+  );
+}
+
+function TestStep() {
+  const { send, result, arrived, busy, status } = useRein(
+    useShallow((s) => ({ send: s.sendTestTurn, result: s.testTurn, arrived: selectTestTurnArrived(s), busy: s.wizardBusy === 'test', status: s.status })),
+  );
+  return (
+    <>
+      <p>Send a turn through the capture server, the same way your agent's hook does. It should appear in the rating popup right away.</p>
+      <button type="button" className="primary" onClick={() => void send()} disabled={busy}>
+        {busy ? 'Sending…' : 'Send a test turn'}
+      </button>
+      {result && (
+        <p role="status" data-testid="test-result" className={arrived ? 'ok' : ''}>
+          {arrived
+            ? `Capture works: turn ${result.turnId} went through ${result.url} in ${Math.round(result.ms)} ms and reached this window.`
+            : `Posted turn ${result.turnId} to ${result.url}; waiting for it to arrive…`}
+        </p>
+      )}
+      <p className="muted small">Model: {status?.model.configured ? status.model.id : 'not chosen yet'}.</p>
+    </>
+  );
+}
+
+export function Setup() {
+  const { step, setStep, detect, error, setView } = useRein(
+    useShallow((s) => ({ step: s.wizardStep, setStep: s.setWizardStep, detect: s.detect, error: s.wizardError, setView: s.setView })),
+  );
+  useEffect(() => {
+    void detect();
+  }, [detect]);
+  const i = WIZARD_STEPS.indexOf(step);
+  return (
+    <div className="screen">
+      <section className="panel wizard" aria-labelledby="wizard-title" data-testid="wizard">
+        <ol className="steps" aria-label="Setup steps">
+          {WIZARD_STEPS.map((s, n) => (
+            <li key={s} aria-current={s === step ? 'step' : undefined} className={n < i ? 'done' : ''}>
+              <button type="button" className="step-button" onClick={() => setStep(s)}>
+                {n + 1}. {TITLES[s]}
+              </button>
+            </li>
+          ))}
+        </ol>
+        <h2 id="wizard-title">{TITLES[step]}</h2>
+        {step === 'welcome' && <Welcome />}
+        {step === 'agents' && <AgentsStep />}
+        {step === 'model' && <ModelStep />}
+        {step === 'preset' && <PresetStep />}
+        {step === 'test' && <TestStep />}
+        {error && <p className="error" role="alert">{error.message}</p>}
+        <div className="wizard-nav">
+          <button type="button" className="secondary" disabled={i === 0} onClick={() => setStep(WIZARD_STEPS[i - 1]!)}>
+            Back
+          </button>
+          {i < WIZARD_STEPS.length - 1 ? (
+            <button type="button" className="primary" onClick={() => setStep(WIZARD_STEPS[i + 1]!)}>
+              Next
+            </button>
+          ) : (
+            <button type="button" className="primary" onClick={() => setView('rate')}>
+              Done
+            </button>
+          )}
+        </div>
+      </section>
+    </div>
+  );
+}

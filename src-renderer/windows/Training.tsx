@@ -1,0 +1,69 @@
+// The training dashboard: pending ratings against the threshold with Train now, the live progress of a round with
+// cancel, the baseline and per-day charts, and each run with its curve and the eval gate's verdict in words.
+import { useEffect } from 'react';
+import { useShallow } from 'zustand/shallow';
+import { EmaChart, PerDayChart } from '../components/charts.tsx';
+import { useRein } from '../store/react.tsx';
+import { selectPerDay } from '../store/ratings.ts';
+import { selectPendingProgress } from '../store/status.ts';
+import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
+import { LiveRun } from './LiveRun.tsx';
+import { RunList } from './RunList.tsx';
+
+export function Training() {
+  const { pending, view, starting, error, start, ema, days, load, live } = useRein(
+    useShallow((s) => ({
+      pending: selectPendingProgress(s),
+      view: selectTrainingView(s),
+      live: selectLiveProgress(s),
+      starting: s.trainingStarting,
+      error: s.trainingError,
+      start: s.startTraining,
+      ema: s.ema,
+      days: selectPerDay(s),
+      load: s.loadRecentRatings,
+    })),
+  );
+  const loadEma = useRein((s) => s.loadEma);
+  const total = useRein((s) => s.status?.ratings.total ?? 0);
+  useEffect(() => {
+    void load();
+    void loadEma();
+  }, [load, loadEma, total]);
+  return (
+    <div className="screen training-screen">
+      <section className="panel" aria-labelledby="next-round">
+        <div className="panel-row">
+          <h2 id="next-round">Next round</h2>
+          <button type="button" className="primary" onClick={() => void start()} disabled={starting || view.kind === 'running'}>
+            {starting ? 'Starting…' : 'Train now'}
+          </button>
+        </div>
+        <p className="big-number" data-testid="dash-pending">
+          {pending ? `${pending.pending} of ${pending.threshold}` : '…'} <span className="muted">ratings waiting</span>
+        </p>
+        {pending && <progress className="meter wide" max={pending.threshold} value={Math.min(pending.pending, pending.threshold)} aria-label="Pending ratings toward the training threshold" />}
+        <p className="muted" aria-live="polite" data-testid="training-state">
+          {view.kind === 'unavailable' && <span className="unavailable">{view.message}</span>}
+          {view.kind === 'running' && `Training (${view.phase}), ${Math.round(view.fraction * 100)}%`}
+          {view.kind === 'idle' && 'A round starts by itself when the count reaches the threshold (if automatic training is on), or now with Train now.'}
+          {error && <span className="error"> {error.message}</span>}
+        </p>
+      </section>
+      {live && <LiveRun progress={live} />}
+      <div className="chart-grid">
+        <section className="panel" aria-labelledby="ema-title">
+          <h2 id="ema-title">Baseline over time</h2>
+          <p className="muted small">The running average of your ratings (+1 good, −1 bad). A round compares each answer against it.</p>
+          {ema.length > 1 ? <EmaChart points={ema} /> : <p className="empty-chart">Rate a few answers to see the line.</p>}
+        </section>
+        <section className="panel" aria-labelledby="days-title">
+          <h2 id="days-title">Ratings per day</h2>
+          <p className="muted small">The last 14 days.</p>
+          {days.some((d) => d.good + d.bad > 0) ? <PerDayChart days={days} /> : <p className="empty-chart">No ratings in the last 14 days.</p>}
+        </section>
+      </div>
+      <RunList />
+    </div>
+  );
+}
