@@ -129,7 +129,7 @@ function fakeClient(turns: TurnSummary[] = []) {
 }
 
 describe('store', () => {
-  it('init loads status, turns, settings and runs', async () => {
+  it('init loads status, turns, settings, runs, adapters and the EMA history', async () => {
     const f = fakeClient([turn(2), turn(1)]);
     const store = createReinStore(f.client);
     await store.getState().init();
@@ -138,7 +138,7 @@ describe('store', () => {
     expect(s.turns.map((t) => t.id)).toEqual([2, 1]);
     expect(s.turnsLoaded).toBe(true);
     expect(s.settings?.['capture.paused']).toBe(false);
-    expect(new Set(f.calls)).toEqual(new Set(['status', 'listTurns', 'getSettings', 'listRuns']));
+    expect(new Set(f.calls)).toEqual(new Set(['status', 'listTurns', 'getSettings', 'listRuns', 'listAdapters', 'emaHistory']));
   });
 
   it('rate marks the turn rated and takes the status from the reply', async () => {

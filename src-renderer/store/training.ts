@@ -113,5 +113,5 @@ export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | 
 }
 
 function fmtSmall(x: number): string {
-  return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : x.toPrecision(2);
+  return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : String(Number(x.toPrecision(2)));
 }

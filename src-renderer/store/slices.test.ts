@@ -1,0 +1,184 @@
+// The slices added for the popup, ratings history, adapters and training dashboard, and their selectors, against a
+// recording client that answers per verb (the real core behind them is covered by the e2e suite in Chromium).
+import { describe, expect, it } from 'vitest';
+import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
+import { defaultSettings } from '../../src-main/common/config.ts';
+import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
+import type { ReinClient } from '../services/api.ts';
+import { rollbackSummary, selectActiveAdapter } from './adapters.ts';
+import { createReinStore } from './index.ts';
+import { POPUP_QUEUE_MAX, raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
+import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
+import { gateSentence, selectLiveProgress } from './training.ts';
+
+const turn = (id: number, over: Partial<TurnSummary> = {}): TurnSummary => ({
+  id,
+  source: 'claude-code',
+  session: 's',
+  eventId: `e${id}`,
+  createdAt: id,
+  model: null,
+  promptPreview: 'p',
+  responsePreview: 'r',
+  state: 'unrated',
+  rating: null,
+  onPolicy: false,
+  ...over,
+});
+const rating = (id: number, over: Partial<RatingView> = {}): RatingView => ({
+  id,
+  turnId: id,
+  kind: 'good',
+  value: 1,
+  scale: null,
+  correction: null,
+  tags: [],
+  comment: null,
+  rater: 'me',
+  modelId: 'default',
+  createdAt: Date.now(),
+  undone: false,
+  runId: null,
+  ...over,
+});
+
+function recordingClient(answers: Partial<Record<keyof ReinApi, (input: never) => unknown>>) {
+  const calls: [string, unknown][] = [];
+  const on: Subscribe = () => () => {};
+  const client = new Proxy({ on } as ReinClient, {
+    get: (t, key: string) => {
+      if (key === 'on') return t.on;
+      if (key === 'onConnection') return undefined;
+      return async (input: unknown) => {
+        calls.push([key, input]);
+        const f = answers[key as keyof ReinApi];
+        if (!f) throw new Error(`unexpected verb ${key}`);
+        return f(input as never);
+      };
+    },
+  });
+  return { client, calls };
+}
+
+describe('popup slice', () => {
+  it('queues unrated turns oldest first, skips what the settings exclude, and drops rated or ignored ones', () => {
+    const store = createReinStore(recordingClient({}).client);
+    const s = () => store.getState();
+    s().applySettings({});
+    store.setState({ settings: { ...defaultSettings(), 'popup.agents': ['claude-code'] } });
+    s().enqueue(turn(1));
+    s().enqueue(turn(2, { source: 'codex' }));
+    s().enqueue(turn(3));
+    s().enqueue(turn(3));
+    expect(s().queue.map((t) => t.id)).toEqual([1, 3]);
+    expect(selectPopupTurn(s())?.id).toBe(1);
+    s().settle(turn(1, { state: 'rated' }));
+    expect(selectPopupTurn(s())?.id).toBe(3);
+    expect(selectQueueLength(s())).toBe(1);
+    store.setState({ settings: { ...defaultSettings(), 'capture.paused': true } });
+    expect(raisesPopup(turn(9), s().settings)).toBe(false);
+    store.setState({ settings: defaultSettings() });
+    for (let i = 10; i < 10 + POPUP_QUEUE_MAX + 3; i++) s().enqueue(turn(i));
+    expect(s().queue.length).toBe(POPUP_QUEUE_MAX);
+  });
+
+  it('dismiss counts the turn as ignored; a rating with a correction and tags goes to rate and leaves the queue', async () => {
+    const r = rating(4, { correction: 'better' });
+    const { client, calls } = recordingClient({
+      ignoreTurn: () => ({ turn: turn(5, { state: 'ignored' }) }),
+      rate: () => ({ rating: r, status: null }),
+    });
+    const store = createReinStore(client);
+    const s = () => store.getState();
+    s().enqueue(turn(4));
+    s().enqueue(turn(5));
+    await s().dismiss(5);
+    expect(calls).toContainEqual(['ignoreTurn', { turnId: 5 }]);
+    await s().ratePopup(4, { value: 4, correction: 'better', tags: ['style'] });
+    expect(calls).toContainEqual(['rate', { turnId: 4, value: 4, correction: 'better', tags: ['style'] }]);
+    expect(s().queue).toEqual([]);
+    expect(s().popupError).toBeNull();
+  });
+});
+
+describe('ratings history', () => {
+  it('turns filters into a listRatings query', () => {
+    expect(ratingsQuery(DEFAULT_FILTERS, 0)).toEqual({ limit: RATINGS_PAGE, offset: 0 });
+    expect(ratingsQuery({ search: ' parser ', kind: 'bad', source: 'codex', trained: 'no', days: 7 }, 2, 1_000_000_000)).toEqual({
+      limit: RATINGS_PAGE,
+      offset: 2 * RATINGS_PAGE,
+      search: 'parser',
+      kind: 'bad',
+      source: 'codex',
+      trained: false,
+      since: 1_000_000_000 - 7 * 86_400_000,
+    });
+  });
+
+  it('loads a page with each rated turn fetched once, and a re-rate reloads the page', async () => {
+    const items = [rating(1), rating(2, { turnId: 1, kind: 'bad', value: -1 })];
+    const { client, calls } = recordingClient({
+      listRatings: () => ({ items, total: 2 }),
+      getTurn: (i: { turnId: number }) => ({ ...turn(i.turnId), prompt: 'full prompt', response: 'full', context: [], tokens: null, logprobs: null, adapterVersion: null, truncated: false }),
+      rate: () => ({ rating: rating(3), status: { ratings: {} } }),
+    });
+    const store = createReinStore(client);
+    await store.getState().loadRatings();
+    expect(calls.filter(([v]) => v === 'getTurn')).toEqual([['getTurn', { turnId: 1 }]]);
+    expect(selectRatingRows(store.getState()).map((r) => r.turn?.prompt)).toEqual(['full prompt', 'full prompt']);
+    await store.getState().rerate(1, 'good');
+    expect(calls.filter(([v]) => v === 'listRatings').length).toBe(2);
+  });
+
+  it('counts ratings per local day by the sign of the reward, with empty days as zero', () => {
+    const now = new Date(2026, 10, 20, 12).getTime();
+    const days = perDay([rating(1, { createdAt: now }), rating(2, { createdAt: now, kind: 'scale', value: -0.5 }), rating(3, { createdAt: now - 86_400_000, kind: 'scale', value: 0 })], now);
+    expect(days.length).toBe(14);
+    expect(days.at(-1)).toEqual({ day: '11-20', good: 1, bad: 1 });
+    expect(days.at(-2)).toEqual({ day: '11-19', good: 0, bad: 0 });
+  });
+});
+
+describe('training and adapters', () => {
+  it('says the gate verdict in words with the numbers behind it', () => {
+    const gate = { heldout: 12, accuracy: 0.81, previousAccuracy: 0.62, kl: 0.004, klBudget: 0.01 };
+    expect(gateSentence(gate, true)).toBe('activated: preference accuracy 0.81 > 0.62; KL 0.004 ≤ 0.01 (12 held-out turns)');
+    expect(gateSentence({ ...gate, previousAccuracy: null, accuracy: 0.4 }, false)).toBe('rejected: preference accuracy 0.40 ≤ 0.50 (chance); KL 0.004 ≤ 0.01 (12 held-out turns)');
+    expect(gateSentence({ ...gate, accuracy: null }, null)).toBeNull();
+  });
+
+  it('keeps a live curve per run from progress events, and clears the live view when the round ends', () => {
+    const { client } = recordingClient({ listRuns: () => [] });
+    const store = createReinStore(client);
+    const p = (runId: number, step: number, phase: 'training' | 'done' = 'training') => ({ runId, phase, step, steps: 4, loss: 1 / (step + 1), kl: 0.01 * step, clipFraction: 0, tokensPerSecond: 100, etaSeconds: 1 });
+    store.getState().setProgress(p(1, 1));
+    store.getState().setProgress(p(1, 2));
+    expect(store.getState().liveCurve.map((x) => x.step)).toEqual([1, 2]);
+    store.getState().setProgress(p(2, 1));
+    expect(store.getState().liveCurve.map((x) => x.step)).toEqual([1]);
+    expect(selectLiveProgress(store.getState())?.runId).toBe(2);
+    store.getState().setProgress(p(2, 4, 'done'));
+    expect(selectLiveProgress(store.getState())).toBeNull();
+  });
+
+  it('rollback reloads adapters and status; the confirmation says what changes', async () => {
+    const v = (version: number, status: AdapterView['status']): AdapterView => ({ id: version, modelId: 'm', version, status, path: `/h/v${version}`, runId: version, parentVersion: null, createdAt: 1, emaValue: 0, metrics: null, reason: null, publish: {} });
+    let list = [v(2, 'active'), v(1, 'inactive')];
+    const { client, calls } = recordingClient({
+      rollback: () => {
+        list = [v(2, 'rolled_back'), v(1, 'active')];
+        return {};
+      },
+      listAdapters: () => list,
+      status: () => ({ activeAdapter: { version: 1 } }),
+      emaHistory: () => [],
+    });
+    const store = createReinStore(client);
+    await store.getState().loadAdapters();
+    expect(rollbackSummary(1, selectActiveAdapter(store.getState()))).toMatch(/^v2 stops being used and v1 becomes active/);
+    await store.getState().rollback(1);
+    expect(calls[1]).toEqual(['rollback', { version: 1 }]);
+    expect(selectActiveAdapter(store.getState())?.version).toBe(1);
+    expect(store.getState().adapterBusy).toBeNull();
+  });
+});
