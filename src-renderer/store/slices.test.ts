@@ -2,7 +2,7 @@
 // recording client that answers per verb (the real core behind them is covered by the e2e suite in Chromium).
 import { describe, expect, it } from 'vitest';
 import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
-import { defaultSettings } from '../../src-main/common/config.ts';
+import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { rollbackSummary, selectActiveAdapter } from './adapters.ts';
@@ -10,6 +10,10 @@ import { createReinStore } from './index.ts';
 import { POPUP_QUEUE_MAX, raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
 import { gateSentence, selectLiveProgress } from './training.ts';
+
+// The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
+const defaultSettings = (): Settings =>
+  ({ 'popup.enabled': true, 'popup.timeoutSeconds': 45, 'capture.paused': false, 'popup.agents': ['claude-code', 'codex', 'openclaw', 'proxy', 'api'] }) as Settings;
 
 const turn = (id: number, over: Partial<TurnSummary> = {}): TurnSummary => ({
   id,
