@@ -3,8 +3,11 @@ import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
 import type { RatingFilters } from '../store/types.ts';
 
+// One shared empty list: a new [] per call would make useShallow see a change on every render.
+const NO_AGENTS: string[] = [];
+
 export function RatingFiltersBar() {
-  const { filters, setFilters, agents } = useRein(useShallow((s) => ({ filters: s.ratingFilters, setFilters: s.setRatingFilters, agents: s.settings?.['capture.agents'] ?? [] })));
+  const { filters, setFilters, agents } = useRein(useShallow((s) => ({ filters: s.ratingFilters, setFilters: s.setRatingFilters, agents: s.settings?.['capture.agents'] ?? NO_AGENTS })));
   const [search, setSearch] = useState(filters.search);
   // Search as you type, once the typing pauses.
   useEffect(() => {

@@ -6,11 +6,11 @@ import { ratingLabel, selectOpenTurn } from '../store/ratings.ts';
 
 /** One turn in full: its context, prompt and answer, its rating, and the edits. */
 export function TurnDetail() {
-  const { turn, close, rerate, deleteRating, deleteTurn } = useRein(
-    useShallow((s) => ({ turn: selectOpenTurn(s), close: () => void s.openTurn(null), rerate: s.rerate, deleteRating: s.deleteRating, deleteTurn: s.deleteTurn })),
+  const { turn, openTurn, rerate, deleteRating, deleteTurn } = useRein(
+    useShallow((s) => ({ turn: selectOpenTurn(s), openTurn: s.openTurn, rerate: s.rerate, deleteRating: s.deleteRating, deleteTurn: s.deleteTurn })),
   );
   const [confirmDelete, setConfirmDelete] = useState(false);
-  if (!turn) return <section className="panel">Loading the turn…</section>;
+  if (!turn) return <section className="panel muted">Loading the turn…</section>;
   const r = turn.rating;
   return (
     <section className="panel turn-detail" aria-labelledby="detail-title" data-testid="turn-detail">
@@ -18,7 +18,7 @@ export function TurnDetail() {
         <h2 id="detail-title">
           {turn.source} {turn.session ? `· ${turn.session}` : ''}
         </h2>
-        <button type="button" className="secondary" onClick={close}>
+        <button type="button" className="secondary" onClick={() => void openTurn(null)}>
           Close
         </button>
       </div>
