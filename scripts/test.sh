@@ -24,5 +24,12 @@ if [ -f e2e/vitest.config.ts ]; then
   npx vitest run --config e2e/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/e2e.json" || status=1
 fi
 
+if [ -f e2e/agents/vitest.config.ts ]; then
+  echo "== e2e agents (real Claude Code, Codex and OpenClaw, offline in network namespaces)"
+  # The clients are installed apart from the app, in e2e/node_modules (its own lockfile).
+  if [ -f e2e/package-lock.json ]; then npm ci --prefix e2e --no-audit --no-fund || status=1; else npm install --prefix e2e --no-audit --no-fund || status=1; fi
+  npx vitest run --config e2e/agents/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/agents.json" || status=1
+fi
+
 node scripts/summarize-tests.mjs "$out"/*.json || status=1
 exit $status

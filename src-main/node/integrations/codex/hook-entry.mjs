@@ -241,6 +241,12 @@ async function readStdin(stdin) {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+// Codex 0.169's `codex exec` prints a blocked prompt as "hook: UserPromptSubmit Blocked" without the reason
+// (verified in e2e/agents, with and without `systemMessage`); the rating is recorded all the same.
+function blockDecision(reason) {
+  return JSON.stringify({ decision: 'block', reason }) + '\n';
+}
+
 /** A hooks.json command hook: prints the server's decision (a block for `/rl`), else nothing; always exits 0. */
 export async function codexHook(stdin, out, dir) {
   let text;
@@ -257,12 +263,12 @@ export async function codexHook(stdin, out, dir) {
   try {
     if (target === null) throw new Error('Rein is not running');
     const answer = await postHook(target, '/hooks/codex', text, HOOK_TIMEOUT_MS);
-    if (answer?.decision === 'block') out(JSON.stringify({ decision: 'block', reason: answer.reason }) + '\n');
+    if (answer?.decision === 'block') out(blockDecision(answer.reason));
     return 0;
   } catch (e) {
     log(dir, `codex-hook: ${e.message}`);
     if (payload.hook_event_name === 'UserPromptSubmit' && typeof payload.prompt === 'string' && RL.test(payload.prompt)) {
-      out(JSON.stringify({ decision: 'block', reason: 'Rein is not running, so /rl was not recorded. Start Rein and try again.' }) + '\n');
+      out(blockDecision('Rein is not running, so /rl was not recorded. Start Rein and try again.'));
     } else if (payload.hook_event_name === 'Stop') {
       spool(dir, text);
     }
