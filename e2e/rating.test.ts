@@ -55,6 +55,9 @@ const turn = (n: number, over: Record<string, unknown> = {}) => ({
 describe('rating flow in Chromium against rein serve', () => {
   it('opens the address with the token and then drops the token from the URL', async () => {
     await page.goto(serve.openUrl);
+    // No model on this home: the first run opens the setup wizard; this suite rates from the Rate screen.
+    await page.getByTestId('wizard').waitFor();
+    await page.getByRole('button', { name: 'Rate', exact: true }).click();
     await page.getByText('No answers to rate yet').waitFor();
     expect(page.url()).not.toContain('token');
     expect(await page.getByTestId('count-good').textContent()).toBe('0');
@@ -162,16 +165,18 @@ describe('rating flow in Chromium against rein serve', () => {
     restarting = false;
   });
 
-  it('works from the keyboard alone: Tab reaches Good first, Enter rates', async () => {
+  it('works from the keyboard alone: Tab reaches the card\'s Good after the screen tabs, Enter rates', async () => {
     expect((await serve.post('/v1/turns', turn(5))).status).toBe(201);
     await page.getByTestId('rating-card').getByText('Refactor the parser (5)', { exact: false }).waitFor();
     // A click on the empty top-left corner puts the focus starting point before everything, as on a fresh page.
     await page.mouse.click(2, 2);
-    await page.keyboard.press('Tab');
-    expect(await page.evaluate<string>('document.activeElement.textContent.trim()')).toMatch(/^Good/);
+    // The screen tabs come first, then the card: Tab until the card's Good button has the focus.
+    const focused = () => page.evaluate<string>('document.activeElement.closest("[data-testid=rating-card]") ? document.activeElement.textContent.trim() : ""');
+    for (let i = 0; i < 12 && !/^Good/.test(await focused()); i++) await page.keyboard.press('Tab');
+    expect(await focused()).toMatch(/^Good/);
     await page.keyboard.press('Enter');
     await expect.poll(() => page.getByTestId('count-good').textContent()).toBe('3');
-    expect(await page.getByRole('button', { name: /^Good/ }).getAttribute('aria-pressed')).toBe('true');
+    expect(await page.getByTestId('rating-card').getByRole('button', { name: /^Good/ }).getAttribute('aria-pressed')).toBe('true');
   });
 
   it('a page opened without the token says how to get in, and calls nothing', async () => {

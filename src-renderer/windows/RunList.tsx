@@ -13,7 +13,8 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   return (
     <li className="run" data-run-id={run.id}>
       <div className="run-head">
-        <span className={`badge run-${run.status}`}>{run.status}</span>
+        {/* A round that finished but whose version the gate turned down reads as rejected, not "succeeded". */}
+        <span className={`badge run-${props.accepted === false ? 'failed' : run.status}`}>{props.accepted === false ? 'rejected' : run.status}</span>
         <span className="run-title">
           Round {run.id} · {run.trigger} · {when}
           {run.adapterVersion !== null && ` → v${run.adapterVersion}`}
