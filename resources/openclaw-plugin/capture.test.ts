@@ -50,6 +50,28 @@ describe('OpenClaw plugin', () => {
     expect(posts).toHaveLength(2);
   });
 
+  it('agent_end alone (gateway and agent run in separate plugin instances) is captured from its own messages; /rl then leaves the turn to Rein', async () => {
+    // The agent_end shape recorded from OpenClaw 2026.9 through chat.send (e2e/agents/artifacts).
+    const S = 'agent:main:main';
+    const { plugin, posts } = setup();
+    await plugin.onAgentEnd(
+      {
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'Say hi to the e2e suite' }], timestamp: 1, idempotencyKey: 'e2e-1:user' },
+          { role: 'assistant', content: [{ type: 'text', text: 'Hi, suite.' }], stopReason: 'stop' },
+        ],
+        success: true,
+        durationMs: 5819,
+        runId: 'e2e-1',
+      },
+      { sessionKey: S, senderId: 'cli', channelId: 'webchat' },
+    );
+    expect(posts).toEqual([{ kind: 'turn', sessionKey: S, runId: 'e2e-1', prompt: 'Say hi to the e2e suite', response: 'Hi, suite.', channel: 'webchat', senderId: 'cli' }]);
+    const other = setup();
+    expect((await other.plugin.onCommand({ args: 'good', senderId: 'cli', sessionKey: S })).text).toBe('ok command');
+    expect(other.posts[0]).toEqual({ kind: 'command', sessionKey: S, args: 'good', rater: 'openclaw:cli', adminAllowed: false });
+  });
+
   it('without agent_end, message_sent chunks are posted after a quiet spell', async () => {
     const { plugin, posts } = setup();
     await plugin.onMessageReceived({ from: 'Alice', content: 'hi', messageId: '1' }, ctx('u1'));

@@ -106,8 +106,8 @@ export function createReinPlugin(opts: { config: ReinPluginConfig; post: Post; l
   const sessionOf = (event: Obj, ctx: EventCtx) => str(ctx.sessionKey) ?? str(event.sessionKey);
   const allowedRater = (who: string[]) => who.some((w) => config.raters?.includes(w));
 
-  async function capture(sessionKey: string, runId: string, response: string, messageIds: string[]): Promise<CapturedTurn | null> {
-    const p = prompts.get(sessionKey);
+  async function capture(sessionKey: string, runId: string, response: string, messageIds: string[], fallback?: Prompt): Promise<CapturedTurn | null> {
+    const p = prompts.get(sessionKey) ?? fallback;
     if (!p || response.trim() === '') return null;
     prompts.delete(sessionKey);
     try {
@@ -182,6 +182,12 @@ export function createReinPlugin(opts: { config: ReinPluginConfig; post: Post; l
       if (!sessionKey || event.success === false) return;
       const messages = Array.isArray(event.messages) ? (event.messages as Obj[]) : [];
       const lastUser = messages.findLastIndex((m) => m?.role === 'user');
+      // The gateway (message_received) and the agent run (agent_end) may be separate plugin instances, so this
+      // instance may hold no prompt for the session (seen with OpenClaw 2026.9 through chat.send): agent_end's own
+      // last user message is the prompt then.
+      const userText = lastUser >= 0 ? textOf(messages[lastUser]!.content) : '';
+      const fallback: Prompt | undefined =
+        userText.trim() === '' ? undefined : { text: userText, senderId: str(ctx.senderId), senderName: undefined, channel: str(ctx.channelId), at: now() };
       const reply = messages
         .slice(lastUser + 1)
         .filter((m) => m?.role === 'assistant')
@@ -191,7 +197,7 @@ export function createReinPlugin(opts: { config: ReinPluginConfig; post: Post; l
       const c = chunks.get(sessionKey);
       chunks.delete(sessionKey);
       if (c?.timer) clearTimeout(c.timer);
-      const t = await track(capture(sessionKey, str(event.runId) ?? `run-${now()}-${++runCounter}`, reply, c?.ids ?? []));
+      const t = await track(capture(sessionKey, str(event.runId) ?? `run-${now()}-${++runCounter}`, reply, c?.ids ?? [], fallback));
       if (t) lastCaptured.set(sessionKey, t);
     },
 
@@ -223,9 +229,12 @@ export function createReinPlugin(opts: { config: ReinPluginConfig; post: Post; l
       const args = str(ctx.args) ?? '';
       const raterAllowed = allowedRater([sender]);
       let turnId: number | undefined;
-      if (!raterAllowed) {
+      const known = turnsBySession.get(sessionKey) ?? [];
+      // An instance that captured nothing in this session (the command runs in the gateway, the capture in the
+      // agent run) leaves the choice to Rein: the newest unrated turn of the session.
+      if (!raterAllowed && known.length > 0) {
         // Group chats: a sender rates their own newest reply, never someone else's.
-        const mine = (turnsBySession.get(sessionKey) ?? []).filter((t) => t.senderId === sender).at(-1);
+        const mine = known.filter((t) => t.senderId === sender).at(-1);
         turnId = mine?.turnId;
         const rating = /^\s*(good|bad|fix|[1-5]|\u{1F44D}|\u{1F44E})/iu.test(args);
         if (rating && turnId === undefined) return { text: 'Rein: there is no reply to a message of yours here to rate.' };
