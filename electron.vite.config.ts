@@ -14,7 +14,12 @@ export default defineConfig({
       outDir: path.join(root, 'out/main'),
       externalizeDeps: true,
       rollupOptions: {
-        input: { index: path.join(root, 'src-main/electron-main/index.ts') },
+        // The trainer worker is a second entry: the scheduler forks it (out/main/worker.js) with Electron's binary
+        // as Node, since the bundle has no worker.ts beside it.
+        input: {
+          index: path.join(root, 'src-main/electron-main/index.ts'),
+          worker: path.join(root, 'src-main/node/training/worker.ts'),
+        },
         external: NATIVE,
       },
     },

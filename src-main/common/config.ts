@@ -7,7 +7,7 @@ interface SettingDef<S extends z.ZodType> {
   schema: S;
   default: z.infer<S>;
   help: string;
-  group: 'capture' | 'training' | 'popup' | 'server' | 'adapters' | 'model';
+  group: 'capture' | 'training' | 'popup' | 'server' | 'adapters' | 'model' | 'app';
 }
 
 function def<S extends z.ZodType>(schema: S, dflt: z.infer<S>, group: SettingDef<S>['group'], help: string): SettingDef<S> {
@@ -162,6 +162,7 @@ export const SETTINGS = {
     'adapters',
     'Write a merged GGUF (base + adapter) per version into LM Studio\'s models folder (null: ~/.lmstudio/models).',
   ),
+  'app.startAtLogin': def(z.boolean(), false, 'app', 'Start the Rein app (tray only, no window) when you log in.'),
   'model.active': def(
     z.string().min(1).max(4096).nullable(),
     null,

@@ -32,6 +32,13 @@ export interface SchedulerDeps {
 
 export const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
+// The Electron shell is one bundle with no worker.ts beside it: it builds the worker as its own entry and names
+// that file here at start-up (electron.vite.config.ts, src-main/electron-main/index.ts).
+let workerEntry = WORKER_PATH;
+export function setWorkerEntry(file: string): void {
+  workerEntry = file;
+}
+
 /** Idle: the 1-minute load average is below a third of the cores (other work leaves room for training). */
 export function machineIdle(): boolean {
   return os.loadavg()[0]! < os.availableParallelism() / 3;
@@ -118,8 +125,9 @@ export class Scheduler {
       throw e;
     }
     writeTrainingLock(this.d.home, { pid: process.pid, runId: run.id });
-    const proc = fork(this.d.workerPath ?? WORKER_PATH, [this.d.home.dir, String(run.id)], {
-      // Electron's binary runs as plain Node for the worker.
+    const proc = fork(this.d.workerPath ?? workerEntry, [this.d.home.dir, String(run.id)], {
+      // Electron's binary (process.execPath, fork's default) runs as plain Node for the worker.
+      execPath: process.execPath,
       env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',

@@ -1,0 +1,62 @@
+// The tray popup: a small frameless window over the renderer's `?window=popup`, shown with showInactive() so it
+// never takes focus from the editor or terminal the user is typing in. The main process keeps its own copy of the
+// popup's queue from the core's events (the preload stays verbs-only): a captured turn from a source in
+// popup.agents adds one, and a rating, an ignore (the popup's timeout), or a delete removes one; an empty queue hides it.
+import type { Settings } from '../common/config.ts';
+import type { Core } from '../node/core/types.ts';
+
+export interface PopupWindow {
+  showInactive(): void;
+  hide(): void;
+}
+
+type PopupSettings = Pick<Settings, 'popup.enabled' | 'popup.agents' | 'capture.paused'>;
+
+export class PopupQueue {
+  private readonly pending = new Set<number>();
+  private settings: PopupSettings;
+  private readonly offs: (() => void)[];
+  private readonly win: PopupWindow;
+
+  constructor(core: Core, win: PopupWindow, settings: PopupSettings) {
+    this.win = win;
+    this.settings = { 'popup.enabled': settings['popup.enabled'], 'popup.agents': settings['popup.agents'], 'capture.paused': settings['capture.paused'] };
+    this.offs = [
+      core.on('turnCaptured', (t) => {
+        if (t.state !== 'unrated' || !this.wanted(t.source)) return;
+        this.pending.add(t.id);
+        this.win.showInactive();
+      }),
+      core.on('ratingAdded', ({ rating }) => this.remove(rating.turnId)),
+      core.on('turnUpdated', (t) => {
+        if (t.state !== 'unrated') this.remove(t.id);
+      }),
+      core.on('turnDeleted', ({ turnId }) => this.remove(turnId)),
+      core.on('settingsChanged', (changed) => {
+        for (const k of ['popup.enabled', 'popup.agents', 'capture.paused'] as const) {
+          if (changed[k] !== undefined) (this.settings as Record<string, unknown>)[k] = changed[k];
+        }
+        // Do not disturb, or the popup switched off: it goes away now; its turns stay unrated in the store.
+        if (!this.settings['popup.enabled'] || this.settings['capture.paused']) this.win.hide();
+      }),
+    ];
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  private wanted(source: string): boolean {
+    const s = this.settings;
+    return s['popup.enabled'] && !s['capture.paused'] && s['popup.agents'].includes(source);
+  }
+
+  private remove(turnId: number): void {
+    if (!this.pending.delete(turnId)) return;
+    if (this.pending.size === 0) this.win.hide();
+  }
+
+  dispose(): void {
+    for (const off of this.offs) off();
+  }
+}
