@@ -64,10 +64,12 @@ try {
   out.ratings = await ratingsOf(server, 'claude-code');
 
   // d. Rein down: the turn still completes; then Rein back up captures again.
+  // The best of two each way, so one slow start on a loaded machine does not pass for Rein's cost.
+  const up = [await claude('A turn with Rein up, for timing?'), await claude('A turn with Rein up, for timing?')];
   await server.stop();
-  const up = await claude('A turn with Rein up, for timing?');
-  const down = await claude('A turn while Rein is down?');
-  out.down = { code: down.code, ms: down.ms, upMs: up.ms, result: result(down).result };
+  const downs = [await claude('A turn while Rein is down?'), await claude('A turn while Rein is down?')];
+  const down = downs.reduce((a, b) => (b.ms < a.ms ? b : a));
+  out.down = { code: Math.max(...downs.map((d) => d.code ?? 1)), ms: down.ms, upMs: Math.min(...up.map((u) => u.ms)), result: result(down).result };
   server = await startRein(s, port);
   const back = await claude('A turn after Rein is back?');
   out.back = { code: back.code, result: result(back).result };
