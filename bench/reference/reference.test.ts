@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromBase, fuse, loraScale, loraSpec } from '../../src-main/common/engine/lora.ts';
-import { llamaLinearParams } from '../../src-main/common/engine/models/llama.ts';
+import { modelLinearParams } from '../../src-main/common/engine/models/registry.ts';
 import { Rng } from '../../src-main/common/engine/rng.ts';
 import { loadHfModel } from '../../src-main/node/engine/hf.ts';
 import { savePeftAdapter } from '../../src-main/node/engine/peft.ts';
@@ -80,7 +80,7 @@ const chatIds = [151644, 872, 198, 9707, 1879, 151645];
 function prepareAdapters(): number {
   const m = loadHfModel(qwenDir, { tokenizer: false });
   const spec = loraSpec({ r: 4, alpha: 8, rslora: true, targets: ['q_proj', 'v_proj', 'down_proj'] });
-  const adapter = fromBase(llamaLinearParams(m.config), spec, 7);
+  const adapter = fromBase(modelLinearParams(m.config), spec, 7);
   savePeftAdapter(path.join(root, 'fresh'), adapter, { baseModel: qwenDir });
   const rng = new Rng(8);
   for (const p of adapter.pairs) rng.fillNormal(p.b, 0.05);

@@ -8,7 +8,7 @@ import { runCli } from '../dispatch.ts';
 import type { CliIO } from '../dispatch.ts';
 import { writeTinyModel } from '../../node/engine/tiny.ts';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { llamaLinearParams } from '../../common/engine/models/llama.ts';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { loadHfModel } from '../../node/engine/hf.ts';
 import { savePeftAdapter } from '../../node/engine/peft.ts';
 import './gguf.ts';
@@ -43,7 +43,7 @@ describe('rein model to-gguf / lora-to-gguf', () => {
     expect((g.metadata as Record<string, unknown>)['general.file_type']).toBe(1);
 
     const m = loadHfModel(dir, { tokenizer: false });
-    savePeftAdapter(path.join(root, 'peft'), fromBase(llamaLinearParams(m.config), loraSpec({ r: 2 }), 0), { baseModel: dir });
+    savePeftAdapter(path.join(root, 'peft'), fromBase(modelLinearParams(m.config), loraSpec({ r: 2 }), 0), { baseModel: dir });
     m.close();
     const l = await rein('model', 'lora-to-gguf', 'peft', '--base', 'm', '--out', 'a.gguf', '--json');
     expect(l.code).toBe(0);

@@ -7,8 +7,9 @@ import { BadInputError } from '../../common/errors.ts';
 import type { Graph } from '../../common/engine/ir.ts';
 import { vjpSplit } from '../../common/engine/autodiff.ts';
 import type { VjpSplit } from '../../common/engine/autodiff.ts';
-import type { LlamaConfig } from '../../common/engine/models/llama.ts';
-import { causalMask, llamaHeadGraph, llamaLayerGraph, llamaLogitsGraph, loraInputNames, ropeTables } from '../../common/engine/models/llama.ts';
+import { loraInputNames } from '../../common/engine/models/llama.ts';
+import { modelGraphs } from '../../common/engine/models/registry.ts';
+import type { ModelConfig, ModelGraphs } from '../../common/engine/models/registry.ts';
 import type { FloatDType, HeadGrad, LayerLora } from '../../common/engine/models/llama.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
@@ -65,7 +66,7 @@ export interface SequenceGrad extends SequenceForward {
 }
 
 export class Driver {
-  readonly config: LlamaConfig;
+  readonly config: ModelConfig;
   readonly dtype: FloatDType;
   readonly buckets: readonly number[];
   readonly headChunk: number;
@@ -78,9 +79,11 @@ export class Driver {
   private readonly headGrad: Graph;
   private readonly logits: Graph;
   private readonly loraGraphs = new Map<string, LoraGraphs>();
-  private readonly tables = new Map<number, { cos: FArray; sin: FArray; mask: FArray }>();
+  private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
+  /** The family's graphs and per-layer tables (models/registry.ts). */
+  private readonly family: ModelGraphs;
 
-  constructor(config: LlamaConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
+  constructor(config: ModelConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
     this.config = config;
     this.dtype = opts.dtype;
     this.buckets = opts.buckets ?? DEFAULT_BUCKETS;
@@ -92,10 +95,11 @@ export class Driver {
     if (weights.layers.length !== config.numLayers) {
       throw new BadInputError(`driver: ${weights.layers.length} layers of weights for a ${config.numLayers}-layer model`, 'weights');
     }
-    this.baseLayer = llamaLayerGraph(config, this.dtype, null);
-    this.head = llamaHeadGraph(config, this.dtype, 'none');
-    this.headGrad = llamaHeadGraph(config, this.dtype, this.headGradMode);
-    this.logits = llamaLogitsGraph(config, this.dtype);
+    this.family = modelGraphs(config);
+    this.baseLayer = this.family.layer(this.dtype, null);
+    this.head = this.family.head(this.dtype, 'none');
+    this.headGrad = this.family.head(this.dtype, this.headGradMode);
+    this.logits = this.family.logits(this.dtype);
   }
 
   /** The padded length for n tokens. */
@@ -114,12 +118,15 @@ export class Driver {
     return a instanceof Float32Array ? a : Float32Array.from(a);
   }
 
-  private shapeTables(T: number): { cos: FArray; sin: FArray; mask: FArray } {
-    let t = this.tables.get(T);
+  /** Layer i's RoPE tables and mask at T tokens (Gemma's local and global layers differ; other families share one). */
+  private shapeTables(T: number, layer: number): { cos: FArray; sin: FArray; mask: FArray } {
+    const kind = this.family.layerKind(layer);
+    const key = `${kind}|${T}`;
+    let t = this.tables.get(key);
     if (t === undefined) {
-      const { cos, sin } = ropeTables(this.config, T);
-      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(causalMask(T, this.config.slidingWindow)) };
-      this.tables.set(T, t);
+      const { cos, sin, mask } = this.family.tables(kind, T);
+      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(mask) };
+      this.tables.set(key, t);
     }
     return t;
   }
@@ -138,6 +145,8 @@ export class Driver {
     const x = this.alloc(T * H);
     const E = this.w.embed;
     for (let t = 0; t < tokens.length; t++) x.set(E.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
+    const scale = this.family.embedScale(this.dtype);
+    if (scale !== 1) for (let i = 0; i < tokens.length * H; i++) x[i] *= scale;
     return x;
   }
 
@@ -165,7 +174,7 @@ export class Driver {
     const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}`;
     let g = this.loraGraphs.get(key);
     if (g === undefined) {
-      const graph = llamaLayerGraph(this.config, this.dtype, spec);
+      const graph = this.family.layer(this.dtype, spec);
       const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
       g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
       this.loraGraphs.set(key, g);
@@ -175,10 +184,10 @@ export class Driver {
 
   /** Runs every layer forward; returns the last layer's output [T, H]. */
   private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
-    const tab = this.shapeTables(T);
     const graph = plan === null ? this.baseLayer : this.loraGraphsFor(plan.spec).graph;
     let x = x0;
     for (let i = 0; i < this.config.numLayers; i++) {
+      const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...(plan?.feeds[i] ?? {}) };
       x = (await this.rt.run(graph, { T }, feeds, ['y']))['y']!.data as FArray;
     }
@@ -241,6 +250,23 @@ export class Driver {
   }
 
   /**
+   * Log-probabilities over the whole vocabulary after every prefix of `tokens`, from one forward pass: row t ([V])
+   * scores the token after tokens[0..t]. The causal mask makes row t equal nextLogprobs(tokens[0..t]).
+   */
+  async positionLogprobs(tokens: readonly number[], adapter: LoraAdapter | null): Promise<FArray[]> {
+    this.checkTokens(tokens);
+    if (tokens.length === 0) throw new BadInputError('positionLogprobs needs at least one token', 'tokens');
+    const T = this.bucket(tokens.length);
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const H = this.config.hiddenSize;
+    const V = this.config.vocabSize;
+    const n = tokens.length;
+    const all = (await this.rt.run(this.logits, { T: n }, { h: h.slice(0, n * H) as FArray, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+    return Array.from({ length: n }, (_, t) => all.slice(t * V, (t + 1) * V) as FArray);
+  }
+
+  /**
    * Forward with residuals, the objective's cotangent, then the backward layer by layer. `cotangent` maps the
    * policy's logps of tokens[start..n) to dLoss/dlogp (the objective runs between the two passes).
    */
@@ -253,13 +279,13 @@ export class Driver {
     const lg = this.loraGraphsFor(plan.spec);
     const recompute = T > this.recomputeAbove;
     const split = recompute ? lg.recompute : lg.split;
-    const tab = this.shapeTables(T);
     const bind = { T };
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
     const saved: Record<string, Feed>[] = [];
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
+      const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
@@ -287,6 +313,7 @@ export class Driver {
 
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
     for (let i = L - 1; i >= 0; i--) {
+      const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
       const out = await this.rt.run(split.backward, bind, feeds);

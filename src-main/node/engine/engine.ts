@@ -1,12 +1,12 @@
 // The compute API over a loaded model: logprobs, one training step's loss and LoRA gradients, sampling, and a
 // train-loop helper (gradient accumulation, clipping, AdamW). The trainer worker and the tests call this.
 import { BadInputError } from '../../common/errors.ts';
-import type { LlamaConfig } from '../../common/engine/models/llama.ts';
-import { llamaLinearParams, llamaParams } from '../../common/engine/models/llama.ts';
+import { modelLinearParams, modelParams } from '../../common/engine/models/registry.ts';
+import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
 import type { FloatDType } from '../../common/engine/models/llama.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
-import { fromBase, loraSpec, peftKeys } from '../../common/engine/lora.ts';
+import { DEFAULT_LORA_TARGETS, fromBase, loraSpec, peftKeys } from '../../common/engine/lora.ts';
 import type { Objective } from '../../common/engine/objectives.ts';
 import { AdamW, GradAccumulator, clipGradNorm } from '../../common/engine/adamw.ts';
 import type { AdamWOptions } from '../../common/engine/adamw.ts';
@@ -68,16 +68,16 @@ export function adapterParams(adapter: LoraAdapter): Float32Array[] {
 }
 
 export class Engine {
-  readonly config: LlamaConfig;
+  readonly config: ModelConfig;
   readonly params: ResolvedParam[];
   readonly tokenizer: ReinTokenizer | null;
   readonly driver: Driver;
   private readonly runtime: Runtime;
 
-  private constructor(config: LlamaConfig, weights: DriverWeights, tokenizer: ReinTokenizer | null, opts: EngineOptions) {
+  private constructor(config: ModelConfig, weights: DriverWeights, tokenizer: ReinTokenizer | null, opts: EngineOptions) {
     const dtype = opts.dtype ?? 'float32';
     this.config = config;
-    this.params = llamaParams(config);
+    this.params = modelParams(config);
     this.tokenizer = tokenizer;
     // ORT's level-2 fusions turn x·sigmoid(x) into com.microsoft.QuickGelu, which has only a float kernel; float64
     // graphs (gradient checks) therefore run with basic optimisation.
@@ -96,8 +96,8 @@ export class Engine {
   }
 
   /** From weights in memory, by HF key (the benchmark generates them; tests may perturb them). */
-  static fromWeights(config: LlamaConfig, read: (hfKey: string) => FArray, opts: EngineOptions = {}, tokenizer: ReinTokenizer | null = null): Engine {
-    const params = llamaParams(config);
+  static fromWeights(config: ModelConfig, read: (hfKey: string) => FArray, opts: EngineOptions = {}, tokenizer: ReinTokenizer | null = null): Engine {
+    const params = modelParams(config);
     const layers: Record<string, FArray>[] = Array.from({ length: config.numLayers }, () => ({}));
     const model: Record<string, FArray> = {};
     const want = opts.dtype ?? 'float32';
@@ -117,9 +117,15 @@ export class Engine {
     return Engine.fromWeights(m.config, (key) => m.read(key, { as: opts.dtype === 'float64' ? 'f64' : 'f32' }), opts, m.tokenizer);
   }
 
-  /** A fresh adapter (B = 0) for this model. */
+  /**
+   * A fresh adapter (B = 0) for this model. Without explicit targets, the default modules this model has (an MoE
+   * model's LoRA targets are its attention projections only, models/moe.ts).
+   */
   newAdapter(spec: Partial<LoraSpec> = {}, seed = 0): LoraAdapter {
-    return fromBase(llamaLinearParams(this.config), loraSpec(spec), seed);
+    const linears = modelLinearParams(this.config);
+    const have = new Set(linears.map((p) => p.module));
+    const targets = spec.targets ?? DEFAULT_LORA_TARGETS.filter((t) => have.has(t));
+    return fromBase(linears, loraSpec({ ...spec, targets }), seed);
   }
 
   /** log p(tokens[t] | tokens[<t]) for t from `start` (default 1) to the end. */

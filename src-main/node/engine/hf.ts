@@ -6,8 +6,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
-import { llamaParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
-import type { LlamaConfig } from '../../common/engine/models/llama.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
+import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
 import { SafetensorsFile } from './safetensors.ts';
 import { loadTokenizer } from './tokenizer.ts';
@@ -31,7 +31,7 @@ export interface GenerationConfig {
 
 export interface HfModel {
   dir: string;
-  config: LlamaConfig;
+  config: ModelConfig;
   /** config.json as written, for fields the engine does not model. */
   rawConfig: Record<string, unknown>;
   /** Every weight in file order (from the parameter table). */
@@ -107,8 +107,8 @@ export function loadHfModel(dir: string, opts: LoadOptions = {}): HfModel {
   if (!existsSync(dir)) throw new ModelLoadError(dir, 'the directory does not exist');
   const rawConfig = readJsonFile(dir, 'config.json');
   if (typeof rawConfig !== 'object' || rawConfig === null || Array.isArray(rawConfig)) throw new ModelLoadError(dir, 'config.json is not a JSON object');
-  const config = parseLlamaConfig(rawConfig);
-  const params = llamaParams(config);
+  const config = parseModelConfig(rawConfig);
+  const params = modelParams(config);
 
   let generation: GenerationConfig | null = null;
   if (existsSync(path.join(dir, 'generation_config.json'))) {

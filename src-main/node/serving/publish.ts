@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Settings } from '../../common/config.ts';
 import type { AdapterView } from '../../common/domain.ts';
 import { ReinError } from '../../common/errors.ts';
-import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { modelLinearParams, parseModelConfig } from '../../common/engine/models/registry.ts';
 import { fuse, loraScale } from '../../common/engine/lora.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
@@ -63,7 +63,7 @@ export function ensureGgufLora(a: AdapterView, modelDir: string): string {
   if (existsSync(out)) return out;
   const tmp = `${out}.tmp-${process.pid}`;
   try {
-    peftToGguf(peftDirOf(a), parseLlamaConfig(readJson(path.join(modelDir, 'config.json'))), tmp, { name: `rein-v${a.version}` });
+    peftToGguf(peftDirOf(a), parseModelConfig(readJson(path.join(modelDir, 'config.json'))), tmp, { name: `rein-v${a.version}` });
     renameSync(tmp, out);
   } finally {
     rmSync(tmp, { force: true });
@@ -196,7 +196,7 @@ export function mergedGguf(modelDir: string, a: AdapterView, out: string): void 
   try {
     const m = loadHfModel(modelDir, { tokenizer: false });
     try {
-      const { adapter } = loadPeftAdapter(peftDirOf(a), llamaLinearParams(m.config));
+      const { adapter } = loadPeftAdapter(peftDirOf(a), modelLinearParams(m.config));
       const pairs = new Map(adapter.pairs.map((p) => [p.baseKey, p]));
       const scale = loraScale(adapter.spec);
       const tensors: Record<string, TensorToWrite> = {};

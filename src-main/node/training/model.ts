@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { NotAvailableError } from '../../common/errors.ts';
-import { llamaParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
 import { numel } from '../../common/engine/models/params.ts';
 import type { ModelShape } from '../../common/training/presets.ts';
 import type { Store } from '../store/store.ts';
@@ -23,7 +23,7 @@ export function resolveModelDir(store: Store, modelId: string): string {
 /** Parameter counts from config.json through the model's parameter table. */
 export function modelShape(dir: string): ModelShape {
   const raw = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
-  const total = llamaParams(parseLlamaConfig(raw)).reduce((s, p) => s + numel(p.shape), 0);
+  const total = modelParams(parseModelConfig(raw)).reduce((s, p) => s + numel(p.shape), 0);
   const experts = Number(raw['num_local_experts'] ?? raw['num_experts'] ?? 0);
   const perTok = Number(raw['num_experts_per_tok'] ?? 0);
   if (experts > 1 && perTok > 0) return { activeParams: Math.max(1, Math.round((total * perTok) / experts)), totalParams: total, moe: true };

@@ -287,8 +287,21 @@ function rope(x: Tensor, cos: Tensor, sin: Tensor, T: string, D: number): Tensor
  * 'q_proj.bias', 'input_layernorm', …); with LoRA, '<module>.lora_A' [r, in] and '<module>.lora_B' [out, r].
  * Output: 'y' [T, H].
  */
-export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLora | null): Graph {
-  const g = new Graph(lora === null ? 'llama_layer' : 'llama_layer_lora');
+/** A config with Llama's fields under another architecture name (models/moe.ts reuses the attention block). */
+export type LlamaLike = Omit<LlamaConfig, 'architecture'> & { architecture: string };
+
+/**
+ * A family that keeps this attention block and replaces the MLP (models/moe.ts): its layer weights (graph inputs)
+ * and its MLP, given the normed input h2 [T, H], the LoRA-aware linear and the weight inputs; returns [T, H].
+ */
+export interface LayerVariant {
+  name: string;
+  params: readonly ResolvedParam[];
+  mlp: (h2: Tensor, linear: (h: Tensor, m: string) => Tensor, w: Readonly<Record<string, Tensor>>) => Tensor;
+}
+
+export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora | null, variant?: LayerVariant): Graph {
+  const g = new Graph(`${variant?.name ?? 'llama'}_layer${lora === null ? '' : '_lora'}`);
   const T = 'T';
   const H = c.hiddenSize;
   const D = c.headDim;
@@ -301,7 +314,7 @@ export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLo
   const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
-  for (const p of llamaLayerParams(c, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
+  for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
   const targets = new Set(lora?.targets ?? []);
   for (const m of targets) {
     const W = w[m];
@@ -351,6 +364,10 @@ export function llamaLayerGraph(c: LlamaConfig, dtype: FloatDType, lora: LayerLo
 
   // MLP block: SwiGLU, down(silu(gate(h)) · up(h)).
   const h2 = rmsNorm(x1, w['post_attention_layernorm']!, c.rmsNormEps); // [T, H]
+  if (variant !== undefined) {
+    g.output('y', op.add(x1, variant.mlp(h2, linear, w))); // [T, H]
+    return g;
+  }
   const gate = linear(h2, 'gate_proj'); // [T, I]
   const act = op.mul(op.mul(gate, op.sigmoid(gate)), linear(h2, 'up_proj')); // [T, I]
   g.output('y', op.add(x1, linear(act, 'down_proj'))); // [T, H]
@@ -372,7 +389,7 @@ export type HeadGrad = 'none' | 'symbolic' | 'fused';
  * ∂logp_t/∂hn_t = W[target_t] − p_t·W, so one Exp over [T, V] and a Gemm whose C input is the gathered rows replace
  * the symbolic chain's scatter of a one-hot, reduce, exp, mul and sub over [T, V].
  */
-export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: HeadGrad): Graph {
+export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad): Graph {
   const g = new Graph(withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`);
   const T = 'T';
   const H = c.hiddenSize;
@@ -395,7 +412,7 @@ export function llamaHeadGraph(c: LlamaConfig, dtype: FloatDType, withGrad: Head
 }
 
 /** Final norm, lm_head and log-softmax over the whole vocabulary, for sampling: 'h' [T, H] → 'logp_all' [T, V]. */
-export function llamaLogitsGraph(c: LlamaConfig, dtype: FloatDType): Graph {
+export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType): Graph {
   const g = new Graph('llama_logits');
   const h = g.input('h', dtype, ['T', c.hiddenSize]); // [T, H]
   const norm = g.input('norm', dtype, [c.hiddenSize]); // [H]

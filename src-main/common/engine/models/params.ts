@@ -3,17 +3,23 @@
 // from that row. Model files (llama.ts, …) hold the rows; everything else reads them through `resolveParams`.
 import { ReinError } from '../../errors.ts';
 
-/** How a tiny random model initialises the weight (see node/engine/tiny.ts). */
-export type ParamInit = 'normal' | 'ones' | 'zeros';
+/**
+ * How a tiny random model initialises the weight (see node/engine/tiny.ts). 'offsets' is a norm weight stored as an
+ * offset from 1 (Gemma's (1 + w) RMSNorm): jitter around 0.
+ */
+export type ParamInit = 'normal' | 'ones' | 'zeros' | 'offsets';
 
 export type ParamKind = 'embedding' | 'norm' | 'linear' | 'bias';
 
 export interface ParamRow<C, D extends string> {
   /** Our name, unique within its scope: 'q_proj', 'q_proj.bias', 'input_layernorm', … */
   name: string;
-  /** 'model' weights appear once; 'layer' weights once per decoder layer. */
-  scope: 'model' | 'layer';
-  /** The HF safetensors key; `{i}` stands for the layer index. */
+  /**
+   * 'model' weights appear once; 'layer' weights once per decoder layer; 'expert' weights once per expert of each
+   * layer (MoE), with `{e}` in both the name and the key standing for the expert index.
+   */
+  scope: 'model' | 'layer' | 'expert';
+  /** The HF safetensors key; `{i}` stands for the layer index (and `{e}` for the expert). */
   hfKey: string;
   /** Symbolic dims from the model's legend. Linear weights are [out, in], as HF stores them. */
   shape: readonly D[];
@@ -27,6 +33,8 @@ export interface ResolvedParam {
   name: string;
   /** The layer index, or null for model-scope weights. */
   layer: number | null;
+  /** The expert index of an 'expert'-scope weight (MoE); absent otherwise. */
+  expert?: number;
   hfKey: string;
   shape: number[];
   kind: ParamKind;
@@ -51,14 +59,17 @@ export function resolveParams<C, D extends string>(
   config: C,
   dims: Record<D, number>,
   layers: number,
+  experts = 0,
 ): ResolvedParam[] {
   const out: ResolvedParam[] = [];
-  const emit = (row: ParamRow<C, D>, layer: number | null): void => {
-    const hfKey = layer === null ? row.hfKey : row.hfKey.replace('{i}', String(layer));
+  const emit = (row: ParamRow<C, D>, layer: number | null, expert?: number): void => {
+    let hfKey = layer === null ? row.hfKey : row.hfKey.replace('{i}', String(layer));
+    if (expert !== undefined) hfKey = hfKey.replace('{e}', String(expert));
     const path = modulePath(hfKey);
     out.push({
-      name: row.name,
+      name: expert === undefined ? row.name : row.name.replace('{e}', String(expert)),
       layer,
+      ...(expert === undefined ? {} : { expert }),
       hfKey,
       shape: row.shape.map((d) => dims[d]),
       kind: row.kind,
@@ -68,12 +79,17 @@ export function resolveParams<C, D extends string>(
   };
   const present = rows.filter((r) => r.when === undefined || r.when(config));
   // File order: model-scope weights that come before the layers, the layers, then the rest (as HF writes them).
-  const firstLayer = present.findIndex((r) => r.scope === 'layer');
+  const firstLayer = present.findIndex((r) => r.scope !== 'model');
   const before = firstLayer < 0 ? present : present.slice(0, firstLayer);
   const after = firstLayer < 0 ? [] : present.slice(firstLayer).filter((r) => r.scope === 'model');
-  const layerRows = present.filter((r) => r.scope === 'layer');
+  const layerRows = present.filter((r) => r.scope !== 'model');
   for (const r of before) emit(r, null);
-  for (let i = 0; i < layers; i++) for (const r of layerRows) emit(r, i);
+  for (let i = 0; i < layers; i++) {
+    for (const r of layerRows) {
+      if (r.scope === 'layer') emit(r, i);
+      else for (let e = 0; e < experts; e++) emit(r, i, e);
+    }
+  }
   for (const r of after) emit(r, null);
   return out;
 }

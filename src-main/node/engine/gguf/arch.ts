@@ -7,7 +7,8 @@
 // reorders the rows of q_proj and k_proj (weights and biases) per head so that row h·D + 2j + s comes from
 // h·D + s·D/2 + j; then llama.cpp's pairs are HF's (j, j + D/2). Qwen2/Qwen3 use llama.cpp's NEOX rope (halves,
 // like HF) and need no permutation.
-import type { LlamaConfig } from '../../../common/engine/models/llama.ts';
+import { isGemma, isMoe } from '../../../common/engine/models/registry.ts';
+import type { ModelConfig } from '../../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../../common/engine/models/params.ts';
 import { GgufError, f32, str, u32 } from './format.ts';
 import type { GgufValue } from './format.ts';
@@ -28,6 +29,16 @@ export const GGUF_TENSOR_NAMES: Record<string, string> = {
   down_proj: 'blk.{i}.ffn_down',
   norm: 'output_norm',
   lm_head: 'output',
+  // Gemma 2/3 (gguf-py tensor_mapping: post_attention_layernorm → ATTN_POST_NORM, pre_feedforward_layernorm →
+  // FFN_NORM, post_feedforward_layernorm → FFN_POST_NORM); models/gemma.ts names them by position.
+  post_attention_norm: 'blk.{i}.post_attention_norm',
+  pre_feedforward_layernorm: 'blk.{i}.ffn_norm',
+  post_feedforward_layernorm: 'blk.{i}.post_ffw_norm',
+  // MoE (Qwen3-MoE, Mixtral): the router, and the experts stacked into one 3-D tensor per kind (convert.ts).
+  router: 'blk.{i}.ffn_gate_inp',
+  'experts.gate_proj': 'blk.{i}.ffn_gate_exps',
+  'experts.up_proj': 'blk.{i}.ffn_up_exps',
+  'experts.down_proj': 'blk.{i}.ffn_down_exps',
 };
 
 /** The llama.cpp architecture for an HF one (convert_hf_to_gguf.py's ModelBase.register tables). */
@@ -36,6 +47,11 @@ export const GGUF_ARCH: Record<string, string> = {
   MistralForCausalLM: 'llama',
   Qwen2ForCausalLM: 'qwen2',
   Qwen3ForCausalLM: 'qwen3',
+  Gemma2ForCausalLM: 'gemma2',
+  Gemma3ForCausalLM: 'gemma3',
+  Qwen3MoeForCausalLM: 'qwen3moe',
+  // convert_hf_to_gguf.py registers Mixtral under LlamaModel: llama.cpp's "llama" with experts.
+  MixtralForCausalLM: 'llama',
 };
 
 export function ggufArch(architecture: string): string {
@@ -44,17 +60,20 @@ export function ggufArch(architecture: string): string {
   return a;
 }
 
-/** The GGUF name of one weight: 'model.layers.3.self_attn.q_proj.weight' (q_proj, layer 3) → 'blk.3.attn_q.weight'. */
+/**
+ * The GGUF name of one weight: 'model.layers.3.self_attn.q_proj.weight' (q_proj, layer 3) → 'blk.3.attn_q.weight'.
+ * Every expert of a kind maps to the same stacked tensor ('experts.5.up_proj' → 'blk.3.ffn_up_exps.weight').
+ */
 export function ggufTensorName(p: Pick<ResolvedParam, 'name' | 'layer'>): string {
   const isBias = p.name.endsWith('.bias');
-  const base = isBias ? p.name.slice(0, -'.bias'.length) : p.name;
+  const base = (isBias ? p.name.slice(0, -'.bias'.length) : p.name).replace(/^experts\.\d+\./, 'experts.');
   const t = GGUF_TENSOR_NAMES[base];
   if (t === undefined) throw new GgufError(`no GGUF tensor name for parameter ${p.name}`);
   return `${p.layer === null ? t : t.replace('{i}', String(p.layer))}.${isBias ? 'bias' : 'weight'}`;
 }
 
 /** Whether llama.cpp expects this weight's rows permuted (see the header), and with how many heads. */
-export function permuteHeads(c: LlamaConfig, paramName: string): number | null {
+export function permuteHeads(c: ModelConfig, paramName: string): number | null {
   if (ggufArch(c.architecture) !== 'llama') return null;
   const base = paramName.replace(/\.bias$/, '');
   if (base === 'q_proj') return c.numHeads;
@@ -88,7 +107,7 @@ export function permuteRows(data: Float32Array, rows: number, cols: number, head
  * (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors; ggml_rope_ext divides θ_i by freq_factors[i]).
  * It equals HF _compute_llama3_parameters: inv_freq' = inv_freq · ((1 − smooth)/factor + smooth).
  */
-export function llama3RopeFreqs(c: LlamaConfig): Float32Array | null {
+export function llama3RopeFreqs(c: ModelConfig): Float32Array | null {
   const rs = c.ropeScaling;
   if (rs?.type !== 'llama3') return null;
   const half = c.headDim / 2;
@@ -108,8 +127,20 @@ export function llama3RopeFreqs(c: LlamaConfig): Float32Array | null {
   return out;
 }
 
+/**
+ * The local/global layout as llama.cpp's period n (llama_hparams::set_swa_pattern: layer il is local when
+ * il % n < n − 1), read from "<arch>.attention.sliding_window_pattern" by load_swa_pattern. A layout no period
+ * describes is refused.
+ */
+export function swaPattern(types: readonly ('sliding_attention' | 'full_attention')[]): number {
+  for (let n = 1; n <= types.length + 1; n++) {
+    if (types.every((t, il) => (t === 'sliding_attention') === (il % n < n - 1))) return n;
+  }
+  throw new GgufError(`layer_types ${JSON.stringify(types)} is not periodic; llama.cpp's sliding_window_pattern cannot express it`);
+}
+
 /** The architecture's hyperparameters as GGUF metadata (convert_hf_to_gguf.py TextModel.set_gguf_parameters). */
-export function hparamsMetadata(c: LlamaConfig): Map<string, GgufValue> {
+export function hparamsMetadata(c: ModelConfig): Map<string, GgufValue> {
   const a = ggufArch(c.architecture);
   const md = new Map<string, GgufValue>();
   md.set(`${a}.vocab_size`, u32(c.vocabSize));
@@ -127,6 +158,30 @@ export function hparamsMetadata(c: LlamaConfig): Map<string, GgufValue> {
   if (c.ropeScaling?.type === 'linear') {
     md.set(`${a}.rope.scaling.type`, str('linear'));
     md.set(`${a}.rope.scaling.factor`, f32(c.ropeScaling.factor));
+  }
+  if (isGemma(c)) {
+    // convert_hf_to_gguf.py Gemma2Model / Gemma3Model.set_gguf_parameters. llama.cpp derives the score scale from
+    // the head dim (gemma2.cpp/gemma3.cpp f_attention_scale = 1/√D, except for the 27B models' layer counts), so a
+    // query_pre_attn_scalar it would not honour is refused rather than written and silently ignored.
+    if (c.queryPreAttnScalar !== c.headDim) {
+      throw new GgufError(`query_pre_attn_scalar ${c.queryPreAttnScalar} differs from head_dim ${c.headDim}; llama.cpp scales scores by 1/√head_dim`);
+    }
+    md.set(`${a}.attention.sliding_window`, u32(c.slidingWindow ?? 0));
+    md.set(`${a}.attention.sliding_window_pattern`, u32(swaPattern(c.layerTypes)));
+    if (c.attnLogitSoftcapping !== null) md.set(`${a}.attn_logit_softcapping`, f32(c.attnLogitSoftcapping));
+    if (c.finalLogitSoftcapping !== null) md.set(`${a}.final_logit_softcapping`, f32(c.finalLogitSoftcapping));
+    if (a === 'gemma2' && c.finalLogitSoftcapping === null) throw new GgufError('llama.cpp always applies Gemma 2\'s final soft-cap; final_logit_softcapping must be set');
+    if (a === 'gemma3') md.set(`${a}.rope.freq_base_swa`, f32(c.ropeLocalTheta));
+    else if (c.ropeLocalTheta !== c.ropeTheta) throw new GgufError('Gemma 2 uses one RoPE base for local and global layers');
+  } else if (isMoe(c)) {
+    // convert_hf_to_gguf.py TextModel.set_gguf_parameters (num_experts / num_local_experts, num_experts_per_tok) and
+    // Qwen3MoeModel (moe_intermediate_size). llama.cpp renormalises the top-k weights for both architectures
+    // (build_moe_ffn with norm_w = true), so a Qwen3-MoE without norm_topk_prob would not be reproduced.
+    if (!c.normTopkProb) throw new GgufError('llama.cpp always renormalises the top-k routing weights; norm_topk_prob false is not representable');
+    md.set(`${a}.expert_count`, u32(c.numExperts));
+    md.set(`${a}.expert_used_count`, u32(c.topK));
+    if (a === 'qwen3moe') md.set(`${a}.expert_feed_forward_length`, u32(c.moeIntermediateSize));
+    else md.set(`${a}.feed_forward_length`, u32(c.moeIntermediateSize));
   }
   return md;
 }

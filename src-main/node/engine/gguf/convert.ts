@@ -3,6 +3,9 @@
 // llama.cpp's names in the parameter table's order. With f16, 2-D weights become F16 and 1-D ones (norms, biases,
 // rope_freqs) stay F32, as convert_hf_to_gguf.py's --outtype f16 does.
 import path from 'node:path';
+import { isGemma } from '../../../common/engine/models/registry.ts';
+import { numel } from '../../../common/engine/models/params.ts';
+import type { ResolvedParam } from '../../../common/engine/models/params.ts';
 import { loadHfModel } from '../hf.ts';
 import { FILE_TYPE, str, u32, writeGguf } from './format.ts';
 import type { GgufTensor, GgufValue, WriteProgress } from './format.ts';
@@ -42,14 +45,41 @@ export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): To
     const tensors: GgufTensor[] = [];
     const freqs = llama3RopeFreqs(c);
     if (freqs !== null) tensors.push({ name: 'rope_freqs.weight', shape: [freqs.length], type: 'F32', data: () => freqs });
+    // Gemma stores RMSNorm weights as offsets from 1; llama.cpp's norm multiplies by the weight, so
+    // convert_hf_to_gguf.py (Gemma2Model/Gemma3Model.modify_tensors) writes w + 1.
+    const onePlus = isGemma(c);
+    // MoE experts: llama.cpp wants one [E, out, in] tensor per kind and layer (convert_hf_to_gguf.py stacks
+    // experts.{e}.*.weight with torch.stack in expert order), written where the layer's first expert stood.
+    const stacks = new Map<string, ResolvedParam[]>();
+    for (const p of m.params) if (p.expert !== undefined) stacks.set(ggufTensorName(p), [...(stacks.get(ggufTensorName(p)) ?? []), p]);
     for (const p of m.params) {
+      if (p.expert !== undefined) {
+        const name = ggufTensorName(p);
+        const group = stacks.get(name);
+        if (group === undefined) continue; // already written
+        stacks.delete(name);
+        const per = numel(p.shape);
+        tensors.push({
+          name,
+          shape: [group.length, ...p.shape],
+          type: opts.f16 === true ? 'F16' : 'F32',
+          data: () => {
+            const out = new Float32Array(per * group.length);
+            group.forEach((q, e) => out.set(m.read(q.hfKey) as Float32Array, e * per));
+            return out;
+          },
+        });
+        continue;
+      }
       const heads = permuteHeads(c, p.name);
+      const plusOne = onePlus && p.kind === 'norm';
       tensors.push({
         name: ggufTensorName(p),
         shape: p.shape,
         type: opts.f16 === true && p.shape.length >= 2 ? 'F16' : 'F32',
         data: () => {
           const d = m.read(p.hfKey) as Float32Array;
+          if (plusOne) return d.map((v) => v + 1);
           return heads === null ? d : permuteRows(d, p.shape[0]!, p.shape[1] ?? 1, heads);
         },
       });

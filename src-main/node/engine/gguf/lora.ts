@@ -6,8 +6,8 @@
 // (alpha/r)·B·A·x, so the tensors go in unchanged. rsLoRA's alpha/√r is expressed as alpha' = alpha·√r.
 // Where the base model's q/k rows are permuted for llama.cpp (arch.ts), ΔW = B·A must be permuted the same way,
 // which permutes the rows of B and leaves A alone.
-import type { LlamaConfig } from '../../../common/engine/models/llama.ts';
-import { llamaLinearParams } from '../../../common/engine/models/llama.ts';
+import { modelLinearParams } from '../../../common/engine/models/registry.ts';
+import type { ModelConfig } from '../../../common/engine/models/registry.ts';
 import type { LoraAdapter } from '../../../common/engine/lora.ts';
 import { loadPeftAdapter } from '../peft.ts';
 import { GgufError, f32, str, writeGguf } from './format.ts';
@@ -20,7 +20,7 @@ export interface LoraToGgufOptions {
   f16?: boolean;
 }
 
-export function loraToGguf(adapter: LoraAdapter, config: LlamaConfig, out: string, opts: LoraToGgufOptions = {}): { path: string; bytes: number; tensors: number } {
+export function loraToGguf(adapter: LoraAdapter, config: ModelConfig, out: string, opts: LoraToGgufOptions = {}): { path: string; bytes: number; tensors: number } {
   const arch = ggufArch(config.architecture);
   const { r, alpha, rslora } = adapter.spec;
   const md = new Map<string, GgufValue>();
@@ -52,7 +52,7 @@ export function loraToGguf(adapter: LoraAdapter, config: LlamaConfig, out: strin
 }
 
 /** A PEFT adapter directory (adapter_config.json + adapter_model.safetensors) → GGUF LoRA, checked against the base. */
-export function peftToGguf(peftDir: string, config: LlamaConfig, out: string, opts: LoraToGgufOptions = {}): { path: string; bytes: number; tensors: number } {
-  const { adapter } = loadPeftAdapter(peftDir, llamaLinearParams(config));
+export function peftToGguf(peftDir: string, config: ModelConfig, out: string, opts: LoraToGgufOptions = {}): { path: string; bytes: number; tensors: number } {
+  const { adapter } = loadPeftAdapter(peftDir, modelLinearParams(config));
   return loraToGguf(adapter, config, out, opts);
 }
