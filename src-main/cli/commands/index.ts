@@ -10,3 +10,4 @@ import './demo.ts';
 import './gguf.ts';
 import './serve-model.ts';
 import './publish.ts';
+import './train.ts';

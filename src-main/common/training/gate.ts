@@ -1,10 +1,18 @@
 // The eval gate's arithmetic (ARCHITECTURE §4). Preference accuracy: on held-out rated turns, the candidate's
 // log-ratio to the base, mean_t(π_adapter − π_base) over the response, should be above zero on good turns and below
 // zero on bad ones. KL: the mean of KL(π_adapter ‖ π_base) over the next-token distributions at probe positions.
-// A candidate goes live only when its accuracy beats the active adapter's on the same turns (or chance, 0.5, for
-// the first one) and its KL is within the preset's budget; otherwise it is rejected with the reason stored.
+// The scored turns are older rated turns that this round did not replay (data.ts: a time split across rounds, so
+// every pending rating trains). The active adapter was trained on them too, so there the candidate must beat chance
+// and keep within RETENTION_TOLERANCE of the active adapter's accuracy (it must not forget what the user taught).
+// A first round has no older turns: it scores the turns it trained on (scope 'trained'), which only shows that the
+// update moved the way the ratings asked, and the reason says so. KL must be within the preset's budget.
+
+/** How far below the active adapter's accuracy on older turns a candidate may land (one turn in twenty). */
+export const RETENTION_TOLERANCE = 0.05;
 
 export interface GateMetrics {
+  /** 'heldout': older rated turns not trained this round; 'trained': a first round's own turns. */
+  scope: 'heldout' | 'trained';
   heldout: number;
   /** Held-out turns whose log-ratio moved the rated way, out of `heldout`. */
   correct: number;
@@ -47,15 +55,18 @@ export function wilson(k: number, n: number, z = 1.96): [number, number] {
 
 export function gateDecision(m: GateMetrics): { accept: boolean; reason: string } {
   if (m.accuracy === null || m.heldout === 0) {
-    return { accept: false, reason: 'no held-out rated turns to score the candidate on (a round holds out the newest pending ratings once there are at least 4)' };
+    return { accept: false, reason: 'no rated turn with a direction (good or bad) to score the candidate on' };
   }
-  const bar = m.previousAccuracy ?? 0.5;
-  const barName = m.previousAccuracy === null ? 'chance (0.5)' : `the active adapter's ${m.previousAccuracy.toFixed(3)}`;
-  if (!(m.accuracy > bar)) {
-    return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${m.heldout} held-out turns does not beat ${barName}` };
+  const where = m.scope === 'heldout' ? `${m.heldout} older rated turns` : `the ${m.heldout} turns it trained on (a first round has no older ones)`;
+  if (!(m.accuracy > 0.5)) {
+    return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${where} does not beat chance (0.5)` };
+  }
+  if (m.previousAccuracy !== null && m.accuracy < m.previousAccuracy - RETENTION_TOLERANCE) {
+    return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${where} fell below the active adapter's ${m.previousAccuracy.toFixed(3)} by more than ${RETENTION_TOLERANCE}` };
   }
   if (!(m.kl <= m.klBudget)) {
     return { accept: false, reason: `KL to the base ${m.kl.toFixed(4)} nats exceeds the preset's budget ${m.klBudget}` };
   }
-  return { accept: true, reason: `accuracy ${m.accuracy.toFixed(3)} beats ${barName}; KL ${m.kl.toFixed(4)} ≤ ${m.klBudget}` };
+  const vs = m.previousAccuracy === null ? 'chance (0.5)' : `chance and keeps within ${RETENTION_TOLERANCE} of the active adapter's ${m.previousAccuracy.toFixed(3)}`;
+  return { accept: true, reason: `accuracy ${m.accuracy.toFixed(3)} on ${where} beats ${vs}; KL ${m.kl.toFixed(4)} ≤ ${m.klBudget}` };
 }

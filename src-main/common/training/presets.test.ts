@@ -20,12 +20,14 @@ describe('presets', () => {
   });
 
   it('LR grows as models shrink, and aggressive > balanced > careful', () => {
-    const lrs = [0.05e9, 1e9, 5e9, 20e9, 70e9].map((n) => presetConfig('balanced', dense(n)).lr);
+    const lrs = [1e6, 0.05e9, 1e9, 5e9, 20e9, 70e9].map((n) => presetConfig('balanced', dense(n)).lr);
     for (let i = 1; i < lrs.length; i++) expect(lrs[i]).toBeLessThan(lrs[i - 1]!);
     const s = dense(1e9);
     expect(presetConfig('careful', s).lr).toBeLessThan(presetConfig('balanced', s).lr);
     expect(presetConfig('balanced', s).lr).toBeLessThan(presetConfig('aggressive', s).lr);
     expect(sizeBucket(0.5e9)).toBe('small');
+    expect(sizeBucket(60e3)).toBe('toy');
+    expect(presetConfig('balanced', dense(60e3)).lr).toBeCloseTo(0.01, 12);
     expect(() => sizeBucket(0)).toThrow(BadInputError);
   });
 

@@ -14,12 +14,13 @@ export const PRESET_NAMES = ['careful', 'balanced', 'aggressive'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 export type PresetChoice = PresetName | 'custom';
 
-export const SIZE_BUCKETS = ['tiny', 'small', 'medium', 'large', 'xlarge'] as const;
+export const SIZE_BUCKETS = ['toy', 'tiny', 'small', 'medium', 'large', 'xlarge'] as const;
 export type SizeBucket = (typeof SIZE_BUCKETS)[number];
 
 /** Upper bounds (exclusive) of active parameters per bucket; xlarge is everything above. */
 export const BUCKET_LIMITS: Record<Exclude<SizeBucket, 'xlarge'>, number> = {
-  tiny: 100e6, // generated test models and toy models
+  toy: 10e6, // generated test and demo models (rein demo: 60k parameters)
+  tiny: 100e6, // small research models
   small: 2e9, // Qwen2.5-0.5B/1.5B, Llama-3.2-1B
   medium: 9e9, // 3B-8B
   large: 35e9, // 14B-32B
@@ -45,7 +46,7 @@ export const TrainingConfigSchema = z.strictObject({
   ktoBeta: z.number().positive().max(100).describe('KTO β: sharpness of the sigmoid on the log-ratio to the base.'),
   ktoDesirable: z.number().min(0).max(100).describe('KTO weight λ_D of desirable (good) off-policy turns.'),
   ktoUndesirable: z.number().min(0).max(100).describe('KTO weight λ_U of undesirable (bad) off-policy turns.'),
-  heldoutFraction: z.number().min(0).max(0.5).describe('Newest share of rated turns held out for the eval gate.'),
+  gateTurns: z.number().int().min(0).max(10_000).describe('Most older rated turns (trained in earlier rounds, not replayed in this one) that the eval gate scores; every pending rating trains.'),
   klBudget: z.number().positive().max(100).describe('Largest mean per-token KL to the base on probe prompts that the gate accepts.'),
   maxTokens: z.number().int().min(16).max(32_768).describe('Longest prompt + response, in tokens, used for training (longer turns are cut from the left of the prompt).'),
   seed: z.number().int().min(0).max(2 ** 31 - 1).describe('Seed of the adapter init and the batch order.'),
@@ -78,19 +79,25 @@ export const PRESETS: Record<PresetName, PresetRow> = {
 };
 
 /** The per-size column: LR factor on the 5e-6 anchor, and the rank. */
-export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number }> = {
-  tiny: { lrFactor: 8, rank: 16 },
-  small: { lrFactor: 4, rank: 16 },
-  medium: { lrFactor: 1, rank: 16 },
-  large: { lrFactor: 0.7, rank: 16 },
-  xlarge: { lrFactor: 0.5, rank: 8 },
+export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number; klFactor: number }> = {
+  // A random 2-layer model of width 64 needs Adam steps ~1000x a real model's before a round moves its behaviour:
+  // measured on the demo model, lr 4e-5 (the tiny row) left the preferred rate where it was (5-16% -> 8-14%) after
+  // 32 steps, and 1e-2 moved it to 59-94% (README "Training rounds"). Its KL budget is 10x: a toy round is asked to
+  // move a behaviour from <= 20% to >= 80% at once, and by the data-processing inequality that costs at least
+  // KL(Bern(0.8) || Bern(0.2)) = 0.83 nats per answer, beyond any real preset's 0.05-0.2.
+  toy: { lrFactor: 2000, rank: 16, klFactor: 10 },
+  tiny: { lrFactor: 8, rank: 16, klFactor: 1 },
+  small: { lrFactor: 4, rank: 16, klFactor: 1 },
+  medium: { lrFactor: 1, rank: 16, klFactor: 1 },
+  large: { lrFactor: 0.7, rank: 16, klFactor: 1 },
+  xlarge: { lrFactor: 0.5, rank: 8, klFactor: 1 },
 };
 
 export const LR_ANCHOR = 5e-6;
 
 export function sizeBucket(activeParams: number): SizeBucket {
   if (!Number.isFinite(activeParams) || activeParams <= 0) throw new BadInputError(`activeParams must be positive, got ${activeParams}`, 'activeParams');
-  for (const b of ['tiny', 'small', 'medium', 'large'] as const) if (activeParams < BUCKET_LIMITS[b]) return b;
+  for (const b of ['toy', 'tiny', 'small', 'medium', 'large'] as const) if (activeParams < BUCKET_LIMITS[b]) return b;
   return 'xlarge';
 }
 
@@ -105,7 +112,7 @@ const DEFAULTS = {
   ktoBeta: 0.1,
   ktoDesirable: 1,
   ktoUndesirable: 1,
-  heldoutFraction: 0.15,
+  gateTurns: 64,
   maxTokens: 2048,
   seed: 0,
 };
@@ -128,7 +135,7 @@ export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfi
     bandHigh: row.band[1],
     rank,
     alpha: 2 * rank,
-    klBudget: row.klBudget,
+    klBudget: row.klBudget * size.klFactor,
   };
 }
 

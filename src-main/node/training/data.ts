@@ -1,11 +1,13 @@
-// What a round trains on (ARCHITECTURE §4): every pending rating of the model, plus replay_ratio × older ones, with
-// the newest share of the pending ones held out for the eval gate. A held-out rating keeps run_id NULL, so it is
-// still pending and the next round trains it: nothing is silently skipped, and the gate always scores turns that
-// neither the candidate nor the active adapter was trained on.
+// What a round trains on (ARCHITECTURE §4): every pending rating of the model, plus replay_ratio × older ones. The
+// eval gate scores older rated turns that this round does not replay: a time split across rounds, so no pending
+// rating is withheld from training (withholding the newest 15% meant a round of 32 trained on 27, and a rating rated
+// last before a round always waited a round). Those older turns were trained in earlier rounds, so on them the gate
+// checks that the candidate keeps what the user already taught (against the active adapter); the first round has
+// none, and its gate scores the trained turns themselves (scope 'trained', gate.ts says so in its reason).
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { advantage } from '../../common/rewards.ts';
+import { EMA_DECAY, advantage } from '../../common/rewards.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
@@ -58,20 +60,34 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
   };
 }
 
-export function selectRound(store: Store, modelId: string, o: { replayRatio: number; heldoutFraction: number; seed: number }): RatedTurn[] {
+export function selectRound(store: Store, modelId: string, o: { replayRatio: number; gateTurns: number; seed: number }): RatedTurn[] {
   const pending = store.stmt<Row>(`${SELECT} AND r.run_id IS NULL ORDER BY r.created_at, r.id`).all(modelId);
   const older = store.stmt<Row>(`${SELECT} AND r.run_id IS NOT NULL ORDER BY r.created_at, r.id`).all(modelId);
-  // Time split: the newest pending ratings are held out (at least one once there are 4 or more, so a gate can run).
-  let nHeld = Math.floor(pending.length * o.heldoutFraction);
-  if (o.heldoutFraction > 0 && nHeld === 0 && pending.length >= 4) nHeld = 1;
-  const train = pending.slice(0, pending.length - nHeld).map((r) => toTurn(r, 'pending'));
-  const held = pending.slice(pending.length - nHeld).map((r) => toTurn(r, 'heldout'));
+  const train = pending.map((r) => toTurn(r, 'pending'));
   const nReplay = Math.min(older.length, Math.round(train.length * o.replayRatio));
   const rng = new Rng(o.seed);
   const pool = older.slice();
   const replay: RatedTurn[] = [];
   for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay'));
+  // The gate's turns: the newest older ratings that were not replayed (pool keeps their time order).
+  const held = pool.slice(Math.max(0, pool.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
   return [...train, ...replay, ...held];
+}
+
+/**
+ * The baseline a round uses: the EMA of every live reward of the model with Adam's bias correction (Kingma & Ba
+ * 2015, §3): m_n = Σ (1−d)·d^(n−i)·r_i / (1 − d^n). It equals the first reward after one rating, as the stored EMA
+ * does, but the stored EMA is seeded by that first reward at full weight, so when all 32 ratings of a first round
+ * arrive before it, 0.99^31 = 73% of the baseline is the first rating alone: with a bad first rating A(bad) ≈ −0.1 and
+ * the bad turns teach nothing; with a good one A(good) ≈ +0.3. The corrected value weighs the ratings as the EMA's
+ * decay says, and converges to the stored EMA once d^n is small (n ≳ 300). Returns null with no ratings.
+ */
+export function roundBaseline(store: Store, modelId: string, decay = EMA_DECAY): number | null {
+  const rewards = store.stmt<{ value: number }>('SELECT value FROM ratings WHERE model_id = ? AND undone_at IS NULL ORDER BY created_at, id').all(modelId);
+  if (rewards.length === 0) return null;
+  let m = 0;
+  for (const r of rewards) m = decay * m + (1 - decay) * r.value;
+  return m / (1 - decay ** rewards.length);
 }
 
 /** One training sequence: prompt + response token ids, where the response starts, and what trains it. */

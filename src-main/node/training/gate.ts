@@ -24,6 +24,7 @@ export async function evaluateGate(
   heldout: readonly TrainSequence[],
   probes: readonly TrainSequence[],
   klBudget: number,
+  scope: GateMetrics['scope'],
 ): Promise<GateMetrics> {
   // MIS-PO turns rated 3 of 5 (advantage from reward 0) carry no direction; a KTO sequence always has one.
   const scored = heldout.filter((s) => s.kind === 'kto' || s.advantage !== 0 || s.desirable);
@@ -38,6 +39,7 @@ export async function evaluateGate(
     kl += klDivergence(await engine.driver.nextLogprobs(prefix, candidate), await engine.driver.nextLogprobs(prefix, null));
   }
   return {
+    scope,
     heldout: scored.length,
     correct,
     accuracy: scored.length === 0 ? null : correct / scored.length,

@@ -16,7 +16,7 @@ import { Engine, adapterParams } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
-import { encodeRound, selectRound, type TrainSequence } from './data.ts';
+import { encodeRound, roundBaseline, selectRound, type TrainSequence } from './data.ts';
 import { evaluateGate } from './gate.ts';
 import { modelShape, resolveModelDir } from './model.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
@@ -50,7 +50,10 @@ export interface RoundResult {
 export interface RoundMetrics {
   samples: { pending: number; replay: number; heldout: number; sequences: number; mispo: number; kto: number; skipped: { ratingId: number; why: string }[] };
   baseline: number;
-  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number }[];
+  /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
+  advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
+  /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) beside the loss. */
+  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null }[];
   tokensPerSecond: number;
   trainSeconds: number;
   gate: GateMetrics;
@@ -104,9 +107,10 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
-    const turns = selectRound(store, modelId, { replayRatio, heldoutFraction: cfg.heldoutFraction, seed: cfg.seed + runId });
-    // The EMA baseline as it stands before the round; the round never moves it (ratings do, one by one).
-    const baseline = store.emaValue(modelId) ?? 0;
+    const turns = selectRound(store, modelId, { replayRatio, gateTurns: cfg.gateTurns, seed: cfg.seed + runId });
+    // The baseline from the ratings made before the round, bias-corrected (data.ts roundBaseline); the round never
+    // moves it (ratings do, one by one).
+    const baseline = roundBaseline(store, modelId) ?? 0;
     const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { baseline, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
     const trainSeqs = sequences.filter((s) => s.role !== 'heldout');
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
@@ -147,12 +151,23 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
       let clip = 0;
       let nMispo = 0;
       const ratios: number[] = [];
+      let rMin = Infinity;
+      let rMax = -Infinity;
+      let logSum = 0;
+      let nTok = 0;
       for (const s of batch) {
         checkCancel();
         const ref = refs.get(s)!;
         const w = 1 / batch.length;
         const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
           if (s.kind === 'mispo') {
+            for (let i = 0; i < logp.length; i++) {
+              const d = logp[i]! - s.mu![i]!;
+              rMin = Math.min(rMin, d);
+              rMax = Math.max(rMax, d);
+              logSum += d;
+              nTok++;
+            }
             const r = await objectives.misPo({ logp, mu: s.mu!, ref, advantage: s.advantage });
             loss += w * r.loss;
             kl += w * r.kl;
@@ -178,7 +193,8 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
       const gradNorm = cfg.maxGradNorm > 0 ? clipGradNorm(grads, cfg.maxGradNorm) : 0;
       optimizer.step(grads);
       const clipFraction = nMispo > 0 ? clip / nMispo : 0;
-      steps.push({ step, loss, kl, clipFraction, gradNorm });
+      const ratio = nTok === 0 ? null : { min: Math.exp(rMin), geoMean: Math.exp(logSum / nTok), max: Math.exp(rMax) };
+      steps.push({ step, loss, kl, clipFraction, gradNorm, ratio });
       const elapsed = (performance.now() - t0) / 1000;
       emit({
         phase: 'training',
@@ -195,8 +211,10 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
 
     emit({ phase: 'evaluating', step: cfg.steps, steps: cfg.steps, ...none, message: 'scoring the candidate on held-out turns' });
     checkCancel();
+    const scope = heldSeqs.length > 0 ? 'heldout' : 'trained';
+    const gateSeqs = scope === 'heldout' ? heldSeqs : trainSeqs.filter((s) => s.role === 'pending');
     const probes = [...heldSeqs, ...trainSeqs.slice(-8)];
-    const gateMetrics = await evaluateGate(engine, adapter, prevAdapter, heldSeqs, probes, cfg.klBudget);
+    const gateMetrics = await evaluateGate(engine, adapter, prevAdapter, gateSeqs, probes, cfg.klBudget, scope);
     const decision = gateDecision(gateMetrics);
     checkCancel();
 
@@ -212,6 +230,7 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
         skipped,
       },
       baseline,
+      advantages: advantageStats(trainSeqs),
       steps,
       tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9),
       trainSeconds,
@@ -241,7 +260,6 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
         const mark = store.stmt('UPDATE ratings SET run_id = ? WHERE id = ?');
         const sample = store.stmt('INSERT OR REPLACE INTO run_samples (run_id, rating_id, role, advantage) VALUES (?, ?, ?, ?)');
         for (const t of turns) {
-          // Held-out ratings stay pending (run_id NULL) for the next round.
           if (t.role === 'pending') mark.run(runId, t.ratingId);
           const seq = sequences.find((s) => s.ratingId === t.ratingId && s.kind === 'mispo');
           sample.run(runId, t.ratingId, t.role, seq?.advantage ?? null);
@@ -263,6 +281,14 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     await objectives.dispose();
     await engine.close();
   }
+}
+
+function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantages'] {
+  const a = seqs.filter((s) => s.kind === 'mispo').map((s) => s.advantage);
+  const pos = a.filter((x) => x > 0);
+  const neg = a.filter((x) => x < 0);
+  const mean = (x: number[]): number | null => (x.length === 0 ? null : x.reduce((p, q) => p + q, 0) / x.length);
+  return { positive: pos.length, negative: neg.length, meanPositive: mean(pos), meanNegative: mean(neg) };
 }
 
 function addInto(dst: Float64Array, src: ArrayLike<number>): void {
