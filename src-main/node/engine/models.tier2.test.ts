@@ -1,5 +1,7 @@
-// Tier-2 numerics for the Llama-family variants beyond Llama/Qwen2 (model.tier2.test.ts covers those): Qwen3's
-// per-head q/k RMSNorm and Mistral's sliding attention window, on tiny random models in the HF layout, in float64.
+// Tier-2 numerics for the architectures beyond Llama/Qwen2 (model.tier2.test.ts covers those): Qwen3's per-head q/k
+// RMSNorm, Mistral's sliding attention window, Gemma 2 (soft-caps, alternating local/global layers, (1 + w) norms,
+// GeGLU) and Gemma 3 (q/k norm, two RoPE bases), and the MoEs (Qwen3-MoE, Mixtral: the LoRA gradient flows through
+// the router's top-k weights), on tiny random models in the HF layout, in float64.
 // LoRA gradients against central differences (labelled per tensor), the q/k-norm weights actually used, and the
 // window's receptive field (L layers of window W see L·(W − 1) tokens back, and no further).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +16,12 @@ import { Engine } from './engine.ts';
 import type { StepSequence } from './engine.ts';
 import { loadHfModel } from './hf.ts';
 import { writeTinyModel } from './tiny.ts';
-import type { TinyArch } from './tiny.ts';
+import { Graph } from '../../common/engine/ir.ts';
+import * as op from '../../common/engine/ops.ts';
+import { topKRouting } from '../../common/engine/models/moe.ts';
+import { Runtime } from './runtime.ts';
+import { gradcheck } from './test-utils/gradcheck.ts';
+import type { TinyArch, TinyOptions } from './tiny.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-tier2-variants-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -28,14 +35,21 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-describe.each<TinyArch>(['qwen3', 'mistral'])('tier 2: tiny %s', (arch) => {
+const OPTS: Partial<Record<TinyArch, Partial<TinyOptions>>> = {
+  gemma2: { attnSoftcap: 1.5, finalSoftcap: 3 },
+  gemma3: { swaPattern: 2 },
+  qwen3moe: { experts: 4, topK: 2 },
+  mixtral: { experts: 4, topK: 2 },
+};
+
+describe.each<TinyArch>(['qwen3', 'mistral', 'gemma2', 'gemma3', 'qwen3moe', 'mixtral'])('tier 2: tiny %s', (arch) => {
   const dir = path.join(root, arch);
   let engine: Engine;
   const tokens = [11, 950, 3, 77, 4096, 12, 5, 60, 301, 9];
   const batch: StepSequence[] = [{ tokens, start: 3, advantage: 0.7 }];
 
   beforeAll(() => {
-    writeTinyModel(dir, { arch, layers: LAYERS, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, seed: 7, std: 0.2, slidingWindow: WINDOW });
+    writeTinyModel(dir, { arch, layers: LAYERS, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, seed: 7, std: 0.2, slidingWindow: WINDOW, ...OPTS[arch] });
     engine = Engine.load(dir, { dtype: 'float64', headChunk: 8, threads: 1, buckets: [8, 16] });
   });
   afterAll(async () => engine.close());
@@ -88,7 +102,7 @@ describe.each<TinyArch>(['qwen3', 'mistral'])('tier 2: tiny %s', (arch) => {
       await same.close();
       await bent.close();
     });
-  } else {
+  } else if (arch === 'mistral') {
     it(`the sliding window (W = ${WINDOW}) bounds what a position sees to L·(W − 1) tokens back`, async () => {
       expect(engine.config.slidingWindow).toBe(WINDOW);
       const reach = LAYERS * (WINDOW - 1);
@@ -106,4 +120,42 @@ describe.each<TinyArch>(['qwen3', 'mistral'])('tier 2: tiny %s', (arch) => {
       expect(Array.from(m.subarray(15, 20))).toEqual([-Infinity, -Infinity, 0, 0, -Infinity]);
     });
   }
+});
+
+describe('MoE routing (models/moe.ts topKRouting)', () => {
+  const rt = new Runtime({ intraOpThreads: 1, optimization: 'basic' });
+  afterAll(async () => rt.dispose());
+  const T = 6;
+  const E = 5;
+  const logits = new Rng(21).fillUniform(new Float64Array(T * E), -2, 2);
+
+  it.each([true, false])('selects each row\'s top 2 of the softmax (renormalised: %s), zero elsewhere, as torch.topk', async (norm) => {
+    const g = new Graph('routing');
+    const x = g.input('x', 'float64', [T, E]);
+    g.output('w', topKRouting(op.softmax(x, 1), 2, norm));
+    const w = (await rt.run(g, {}, { x: logits }))['w']!.data as Float64Array;
+    for (let t = 0; t < T; t++) {
+      const row = Array.from(logits.subarray(t * E, (t + 1) * E));
+      const z = row.reduce((s, v) => s + Math.exp(v), 0);
+      const p = row.map((v) => Math.exp(v) / z);
+      const top = [...p.keys()].sort((a, b) => p[b]! - p[a]!).slice(0, 2);
+      const kept = top.reduce((s, e) => s + p[e]!, 0);
+      for (let e = 0; e < E; e++) {
+        const want = top.includes(e) ? p[e]! / (norm ? kept : 1) : 0;
+        expect(Math.abs(w[t * E + e]! - want), `row ${t} expert ${e}`).toBeLessThan(1e-14);
+      }
+    }
+  });
+
+  it.each([true, false])('its gradient toward the router logits matches central differences (renormalised: %s)', async (norm) => {
+    const r = await gradcheck(rt, {
+      name: `topk_routing_${norm}`,
+      eps: 1e-6,
+      build: (g) => {
+        const x = g.input('x', 'float64', [T, E]);
+        return { inputs: [{ tensor: x, data: logits }], outputs: [topKRouting(op.softmax(x, 1), 2, norm)] };
+      },
+    });
+    expect(r.worst, `${r.name}: worst at ${r.worstAt}, max |err| ${r.maxAbsErr}`).toBeLessThanOrEqual(1);
+  });
 });
