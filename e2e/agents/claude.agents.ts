@@ -46,7 +46,11 @@ describe.skipIf(skip !== null)(`Claude Code against rein serve${skip ? ` (skippe
     expect(t.prompt).toBe(`${TOOL_MARKER} and tell me what it printed`);
     expect(t.response).toBe(`The tool printed: ${TOOL_OUTPUT}`);
     expect(t.context.some((c) => c.name === 'Bash' && c.content.includes(`echo ${TOOL_OUTPUT}`))).toBe(true);
-    expect(JSON.stringify(t.context)).not.toContain('tool_result');
+    // The tool's result may or may not be in the transcript when Stop fires (Claude writes it asynchronously);
+    // when it is, it is kept as a tool-role context message after its call, never taken as the prompt.
+    const results = t.context.filter((c) => c.type === 'tool_result');
+    for (const r of results) expect(r.role).toBe('tool');
+    expect(t.context.findIndex((c) => c.type === 'tool_result')).not.toBe(0);
   });
 
   it('/rl good rates that turn, prints the reason line and makes no model request', () => {

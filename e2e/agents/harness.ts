@@ -147,7 +147,7 @@ export interface TurnView {
   eventId: string;
   prompt: string;
   response: string;
-  context: { role: string; content: string; name?: string }[];
+  context: { role: string; content: string; name?: string; type?: string }[];
   state: string;
   rating: { kind: string; correction?: string | null } | null;
 }
