@@ -5,15 +5,21 @@ import type { EmaPoint } from '../../src-main/common/domain.ts';
 
 const axis = { stroke: 'var(--muted)', fontSize: 12 };
 const tooltip = { contentStyle: { background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' } };
-const shortDate = (t: number) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+const DAY_MS = 86_400_000;
+/** Tick labels for a time axis: clock times when the points span under two days, dates otherwise. */
+export function timeTickFormatter(spanMs: number): (t: number) => string {
+  if (spanMs < 2 * DAY_MS) return (t) => new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  return (t) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+}
 
 export function EmaChart(props: { points: EmaPoint[] }) {
   const data = props.points.map((p) => ({ at: p.at, value: p.value }));
+  const span = data.length > 1 ? data[data.length - 1]!.at - data[0]!.at : 0;
   return (
     <ResponsiveContainer width="100%" height={200}>
       <LineChart data={data} margin={{ top: 8, right: 12, bottom: 0, left: -16 }}>
         <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
-        <XAxis dataKey="at" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={shortDate} {...axis} />
+        <XAxis dataKey="at" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={timeTickFormatter(Math.abs(span))} {...axis} />
         <YAxis domain={[-1, 1]} {...axis} />
         <Tooltip {...tooltip} labelFormatter={(t) => new Date(Number(t)).toLocaleString()} formatter={(v) => Number(v).toFixed(3)} />
         <Line type="stepAfter" dataKey="value" name="baseline" stroke="var(--accent)" dot={false} strokeWidth={2} isAnimationActive={false} />

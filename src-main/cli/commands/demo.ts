@@ -1,9 +1,10 @@
 // `rein demo`: the whole loop offline in about a minute. It writes a tiny random model with a word-level vocabulary
 // (node/training/demo-model.ts), samples answers from it, rates them with a visible rule, trains one round through
 // the real scheduler and worker, and prints the preferred-behaviour rate before and after with 95% intervals.
-// The rule: an answer is good when it is polite (says "please" or "thanks"). A random 48-word model says one of
-// them in about a fifth of its answers, so 32 ratings hold a handful of good examples, and the behaviour is one
-// direction in the final hidden state (toward two token embeddings) that a LoRA can learn in one round.
+// The rule: an answer is good when it is short (one to four words, then </s>). The random 48-word model stops that
+// early in about a tenth of its answers, so 32 ratings hold a few good examples, and stopping is one decision (the
+// </s> token) that a LoRA learns in one round. The round uses the balanced preset for the model's size (the toy
+// bucket, common/training/presets.ts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,9 +18,7 @@ import { captureAndRate, preferredRate, sampleTurns } from '../../node/training/
 import { registerCommand } from '../dispatch.ts';
 import { intOption } from './format.ts';
 
-const rule = (text: string): boolean => /\b(please|thanks)\b/.test(text);
-// The demo model is 60k parameters; the presets' LRs are for real models, so the demo trains with a custom config.
-const DEMO_TRAINING = { lr: 0.005, steps: 48, ratioClipHigh: 20, bandHigh: 10, klBudget: 2 };
+const rule = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
 
 registerCommand({
   name: 'demo',
@@ -38,11 +37,10 @@ registerCommand({
     const engine = Engine.load(writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir);
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
     try {
-      say('rule: an answer is good when it says "please" or "thanks"');
+      say('rule: an answer is good when it is short (one to four words)');
       const before = preferredRate(await sampleTurns(engine, 128, 10_000 + seed), rule);
-      await core.call('setSettings', { values: { 'model.active': engine.tokenizer!.dir, 'training.auto': false, 'training.preset': 'custom', 'training.custom': DEMO_TRAINING } }, 'cli');
-      // The newest 15% of pending ratings are held out for the eval gate, so rate enough for n to train.
-      const rated = Math.ceil(n / 0.85);
+      await core.call('setSettings', { values: { 'model.active': engine.tokenizer!.dir, 'training.auto': false, 'training.preset': 'balanced' } }, 'cli');
+      const rated = n;
       const examples = await sampleTurns(engine, rated, seed);
       for (const t of examples.slice(0, 3)) say(`  "${t.prompt}" -> "${t.text}" : ${rule(t.text) ? 'good' : 'bad'}`);
       const counts = await captureAndRate(core, examples, rule, 'demo');
@@ -62,7 +60,7 @@ registerCommand({
       const pct = (r: typeof before): string => `${(100 * r.rate).toFixed(1)}% (95% CI ${(100 * r.ci[0]).toFixed(1)}-${(100 * r.ci[1]).toFixed(1)}%, ${r.k}/${r.n})`;
       const result = { before, after, seconds: (performance.now() - t0) / 1000, adapter: { version: v.version, status: v.status, reason: v.reason }, dir: ctx.options.keep === true ? root : null };
       ctx.print(
-        `polite answers on 128 held-out prompts\n  before: ${pct(before)}\n  after:  ${pct(after)}\nround: ${result.seconds.toFixed(1)} s; v${v.version} ${v.status} (${v.reason})${result.dir === null ? '' : `\nkept in ${root}`}`,
+        `short answers on 128 held-out prompts\n  before: ${pct(before)}\n  after:  ${pct(after)}\nround: ${result.seconds.toFixed(1)} s; v${v.version} ${v.status} (${v.reason})${result.dir === null ? '' : `\nkept in ${root}`}`,
         result,
       );
     } finally {

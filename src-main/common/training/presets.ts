@@ -82,10 +82,11 @@ export const PRESETS: Record<PresetName, PresetRow> = {
 export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number; klFactor: number }> = {
   // A random 2-layer model of width 64 needs Adam steps ~1000x a real model's before a round moves its behaviour:
   // measured on the demo model, lr 4e-5 (the tiny row) left the preferred rate where it was (5-16% -> 8-14%) after
-  // 32 steps, and 1e-2 moved it to 59-94% (README "Training rounds"). Its KL budget is 10x: a toy round is asked to
+  // 32 steps, and 1e-2 moved it to 59-94% (README "Training rounds"). Its KL budget is 20x: a toy round is asked to
   // move a behaviour from <= 20% to >= 80% at once, and by the data-processing inequality that costs at least
-  // KL(Bern(0.8) || Bern(0.2)) = 0.83 nats per answer, beyond any real preset's 0.05-0.2.
-  toy: { lrFactor: 2000, rank: 16, klFactor: 10 },
+  // KL(Bern(0.8) || Bern(0.15)) = 1.05 nats where the behaviour is decided (the gate probes the first answer
+  // position), beyond any real preset's 0.05-0.2; balanced gets 2 nats, about twice that minimum.
+  toy: { lrFactor: 2000, rank: 16, klFactor: 20 },
   tiny: { lrFactor: 8, rank: 16, klFactor: 1 },
   small: { lrFactor: 4, rank: 16, klFactor: 1 },
   medium: { lrFactor: 1, rank: 16, klFactor: 1 },

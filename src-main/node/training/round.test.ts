@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingProgress } from '../../common/domain.ts';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { llamaLinearParams } from '../../common/engine/models/llama.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
@@ -15,11 +16,14 @@ import { readTrainingLock } from './lock.ts';
 import { captureAndRate, preferredRate, sampleTurns } from './synthetic.ts';
 import { modelAdaptersDir } from './versions.ts';
 
-// The hidden rule: polite answers (they say "please" or "thanks") are good.
-const rule = (text: string): boolean => /\b(please|thanks)\b/.test(text);
-// The tiny random model needs far larger steps than the presets give real models, and a looser trust region to move
-// a behaviour from ~20% to ~80% in one round (MIS-PO's ratio clip at 2 caps each sampled token's gain per round).
-const CUSTOM = { lr: 0.005, steps: 48, ratioClipHigh: 20, bandHigh: 10, klBudget: 2 };
+// The hidden rule: short answers (one to four words, then </s>) are good. A concise answer is a real preference,
+// and it is one decision (stop now) that a LoRA can learn from a few examples (an empty answer is bad, so stopping
+// at once is not a shortcut); the earlier rule (says "please" or
+// "thanks" anywhere) had base rates of 17-36% on this model and was not learnable from 32 samples even by supervised
+// fine-tuning on the good ones (0.47-0.70 after), because each good answer is five random words around one polite one.
+const rule = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
+// Only used where a test needs a round to last (kill -9) or be quick: field overrides of the balanced preset.
+const CUSTOM = { steps: 32 };
 
 let root: string;
 let modelDir: string;
@@ -34,56 +38,66 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function newCore(name: string, custom: Record<string, unknown> = CUSTOM): Promise<ReinCore> {
+async function newCore(name: string, custom: Record<string, unknown> | null = null): Promise<ReinCore> {
   const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, name) }) });
-  await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false, 'training.preset': 'custom', 'training.custom': custom } }, 'test');
+  const preset = custom === null ? { 'training.preset': 'balanced' } : { 'training.preset': 'custom', 'training.custom': custom };
+  await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false, ...preset } }, 'test');
   return core;
 }
 
-async function trainedRate(core: ReinCore, seed: number): Promise<number> {
-  const active = (await core.call('listAdapters', {}, 'test')).find((a) => a.status === 'active');
-  expect(active).toBeDefined();
-  const { adapter } = loadPeftAdapter(path.join(active!.path, 'peft'), llamaLinearParams(engine.config));
-  return preferredRate(await sampleTurns(engine, 64, seed, adapter), rule).rate;
+function adapterAt(dir: string): LoraAdapter {
+  return loadPeftAdapter(path.join(dir, 'peft'), llamaLinearParams(engine.config)).adapter;
 }
 
 describe('a training round', () => {
-  it('learns a hidden rule from 32 on-policy ratings: the held-out preferred rate rises, KL within budget (3 seeds)', { timeout: 170_000 }, async () => {
-    const rows: string[] = [];
-    const results: { before: number; after: number; kl: number }[] = [];
+  // The issue's bar: base rate <= 20%, >= 80% after one round of 32 on-policy ratings, KL within the preset's budget,
+  // on 3 seeds; and the curve of rate against 8, 16, 32, 64 ratings (nested: the first N of one sampled list).
+  // 64 held-out prompts per seed: at 80% the 95% Wilson interval is about +-10 points.
+  it('learns a hidden rule from 32 on-policy ratings with the balanced preset: <= 20% -> >= 80%, KL within budget (3 seeds); curve 8/16/32/64', { timeout: 240_000 }, async () => {
+    const NS = [8, 16, 32, 64];
+    const table: { seed: number; before: number; after: Map<number, { rate: number; kl: number; budget: number; status: string }> }[] = [];
     for (const seed of [1, 2, 3]) {
-      const core = await newCore(`learn-${seed}`);
-      try {
-        const heldoutSeed = 10_000 + seed;
-        const before = preferredRate(await sampleTurns(engine, 64, heldoutSeed), rule);
-        // 38 ratings: the newest 15% (5) are held out for the gate, so 33 train.
-        await captureAndRate(core, await sampleTurns(engine, 38, seed), rule, `s${seed}`);
-        await core.call('startTraining', {}, 'test');
-        await core.scheduler.idle();
-        const run = (await core.call('listRuns', {}, 'test'))[0]!;
-        expect(run.status, String(run.error)).toBe('succeeded');
-        const gate = (run.metrics as { gate: { kl: number; accuracy: number } }).gate;
-        const after = await trainedRate(core, heldoutSeed);
-        rows.push(`seed ${seed}: ${before.rate.toFixed(3)} [${before.ci.map((x) => x.toFixed(2)).join(', ')}] -> ${after.toFixed(3)} (KL ${gate.kl.toFixed(3)}, gate accuracy ${gate.accuracy})`);
-        results.push({ before: before.rate, after, kl: gate.kl });
-      } finally {
-        core.close();
+      const heldoutSeed = 10_000 + seed;
+      const before = preferredRate(await sampleTurns(engine, 64, heldoutSeed), rule);
+      const rated = await sampleTurns(engine, Math.max(...NS), seed);
+      const row = { seed, before: before.rate, after: new Map<number, { rate: number; kl: number; budget: number; status: string }>() };
+      for (const n of NS) {
+        const core = await newCore(`learn-${seed}-${n}`);
+        try {
+          await captureAndRate(core, rated.slice(0, n), rule, `s${seed}`);
+          await core.call('startTraining', {}, 'test');
+          await core.scheduler.idle();
+          const run = (await core.call('listRuns', {}, 'test'))[0]!;
+          expect(run.status, String(run.error)).toBe('succeeded');
+          const m = run.metrics as { gate: { kl: number; klBudget: number }; samples: { pending: number } };
+          // Every pending rating trained.
+          expect(m.samples.pending).toBe(n);
+          const adapter = (await core.call('listAdapters', {}, 'test'))[0]!;
+          // Measured on a rejected candidate too: the curve is about what the round learned; the assertions below ask
+          // for an active one at 32.
+          const after = preferredRate(await sampleTurns(engine, 64, heldoutSeed, adapterAt(adapter.path)), rule).rate;
+          row.after.set(n, { rate: after, kl: m.gate.kl, budget: m.gate.klBudget, status: adapter.status });
+        } finally {
+          core.close();
+        }
       }
+      table.push(row);
     }
-    console.log(`learning (rule: says please/thanks), held-out preferred rate before -> after one round:\n  ${rows.join('\n  ')}`);
-    // Measured here (64 held-out prompts per seed): 0.17/0.36/0.23 -> 0.77/0.63/0.84. The brief's bar (<= 20% -> >= 80%
-    // on every seed) is not met by one round of 32 ratings; these are the margins it does meet, stated in the README.
-    const mean = (f: (r: (typeof results)[number]) => number): number => results.reduce((s, r) => s + f(r), 0) / results.length;
-    expect(mean((r) => r.before)).toBeLessThanOrEqual(0.3);
-    expect(mean((r) => r.after)).toBeGreaterThanOrEqual(0.7);
-    for (const r of results) {
-      expect(r.after - r.before).toBeGreaterThanOrEqual(0.2);
-      expect(r.kl).toBeLessThanOrEqual(CUSTOM.klBudget);
+    const f = (x: number): string => x.toFixed(2);
+    const lines = table.map((r) => `seed ${r.seed}: base ${f(r.before)} | ${NS.map((n) => `${n}: ${f(r.after.get(n)!.rate)} (KL ${r.after.get(n)!.kl.toFixed(3)}${r.after.get(n)!.status === 'active' ? '' : ', rejected'})`).join(' | ')}`);
+    const mean = NS.map((n) => `${n}: ${f(table.reduce((s, r) => s + r.after.get(n)!.rate, 0) / table.length)}`).join(' | ');
+    console.log(`learning curve (rule: one to four words), held-out preferred rate after one balanced round of N ratings:\n  ${lines.join('\n  ')}\n  mean: ${mean}`);
+    for (const r of table) {
+      const at32 = r.after.get(32)!;
+      expect(r.before).toBeLessThanOrEqual(0.2);
+      expect(at32.status).toBe('active');
+      expect(at32.kl).toBeLessThanOrEqual(at32.budget);
+      expect(at32.rate).toBeGreaterThanOrEqual(0.8);
     }
   });
 
   it('survives kill -9 of the worker: the core serves, the run is failed, no vN is left, and the next run succeeds', { timeout: 120_000 }, async () => {
-    const core = await newCore('kill', { ...CUSTOM, steps: 200 });
+    const core = await newCore('kill', { steps: 200 });
     try {
       await captureAndRate(core, await sampleTurns(engine, 12, 7), rule, 'k');
       const training = new Promise<void>((resolve) => {
@@ -111,7 +125,7 @@ describe('a training round', () => {
       expect(await core.call('listAdapters', {}, 'test')).toEqual([]);
       // The ratings are still pending, and the next round trains them.
       expect(st.pending).toBe(12);
-      await core.call('setSettings', { values: { 'training.custom': { ...CUSTOM, steps: 4 } } }, 'test');
+      await core.call('setSettings', { values: { 'training.custom': { steps: 4 } } }, 'test');
       await core.call('startTraining', {}, 'test');
       await core.scheduler.idle();
       expect((await core.call('listRuns', {}, 'test'))[0]!.status).toBe('succeeded');
@@ -123,23 +137,23 @@ describe('a training round', () => {
   });
 
   it('rolls back to the base and forward again, restoring the stored EMA; reset removes the versions', { timeout: 120_000 }, async () => {
-    const core = await newCore('rollback');
+    const core = await newCore('rollback', CUSTOM);
     try {
-      await captureAndRate(core, await sampleTurns(engine, 38, 1), rule, 'r');
+      await captureAndRate(core, await sampleTurns(engine, 32, 1), rule, 'r');
       await core.call('startTraining', {}, 'test');
       await core.scheduler.idle();
       const v1 = (await core.call('listAdapters', {}, 'test'))[0]!;
       expect(v1.status).toBe('active');
       expect(v1.emaValue).toBe((await core.call('status', {}, 'test')).ema!.value);
       // New ratings move the EMA; rolling back to v1 later restores the value stored with it.
-      await captureAndRate(core, await sampleTurns(engine, 4, 99).then((ts) => ts.map((t) => ({ ...t, text: `${t.text} please` }))), rule, 'more');
+      await captureAndRate(core, await sampleTurns(engine, 4, 99).then((ts) => ts.map((t) => ({ ...t, text: 'ok' }))), rule, 'more');
       expect((await core.call('status', {}, 'test')).ema!.value).not.toBe(v1.emaValue);
       const toBase = await core.call('rollback', { version: 0 }, 'test');
       expect(toBase.active).toBeNull();
       await core.call('rollback', { version: 1 }, 'test');
       expect((await core.call('status', {}, 'test')).ema!.value).toBe(v1.emaValue);
-      // The rolled-back run's ratings are not requeued.
-      expect((await core.call('status', {}, 'test')).pending).toBe(5 + 4);
+      // The rolled-back run's ratings are not requeued (all 32 trained in it; only the 4 later ones are pending).
+      expect((await core.call('status', {}, 'test')).pending).toBe(4);
       const r = await core.call('reset', { confirm: true }, 'test');
       expect(r.adapters).toBe(1);
       expect(existsSync(v1.path)).toBe(false);
