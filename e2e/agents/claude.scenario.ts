@@ -93,6 +93,12 @@ try {
   const payloads = existsSync(payloadLog) ? readFileSync(payloadLog, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>) : [];
   out.payloadEvents = payloads.map((p) => p.hook_event_name);
   saveArtifact('claude-hook-payloads.json', payloads);
+  // The tool turn's transcript as Claude wrote it (the unit-test fixture fixtures/claude/real-tool-turn.jsonl is
+  // this file, trimmed and with paths normalised).
+  const toolSession = payloads.find((p) => p.hook_event_name === 'Stop' && typeof p.transcript_path === 'string');
+  if (toolSession && existsSync(toolSession.transcript_path as string)) {
+    saveArtifact('claude-transcript-tool-turn.jsonl', readFileSync(toolSession.transcript_path as string, 'utf8'));
+  }
   saveArtifact('claude-model-requests.json', fake.requests.map((r) => ({ method: r.method, url: r.url, messages: (r.body as { messages?: unknown })?.messages })));
 } finally {
   await server.stop().catch(() => {});

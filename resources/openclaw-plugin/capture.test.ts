@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createReinPlugin, validateConfig } from './src/capture.ts';
 import { parseReaction } from './src/reactions.ts';
@@ -70,6 +72,27 @@ describe('OpenClaw plugin', () => {
     const other = setup();
     expect((await other.plugin.onCommand({ args: 'good', senderId: 'cli', sessionKey: S })).text).toBe('ok command');
     expect(other.posts[0]).toEqual({ kind: 'command', sessionKey: S, args: 'good', rater: 'openclaw:cli', adminAllowed: false });
+  });
+
+  it('agent_end with the messages as OpenClaw 2026.9.6 keeps them: user content a plain string, assistant text blocks', async () => {
+    // The first turn of e2e/agents' chat.history (openclaw-history.json, paths normalised): the user message is a
+    // string with timestamp/idempotencyKey/__openclaw beside it; the reply carries api/provider/model/usage.
+    const FIX = path.join(import.meta.dirname, '../../src-main/node/integrations/fixtures/openclaw/history-turn.json');
+    const messages = JSON.parse(readFileSync(FIX, 'utf8')) as Record<string, unknown>[];
+    const S = 'agent:main:main';
+    const { plugin, posts } = setup();
+    await plugin.onAgentEnd({ messages, success: true, runId: 'e2e-1' }, { sessionKey: S, senderId: 'cli', channelId: 'webchat' });
+    expect(posts).toEqual([
+      {
+        kind: 'turn',
+        sessionKey: S,
+        runId: 'e2e-1',
+        prompt: 'Say hi to the e2e suite',
+        response: 'Fake answer to: [Sun 2026-11-22 03:53 UTC] Say hi to the e2e suite\n\nRuntime: agent=main | session=agent:main:main | sessionId=d5fea999-d',
+        channel: 'webchat',
+        senderId: 'cli',
+      },
+    ]);
   });
 
   it('without agent_end, message_sent chunks are posted after a quiet spell', async () => {

@@ -7,6 +7,12 @@ import { createClaudeHooks } from './handler.ts';
 import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
 
 const FIX = path.join(import.meta.dirname, '../fixtures/claude');
+// payloads.json: user-prompt-submit, stop and rl-submit are what Claude Code 2.1.330 posted in e2e/agents
+// (claude-hook-payloads.json), and tool-turn.jsonl is that turn's transcript (claude-transcript-tool-turn.jsonl),
+// with the sandbox paths normalised to /home/dev and Claude's bookkeeping lines cut short. subagent-stop and
+// rl-expansion follow the hooks reference in the same shape (the suite fires neither: `claude -p "/rl good"` sends
+// only UserPromptSubmit). edge-cases.jsonl and subagent.jsonl are written by hand for lines the run does not show
+// (meta lines, local commands, a long tool output, sidechains).
 const payloads = JSON.parse(readFileSync(path.join(FIX, 'payloads.json'), 'utf8')) as Record<string, Record<string, unknown>>;
 // The payloads carry the real client's paths; the tests read the fixtures through the real reader instead.
 const readFixture = (file: string) =>
@@ -20,8 +26,20 @@ function setup() {
 }
 
 describe('Claude transcript fallback', () => {
-  it('finds the human prompt past tool results, meta lines, local commands and sidechains', () => {
+  it('reads the real tool turn: prompt, final answer, the Bash call and its result, past the bookkeeping lines', () => {
+    // The real file also holds queue-operation, attachment, api-request(-blob), last-prompt and cost-state lines;
+    // an api-request-blob carries a role:user tool_result message and must not pass for a prompt or context.
     const t = parseTranscriptTurn(readTranscriptLines(path.join(FIX, 'tool-turn.jsonl')));
+    expect(t.prompt).toBe(payloads['user-prompt-submit']!.prompt);
+    expect(t.answer).toBe(payloads.stop!.last_assistant_message);
+    expect(t.context).toEqual([
+      { role: 'assistant', name: 'Bash', content: '{"command":"echo rein-e2e-tool-output","description":"Echo a marker"}', tool_use_id: 'toolu_fake_1', type: 'tool_use' },
+      { role: 'tool', content: 'rein-e2e-tool-output', tool_use_id: 'toolu_fake_1', type: 'tool_result' },
+    ]);
+  });
+
+  it('finds the human prompt past tool results, meta lines, local commands and sidechains', () => {
+    const t = parseTranscriptTurn(readTranscriptLines(path.join(FIX, 'edge-cases.jsonl')));
     expect(t.prompt).toBe('The test for `mean` fails on an empty array. Fix it in src/stats.ts.');
     expect(t.answer).toBe('Fixed: `mean([])` now returns 0 instead of NaN. The stats tests pass.');
     expect(t.context.map((m) => [m.role, m.name ?? m.type ?? null])).toEqual([
@@ -50,7 +68,7 @@ describe('Claude transcript fallback', () => {
   it('skips a half-written last line', () => {
     const lines = readTranscriptLines(path.join(FIX, 'tool-turn.jsonl')).filter((l) => l !== '');
     lines.push('{"type":"assistant","message":{"content":[{"type":"te');
-    expect(parseTranscriptTurn(lines).prompt).toMatch(/^The test for `mean`/);
+    expect(parseTranscriptTurn(lines).prompt).toBe(payloads['user-prompt-submit']!.prompt);
   });
 
   it('refuses a path that is not a .jsonl transcript', () => {
@@ -67,10 +85,11 @@ describe('Claude hooks: capture', () => {
     const t = core.turns[0]!;
     expect(t.source).toBe('claude-code');
     expect(t.session).toBe(payloads.stop!.session_id);
-    expect(t.eventId).toBe(`${payloads.stop!.session_id}:p-2`);
+    expect(t.eventId).toBe(`${payloads.stop!.session_id}:${payloads.stop!.prompt_id}`);
     expect(t.prompt).toBe(payloads['user-prompt-submit']!.prompt);
     expect(t.response).toBe(payloads.stop!.last_assistant_message);
-    expect(t.context?.filter((m) => m.type === 'tool_use').map((m) => m.name)).toEqual(['Bash', 'Edit']);
+    expect(t.context?.map((m) => m.type)).toEqual(['tool_use', 'tool_result']);
+    expect(t.context?.[0]!.name).toBe('Bash');
   });
 
   it('a retried Stop is one turn', async () => {
@@ -84,7 +103,7 @@ describe('Claude hooks: capture', () => {
   it('Stop with no UserPromptSubmit seen (Rein restarted) takes the prompt from the transcript', async () => {
     const { core, hooks } = setup();
     await hooks.handle(payloads.stop);
-    expect(core.turns[0]?.prompt).toBe('The test for `mean` fails on an empty array. Fix it in src/stats.ts.');
+    expect(core.turns[0]?.prompt).toBe('please-run-the-echo-tool and tell me what it printed');
   });
 
   it('without prompt_id the event id is a stable hash, so retries still dedupe', async () => {
@@ -103,7 +122,7 @@ describe('Claude hooks: capture', () => {
     await hooks.handle(payloads.stop);
     expect(core.turns.map((t) => t.eventId)).toEqual([
       `${payloads.stop!.session_id}:agent:a7f3`,
-      `${payloads.stop!.session_id}:p-2`,
+      `${payloads.stop!.session_id}:${payloads.stop!.prompt_id}`,
     ]);
     expect(core.turns[0]!.prompt).toBe('Find every caller of mean() in src/ and list the files.');
     expect(core.turns[0]!.response).toBe('mean() is called from src/report.ts and src/summary.ts.');
@@ -143,7 +162,9 @@ describe('Claude hooks: capture', () => {
 });
 
 describe('Claude hooks: /rl', () => {
-  it('UserPromptExpansion then UserPromptSubmit of one /rl good record one rating and both block', async () => {
+  it('a one-shot /rl good (its own session, same directory) rates the turn; Expansion then Submit of it is one rating, both block', async () => {
+    // As in the real run: the turn's session and the /rl session differ (claude -p twice), the cwd is the same.
+    expect(payloads['rl-submit']!.session_id).not.toBe(payloads.stop!.session_id);
     const { core, hooks } = setup();
     await hooks.handle(payloads['user-prompt-submit']);
     await hooks.handle(payloads.stop);
@@ -157,7 +178,7 @@ describe('Claude hooks: /rl', () => {
 
   it('rates the newest unrated turn of that session only', async () => {
     const { core, hooks } = setup();
-    const s1 = payloads.stop!.session_id as string;
+    const s1 = payloads['rl-submit']!.session_id as string;
     await core.call('captureTurn', { source: 'claude-code', session: s1, eventId: 'a', prompt: 'p1', response: 'r1' }, 'test');
     await core.call('captureTurn', { source: 'claude-code', session: 'other', eventId: 'b', prompt: 'p2', response: 'r2' }, 'test');
     const r = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl 👎', prompt_id: 'p-9' });
@@ -170,7 +191,7 @@ describe('Claude hooks: /rl', () => {
 
   it('fix, undo and status answer with real numbers', async () => {
     const { core, hooks } = setup();
-    const s = payloads.stop!.session_id as string;
+    const s = payloads['rl-submit']!.session_id as string;
     await core.call('captureTurn', { source: 'claude-code', session: s, eventId: 'a', prompt: 'p', response: 'r' }, 'test');
     const fix = await hooks.handle({ ...payloads['rl-submit'], prompt: '/rl fix "use a guard clause"', prompt_id: 'q1' });
     expect(fix.reason).toBe('Saved your correction (👎 + fix) · 1 pending · next training at 32');
@@ -199,7 +220,7 @@ describe('Claude hooks: /rl', () => {
     let t = 1_000_000;
     const core = createMemoryCore();
     const hooks = createClaudeHooks(core, { log: memoryLog(), now: () => t });
-    const s = payloads.stop!.session_id as string;
+    const s = payloads['rl-submit']!.session_id as string;
     for (const id of ['a', 'b']) await core.call('captureTurn', { source: 'claude-code', session: s, eventId: id, prompt: 'p', response: 'r' }, 'test');
     const { prompt_id: _x, ...exp } = payloads['rl-expansion']!;
     const { prompt_id: _y, ...sub } = payloads['rl-submit']!;

@@ -4,7 +4,7 @@
 // the handlers under test see nothing but the `Core` interface.
 import { VERBS } from '../../../common/api.ts';
 import type { Actor, EventName, Events, VerbName, VerbOutput, VerbParsed } from '../../../common/api.ts';
-import type { RatingView, Status, TurnSummary } from '../../../common/domain.ts';
+import type { RatingView, Status, Turn, TurnSummary } from '../../../common/domain.ts';
 import { BadInputError, NotAvailableError, NotFoundError } from '../../../common/errors.ts';
 import { rewardOf } from '../../../common/rewards.ts';
 import type { Core } from '../../core/types.ts';
@@ -72,6 +72,22 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
       const t: StoredTurn = { ...input, id: turns.length + 1, createdAt: input.createdAt ?? Date.now() };
       turns.push(t);
       return { turn: summary(t), created: true };
+    },
+    // The one-shot /rl fallback (shared/rl.ts RlTargets) reads a turn's state through getTurn.
+    getTurn(input): Turn {
+      const t = turns.find((x) => x.id === input.turnId);
+      if (!t) throw new NotFoundError(`no turn ${input.turnId}`);
+      const { promptPreview: _p, responsePreview: _r, ...rest } = summary(t);
+      return {
+        ...rest,
+        prompt: t.prompt,
+        response: t.response,
+        context: t.context ?? [],
+        tokens: t.tokens ?? null,
+        logprobs: t.logprobs ?? null,
+        adapterVersion: t.adapterVersion ?? null,
+        truncated: false,
+      };
     },
     rate(input) {
       let turn: StoredTurn | undefined;
