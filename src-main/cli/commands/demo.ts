@@ -1,7 +1,7 @@
 // `rein demo`: the whole loop offline in about a minute. It writes a tiny random model with a word-level vocabulary
 // (node/training/demo-model.ts), samples answers from it, rates them with a visible rule, trains one round through
 // the real scheduler and worker, and prints the preferred-behaviour rate before and after with 95% intervals.
-// The rule: an answer is good when it is short (one to four words, then </s>). The random 48-word model stops that
+// The rule: an answer is good when it is short (at most three words, then </s>). The random 48-word model stops that
 // early in about a tenth of its answers, so 32 ratings hold a few good examples, and stopping is one decision (the
 // </s> token) that a LoRA learns in one round. The round uses the balanced preset for the model's size (the toy
 // bucket, common/training/presets.ts).
@@ -37,7 +37,7 @@ registerCommand({
     const engine = Engine.load(writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir);
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
     try {
-      say('rule: an answer is good when it is short (one to four words)');
+      say('rule: an answer is good when it is short (at most three words)');
       const before = preferredRate(await sampleTurns(engine, 128, 10_000 + seed), rule);
       await core.call('setSettings', { values: { 'model.active': engine.tokenizer!.dir, 'training.auto': false, 'training.preset': 'balanced' } }, 'cli');
       const rated = n;
