@@ -9,7 +9,7 @@ import { ReinError } from '../../common/errors.ts';
 import { AdamW, clipGradNorm } from '../../common/engine/adamw.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { llamaLinearParams } from '../../common/engine/models/llama.ts';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { resolveTrainingConfig, type PresetChoice, type TrainingConfig } from '../../common/training/presets.ts';
 import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
 import { Engine, adapterParams } from '../engine/engine.ts';
@@ -80,7 +80,7 @@ function startAdapter(store: Store, engine: Engine, modelId: string, fromVersion
         : store.stmt<{ version: number; path: string }>(`SELECT version, path FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
   if (fromVersion !== null && fromVersion > 0 && row === undefined) throw new ReinError('not_found', `adapter version ${fromVersion} of ${modelId} does not exist`);
   if (row !== undefined) {
-    const { adapter } = loadPeftAdapter(path.join(row.path, 'peft'), llamaLinearParams(engine.config));
+    const { adapter } = loadPeftAdapter(path.join(row.path, 'peft'), modelLinearParams(engine.config));
     return { adapter, parent: row.version };
   }
   return { adapter: engine.newAdapter({ r: cfg.rank, alpha: cfg.alpha }, cfg.seed), parent: null };
