@@ -4,7 +4,7 @@
 // train_step.py, float32 autograd, 2 threads), alternating with ours. Printed: the time ratio, GFLOP/s as a fraction
 // of ORT's MatMul peak measured in this run, CPU/wall beside each figure, and peak RSS through a seq-1024 step.
 //   flags: --rounds N (3)  --seq T (512)  --long T (1024)  --no-torch  --profile (ORT op profile of one layer + head)
-//          --layers N (24)
+//          --layers N (24)  --head-chunk N (128)
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,6 +34,7 @@ const ROUNDS = flag('rounds', 3);
 const SEQ = flag('seq', 512);
 const LONG = flag('long', 1024);
 const THREADS = 2;
+const HEAD_CHUNK = flag('head-chunk', 128);
 const RANK = 16;
 const ALPHA = 32;
 
@@ -181,7 +182,7 @@ async function main(): Promise<void> {
 
   const gen = await timed(async () => generateWeights(config, 0));
   const weights = gen.value;
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ });
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ, headChunk: HEAD_CHUNK });
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
   for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.01); // nonzero B: every gradient is real work
@@ -239,7 +240,7 @@ async function main(): Promise<void> {
   if (LONG > 0) {
     // Peak RSS is a per-process high-water mark, so the seq-LONG step runs in a fresh process of its own: what a
     // trainer at that length holds, not what the seq-SEQ rounds and the profile left behind.
-    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--rss-child', String(LONG), '--seq', String(SEQ), '--layers', String(config.numLayers)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--rss-child', String(LONG), '--seq', String(SEQ), '--layers', String(config.numLayers), '--head-chunk', String(HEAD_CHUNK)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     process.stdout.write(child.stdout);
   }
 }
@@ -248,7 +249,7 @@ async function main(): Promise<void> {
 async function rssChild(T: number): Promise<void> {
   const weightBytes = llamaParams(config).reduce((s, p) => s + 4 * numel(p.shape), 0);
   const weights = generateWeights(config, 0);
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ });
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ, headChunk: HEAD_CHUNK });
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
   for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.01);
