@@ -60,7 +60,16 @@ const notify: number[] = [];
 const bare: number[] = [];
 for (let i = 0; i < N_PROC; i++) {
   bare.push(await run(['-e', '0'], process.env));
-  const payload = JSON.stringify({ type: 'agent-turn-complete', 'thread-id': 'bench-thread', 'turn-id': String(i), 'input-messages': [`q ${i}`], 'last-assistant-message': `a ${i}` });
+  // The shape Codex 0.169.0 sends (e2e/agents/artifacts/codex-notify-payloads.json): UUID thread/turn ids, cwd, client.
+  const payload = JSON.stringify({
+    type: 'agent-turn-complete',
+    'thread-id': '01a20162-614e-7992-9fcf-a52f58a6d429',
+    'turn-id': `01a20162-6193-7f92-afda-${String(i).padStart(12, '0')}`,
+    cwd: '/home/dev/work',
+    client: 'codex_exec',
+    'input-messages': [`q ${i}`],
+    'last-assistant-message': `a ${i}`,
+  });
   notify.push(await run([hookEntry, 'codex-notify', payload], { ...process.env, REIN_HOME: home.dir }));
 }
 const stored = core.status().turns.total;

@@ -12,11 +12,14 @@
 //   delivered once by the next notify that gets through (the server dedupes on source + event id).
 // - hooks: the server's answer is printed when it is a block decision (`/rl`); with Rein down an `/rl` is still
 //   blocked (it must not reach the model as a prompt) and a Stop is spooled.
-import { spawn } from 'node:child_process';
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import net from 'node:net';
-import { homedir } from 'node:os';
-import path from 'node:path';
+//
+// The builtins come from process.getBuiltinModule, not `import`: an ESM import of a builtin builds its module
+// namespace from every export, and node:fs's `promises` getter then loads fs/promises, readline and the stream
+// stack (about 45 more internal modules on Node 24.21, most of the entry's cost over a bare `node -e 0`).
+const { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } = process.getBuiltinModule('node:fs');
+const net = process.getBuiltinModule('node:net');
+const { homedir } = process.getBuiltinModule('node:os');
+const path = process.getBuiltinModule('node:path');
 
 export const SPOOL_MAX_BYTES = 2 * 1024 * 1024;
 export const POST_TIMEOUT_MS = 800;
@@ -60,6 +63,8 @@ export function readChain(dir) {
 export function chainPrevious(previous, arg) {
   if (previous === null) return false;
   const [cmd, ...args] = previous;
+  // Loaded only when there is a previous notify to start (most turns have none): its import is start-up cost.
+  const { spawn } = process.getBuiltinModule('node:child_process');
   const child = spawn(cmd, [...args, arg], { detached: true, stdio: 'ignore' });
   child.on('error', () => {});
   child.unref();
@@ -286,5 +291,14 @@ export async function runHook(argv, io) {
 }
 
 if (import.meta.main) {
-  process.exitCode = await runHook(process.argv.slice(2), { stdin: process.stdin, stdout: (s) => process.stdout.write(s), env: process.env });
+  // process.stdin is a getter that builds the stdin stream (tty/net/stream internals); only codex-hook reads it, so
+  // a notify run, which Codex starts with stdio nulled on every turn, never pays for it.
+  const io = {
+    get stdin() {
+      return process.stdin;
+    },
+    stdout: (s) => process.stdout.write(s),
+    env: process.env,
+  };
+  process.exitCode = await runHook(process.argv.slice(2), io);
 }
