@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { llamaLinearParams } from '../../common/engine/models/llama.ts';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { createCore } from '../../node/core/core.ts';
 import { Engine } from '../../node/engine/engine.ts';
 import { loadPeftAdapter } from '../../node/engine/peft.ts';
@@ -55,7 +55,7 @@ registerCommand({
       const run = (await core.call('listRuns', {}, 'cli'))[0]!;
       if (run.status !== 'succeeded') throw new Error(`the round ${run.status}: ${run.error}`);
       const v = (await core.call('listAdapters', {}, 'cli'))[0]!;
-      const { adapter } = loadPeftAdapter(path.join(v.path, 'peft'), llamaLinearParams(engine.config));
+      const { adapter } = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config));
       const after = preferredRate(await sampleTurns(engine, 128, 10_000 + seed, adapter), rule);
       const pct = (r: typeof before): string => `${(100 * r.rate).toFixed(1)}% (95% CI ${(100 * r.ci[0]).toFixed(1)}-${(100 * r.ci[1]).toFixed(1)}%, ${r.k}/${r.n})`;
       const result = { before, after, seconds: (performance.now() - t0) / 1000, adapter: { version: v.version, status: v.status, reason: v.reason }, dir: ctx.options.keep === true ? root : null };

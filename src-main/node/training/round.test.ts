@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TrainingProgress } from '../../common/domain.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { llamaLinearParams } from '../../common/engine/models/llama.ts';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
@@ -46,7 +46,7 @@ async function newCore(name: string, custom: Record<string, unknown> | null = nu
 }
 
 function adapterAt(dir: string): LoraAdapter {
-  return loadPeftAdapter(path.join(dir, 'peft'), llamaLinearParams(engine.config)).adapter;
+  return loadPeftAdapter(path.join(dir, 'peft'), modelLinearParams(engine.config)).adapter;
 }
 
 describe('a training round', () => {
