@@ -4,7 +4,7 @@
 // being the path where the proxy rewrites the reply), and added time to first token and per streamed token.
 // Targets: < 2 ms per request, no added per-token delay. Usage: node bench/proxy.ts [--requests 300 --streams 16]
 import { spawn } from 'node:child_process';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -68,7 +68,7 @@ if (values.role === 'upstream') {
   await client();
 }
 
-function child(args: string[]): { proc: ChildProcessWithoutNullStreams; line: () => Promise<Record<string, unknown>> } {
+function child(args: string[]): { proc: ChildProcess; line: () => Promise<Record<string, unknown>> } {
   const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
   return { proc, line: async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown> };
