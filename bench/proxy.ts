@@ -160,8 +160,8 @@ for (const [label, body] of [
 const c = process.cpuUsage(c0);
 const wall = (performance.now() - t0) / 1000;
 agent.destroy();
-up.proc.stdin.end();
-px.proc.stdin.end();
+up.proc.stdin?.end();
+px.proc.stdin?.end();
 const stored = await px.line();
 console.log(`client cpu ${((c.user + c.system) / 1e6).toFixed(1)} s / wall ${wall.toFixed(1)} s; turns stored by the proxy: ${String(stored.turns)}`);
 }
