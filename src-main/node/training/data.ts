@@ -148,7 +148,9 @@ export function encodeRound(turns: readonly RatedTurn[], tok: ReinTokenizer, o: 
         const f = fit(promptIds, t.tokens, o.maxTokens);
         if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
         const mu = Float64Array.from(t.logprobs.slice(0, f.tokens.length - f.start));
-        sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'mispo', mu, advantage: advantage(t.reward, o.baseline, o.advantageClip), desirable: t.reward > 0 });
+        // When every rating so far is the same, r − b is float residue (~1e-16), not a signal; it is zero.
+        const a = advantage(t.reward, o.baseline, o.advantageClip);
+        sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
         continue;
       }
       if (t.reward === 0) {
