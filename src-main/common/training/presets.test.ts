@@ -28,6 +28,9 @@ describe('presets', () => {
     expect(sizeBucket(0.5e9)).toBe('small');
     expect(sizeBucket(60e3)).toBe('toy');
     expect(presetConfig('balanced', dense(60e3)).lr).toBeCloseTo(0.01, 12);
+    // The toy KL budget: 20x, so a one-round 15% -> 80% move (>= 1.05 nats where it is decided) fits in balanced.
+    expect(presetConfig('balanced', dense(60e3)).klBudget).toBeCloseTo(2, 12);
+    expect(presetConfig('balanced', dense(0.5e9)).klBudget).toBe(0.1);
     expect(() => sizeBucket(0)).toThrow(BadInputError);
   });
 
@@ -40,6 +43,8 @@ describe('presets', () => {
     expect(() => resolveTrainingConfig('custom', dense(1e9), { nope: 1 })).toThrow(BadInputError);
     expect(() => resolveTrainingConfig('custom', dense(1e9), { bandLow: 0.999, bandHigh: 1 })).not.toThrow();
     expect(() => resolveTrainingConfig('custom', dense(1e9), { bandLow: 1, bandHigh: 1 })).toThrow(/bandLow/);
+    // A custom config saved before heldoutFraction was removed still resolves.
+    expect(resolveTrainingConfig('custom', dense(1e9), { heldoutFraction: 0.15, steps: 5 }).steps).toBe(5);
   });
 
   it('describePresets lists every field with help text', () => {

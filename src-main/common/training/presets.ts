@@ -143,7 +143,10 @@ export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfi
 /** The config a round uses: a preset, or `custom` = balanced overridden by the validated custom fields. */
 export function resolveTrainingConfig(choice: PresetChoice, shape: ModelShape, custom: unknown = {}): TrainingConfig {
   if (choice !== 'custom') return presetConfig(choice, shape);
-  const parsed = CustomTrainingSchema.safeParse(custom ?? {});
+  // heldoutFraction (the newest pending share withheld for the gate) is gone: every pending rating trains now. A
+  // training.custom saved by an earlier build may still carry it, and it must not make every round fail.
+  const { heldoutFraction: _legacy, ...rest } = (custom ?? {}) as Record<string, unknown>;
+  const parsed = CustomTrainingSchema.safeParse(rest);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.map(String).join('.');
