@@ -113,7 +113,8 @@ const DEFAULTS = {
   ktoBeta: 0.1,
   ktoDesirable: 1,
   ktoUndesirable: 1,
-  gateTurns: 64,
+  // Each scored turn costs up to three forwards (candidate, base, active adapter): 16 keep a 0.5B gate to minutes.
+  gateTurns: 16,
   maxTokens: 2048,
   seed: 0,
 };

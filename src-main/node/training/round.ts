@@ -212,8 +212,9 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     emit({ phase: 'evaluating', step: cfg.steps, steps: cfg.steps, ...none, message: 'scoring the candidate on held-out turns' });
     checkCancel();
     const scope = heldSeqs.length > 0 ? 'heldout' : 'trained';
-    const gateSeqs = scope === 'heldout' ? heldSeqs : trainSeqs.filter((s) => s.role === 'pending');
-    const probes = [...heldSeqs, ...trainSeqs.slice(-8)];
+    const gateSeqs = scope === 'heldout' ? heldSeqs : trainSeqs.filter((s) => s.role === 'pending').slice(-Math.max(1, cfg.gateTurns));
+    // Probe prompts for the KL: at most 16 (each costs two forwards of its prompt on a 0.5B model, ~12 s per 512 tokens).
+    const probes = [...heldSeqs.slice(-8), ...trainSeqs.slice(-8)];
     const gateMetrics = await evaluateGate(engine, adapter, prevAdapter, gateSeqs, probes, cfg.klBudget, scope);
     const decision = gateDecision(gateMetrics);
     checkCancel();
