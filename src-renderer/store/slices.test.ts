@@ -145,9 +145,17 @@ describe('ratings history', () => {
 
 describe('training and adapters', () => {
   it('says the gate verdict in words with the numbers behind it', () => {
-    const gate = { heldout: 12, accuracy: 0.81, previousAccuracy: 0.62, kl: 0.004, klBudget: 0.01 };
-    expect(gateSentence(gate, true)).toBe('activated: preference accuracy 0.81 > 0.62; KL 0.004 ≤ 0.01 (12 held-out turns)');
-    expect(gateSentence({ ...gate, previousAccuracy: null, accuracy: 0.4 }, false)).toBe('rejected: preference accuracy 0.40 ≤ 0.50 (chance); KL 0.004 ≤ 0.01 (12 held-out turns)');
+    const gate = { scope: 'heldout' as const, heldout: 12, accuracy: 0.81, previousAccuracy: 0.78, kl: 0.004, klBudget: 0.01 };
+    expect(gateSentence(gate, true)).toBe(
+      "activated: preference accuracy 0.81 > 0.50 (chance), within 0.05 of the active version's 0.78; KL 0.004 ≤ 0.01 (12 older rated turns)",
+    );
+    expect(gateSentence({ ...gate, previousAccuracy: 0.9 }, false)).toBe(
+      "rejected: preference accuracy 0.81 > 0.50 (chance), more than 0.05 below the active version's 0.90; KL 0.004 ≤ 0.01 (12 older rated turns)",
+    );
+    expect(gateSentence({ ...gate, scope: 'trained', previousAccuracy: null, accuracy: 0.4 }, false)).toBe(
+      'rejected: preference accuracy 0.40 ≤ 0.50 (chance); KL 0.004 ≤ 0.01 (the 12 turns it trained on)',
+    );
+    expect(gateSentence({ ...gate, kl: 0.02 }, null)).toMatch(/^fails: .*KL 0.02 > 0.01/);
     expect(gateSentence({ ...gate, accuracy: null }, null)).toBeNull();
   });
 

@@ -78,6 +78,8 @@ export const selectTrainingView = derive(
 export const selectLiveProgress = (s: ReinState): TrainingProgress | null => (s.progress && !FINISHED.includes(s.progress.phase) ? s.progress : null);
 
 interface GateMetrics {
+  /** 'heldout': older rated turns not trained this round; 'trained': a first round's own turns (absent on older runs). */
+  scope?: 'heldout' | 'trained';
   heldout: number;
   accuracy: number | null;
   previousAccuracy: number | null;
@@ -97,19 +99,28 @@ export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
   return run.metrics !== null && typeof run.metrics === 'object' ? (run.metrics as RunMetrics) : {};
 }
 
+/** Mirrors RETENTION_TOLERANCE in src-main/common/training/gate.ts (the renderer may import only types from common). */
+const RETENTION_TOLERANCE = 0.05;
+
 /**
- * The eval gate's verdict in words, with the numbers behind it: "activated: preference accuracy 0.81 > 0.62; KL
- * 0.004 ≤ 0.01". The bar is the previous adapter's accuracy, or chance (0.5) for the first one (common/training/gate.ts).
+ * The eval gate's verdict in words, with the numbers behind it (common/training/gate.ts decides): "activated:
+ * preference accuracy 0.81 > 0.50 (chance), within 0.05 of v1's 0.78; KL 0.004 ≤ 0.01 (12 older rated turns)".
+ * The accuracy must beat chance and, when a version is active, stay within the tolerance of its accuracy on the same
+ * turns; a first round scores the turns it trained on, and the sentence says so.
  */
 export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
   if (!gate || gate.accuracy === null) return null;
-  const bar = gate.previousAccuracy ?? 0.5;
-  const accOk = gate.accuracy > bar;
+  const chanceOk = gate.accuracy > 0.5;
+  const keepOk = gate.previousAccuracy === null || gate.accuracy >= gate.previousAccuracy - RETENTION_TOLERANCE;
   const klOk = gate.kl <= gate.klBudget;
-  const verdict = accepted === null ? (accOk && klOk ? 'passes' : 'fails') : accepted ? 'activated' : 'rejected';
-  const acc = `preference accuracy ${gate.accuracy.toFixed(2)} ${accOk ? '>' : '≤'} ${bar.toFixed(2)}${gate.previousAccuracy === null ? ' (chance)' : ''}`;
+  const verdict = accepted === null ? (chanceOk && keepOk && klOk ? 'passes' : 'fails') : accepted ? 'activated' : 'rejected';
+  let acc = `preference accuracy ${gate.accuracy.toFixed(2)} ${chanceOk ? '>' : '≤'} 0.50 (chance)`;
+  if (gate.previousAccuracy !== null) {
+    acc += `, ${keepOk ? 'within' : 'more than'} ${RETENTION_TOLERANCE} ${keepOk ? 'of' : 'below'} the active version's ${gate.previousAccuracy.toFixed(2)}`;
+  }
   const kl = `KL ${fmtSmall(gate.kl)} ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}`;
-  return `${verdict}: ${acc}; ${kl} (${gate.heldout} held-out turns)`;
+  const where = gate.scope === 'trained' ? `the ${gate.heldout} turns it trained on` : `${gate.heldout} older rated turns`;
+  return `${verdict}: ${acc}; ${kl} (${where})`;
 }
 
 function fmtSmall(x: number): string {
