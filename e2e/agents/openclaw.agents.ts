@@ -18,6 +18,8 @@ interface Facts {
   back: R;
   turnsAfterBack: TurnView[];
   configRestored: boolean;
+  pluginLoadedAfterUninstall: boolean;
+  afterUninstall: { reply: string; modelRequests: number; newTurns: number };
 }
 
 const skip = skipReason();
@@ -59,5 +61,12 @@ describe.skipIf(skip !== null)(`OpenClaw against rein serve${skip ? ` (skipped: 
 
   it('after uninstall openclaw.json is byte-identical to the copy from before setup', () => {
     expect(f.configRestored).toBe(true);
+  });
+
+  it('after uninstall a restarted gateway answers with no Rein plugin and nothing reaching Rein', () => {
+    expect(f.pluginLoadedAfterUninstall).toBe(false);
+    expect(f.afterUninstall.reply).toMatch(/A turn after uninstall/);
+    expect(f.afterUninstall.modelRequests).toBeGreaterThan(0);
+    expect(f.afterUninstall.newTurns).toBe(0);
   });
 });

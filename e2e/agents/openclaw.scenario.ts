@@ -1,7 +1,8 @@
 // OpenClaw end to end, inside a network namespace, with one gateway for all steps (it takes 6-19 s to start):
 // `rein setup openclaw --yes` loads resources/openclaw-plugin; `chat.send` a message and the reply is captured
 // whole; `/rl good` through chat.send rates it with no model call; `/rl reset` from a sender who is not on the
-// admins list is refused; Rein down and back; then `rein uninstall openclaw --yes` restores the config bytes.
+// admins list is refused; Rein down and back; then `rein uninstall openclaw --yes` restores the config bytes, and a gateway restarted on them
+// answers with nothing reaching Rein.
 // Prints facts as JSON; openclaw.agents.ts asserts.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -80,6 +81,26 @@ async function send(message: string): Promise<{ reply: string; ms: number }> {
   return { reply, ms: performance.now() - t };
 }
 
+async function startGateway(): Promise<ChildProcess> {
+  const g = spawn('openclaw', ['gateway', 'run', '--bind', 'loopback', '--port', String(gwPort), '--auth', 'token', '--token', gwToken], { env, cwd: s.work, stdio: ['ignore', 'pipe', 'pipe'] });
+  const mark = gwLog.length;
+  g.stdout!.on('data', (d: Buffer) => (gwLog += d.toString('utf8')));
+  g.stderr!.on('data', (d: Buffer) => (gwLog += d.toString('utf8')));
+  await until('the gateway to listen', () => /http server listening/.test(gwLog.slice(mark)) || g.exitCode !== null, 120_000, 250);
+  if (g.exitCode !== null) throw new Error(`the gateway exited ${g.exitCode}: ${gwLog.slice(-3000)}`);
+  return g;
+}
+async function stopGateway(g: ChildProcess | null): Promise<void> {
+  if (!g || g.exitCode !== null) return;
+  const exited = new Promise((r) => g.once('exit', r));
+  g.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+  if (g.exitCode === null && g.signalCode === null) {
+    g.kill('SIGKILL');
+    await exited;
+  }
+}
+
 const out: Record<string, unknown> = {};
 let server = await startRein(s, port);
 let gwLog = '';
@@ -88,11 +109,7 @@ try {
   out.setup = rein(s, ['setup', 'openclaw', '--yes']);
   const started = performance.now();
   // Started after setup: a gateway loads its plugins at start.
-  gateway = spawn('openclaw', ['gateway', 'run', '--bind', 'loopback', '--port', String(gwPort), '--auth', 'token', '--token', gwToken], { env, cwd: s.work, stdio: ['ignore', 'pipe', 'pipe'] });
-  gateway.stdout!.on('data', (d: Buffer) => (gwLog += d.toString('utf8')));
-  gateway.stderr!.on('data', (d: Buffer) => (gwLog += d.toString('utf8')));
-  await until('the gateway to listen', () => /http server listening/.test(gwLog) || gateway!.exitCode !== null, 120_000, 250);
-  if (gateway.exitCode !== null) throw new Error(`the gateway exited ${gateway.exitCode}: ${gwLog.slice(-3000)}`);
+  gateway = await startGateway();
   out.gatewayStartMs = performance.now() - started;
   out.pluginLoaded = /plugins?:[^\n]*\brein\b/.test(gwLog);
 
@@ -129,12 +146,24 @@ try {
   const now = readFileSync(configPath, 'utf8');
   out.configRestored = now === userConfig;
   if (!out.configRestored) out.configNow = now;
+  // A gateway started on the restored config loads no Rein plugin: its turn reaches the model and nothing reaches Rein.
+  await stopGateway(gateway);
+  const mark = gwLog.length;
+  gateway = await startGateway();
+  out.pluginLoadedAfterUninstall = /plugins?:[^\n]*\brein\b/.test(gwLog.slice(mark));
+  const turnsBefore = (await turnsOf(server, 'openclaw')).length;
+  const requestsBefore = modelRequests(fake).length;
+  const after = await send('A turn after uninstall');
+  await new Promise((r) => setTimeout(r, 1500));
+  out.afterUninstall = {
+    reply: after.reply,
+    modelRequests: modelRequests(fake).length - requestsBefore,
+    newTurns: (await turnsOf(server, 'openclaw')).length - turnsBefore,
+  };
   saveArtifact('openclaw-model-requests.json', fake.requests.map((r) => ({ method: r.method, url: r.url, messages: (r.body as { messages?: unknown })?.messages })));
   saveArtifact('openclaw-history.json', await history());
 } finally {
-  gateway?.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 500));
-  if (gateway && gateway.exitCode === null) gateway.kill('SIGKILL');
+  await stopGateway(gateway);
   saveArtifact('openclaw-gateway.log', gwLog);
   await server.stop().catch(() => {});
   await fake.close();
