@@ -1,11 +1,9 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gguf } from '@huggingface/gguf';
-import { runCli } from '../dispatch.ts';
-import type { CliIO } from '../dispatch.ts';
+import { runCliInProcess } from '../test-utils/rein.ts';
 import { writeTinyModel } from '../../node/engine/tiny.ts';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/models/registry.ts';
@@ -16,20 +14,7 @@ import './gguf.ts';
 const root = mkdtempSync(path.join(tmpdir(), 'rein-cli-gguf-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function rein(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: CliIO = {
-    stdout: (t) => (out += t),
-    stderr: (t) => (err += t),
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    env: { REIN_HOME: path.join(root, 'home') },
-    cwd: root,
-  };
-  const code = await runCli(argv, io);
-  return { code, out, err };
-}
+const rein = (...argv: string[]) => runCliInProcess(root, argv);
 
 describe('rein model to-gguf / lora-to-gguf', () => {
   it('converts a model (with progress on stderr) and its adapter, and names bad input', async () => {

@@ -1,29 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../dispatch.ts';
-import type { CliIO } from '../dispatch.ts';
+import { runCliInProcess } from '../test-utils/rein.ts';
 import './model.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-cli-model-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function rein(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: CliIO = {
-    stdout: (t) => (out += t),
-    stderr: (t) => (err += t),
-    stdin: Readable.from([]),
-    stdinIsTTY: false,
-    env: { REIN_HOME: path.join(root, 'home') },
-    cwd: root,
-  };
-  const code = await runCli(argv, io);
-  return { code, out, err };
-}
+const rein = (...argv: string[]) => runCliInProcess(root, argv);
 
 describe('rein model tiny', () => {
   it('writes a sharded model with the requested shape', async () => {

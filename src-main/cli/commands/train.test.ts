@@ -1,22 +1,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { presetConfig } from '../../common/training/presets.ts';
-import { runCli } from '../dispatch.ts';
-import type { CliIO } from '../dispatch.ts';
+import { runCliInProcess } from '../test-utils/rein.ts';
 import { parseCount } from './train.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-cli-presets-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function rein(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: CliIO = { stdout: (t) => (out += t), stderr: (t) => (err += t), stdin: Readable.from([]), stdinIsTTY: false, env: { REIN_HOME: path.join(root, 'home') }, cwd: root };
-  return { code: await runCli(argv, io), out, err };
-}
+const rein = (...argv: string[]) => runCliInProcess(root, argv);
 
 describe('rein presets', () => {
   it('lists the three presets in words and numbers, and every custom field', async () => {

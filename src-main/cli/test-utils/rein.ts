@@ -3,7 +3,9 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { runCli } from '../dispatch.ts';
 
 export const REIN_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../bin/rein.mjs');
 
@@ -81,4 +83,22 @@ export async function startServeChild(home: string, extraArgs: string[] = []): P
     }
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * Run the CLI dispatcher in this process (no child, no launcher) with captured output, no stdin and no TTY,
+ * REIN_HOME at `<root>/home` and the working directory at `root`. The command modules under test must be imported.
+ */
+export async function runCliInProcess(root: string, argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, {
+    stdout: (t) => (out += t),
+    stderr: (t) => (err += t),
+    stdin: Readable.from([]),
+    stdinIsTTY: false,
+    env: { REIN_HOME: path.join(root, 'home') },
+    cwd: root,
+  });
+  return { code, out, err };
 }
