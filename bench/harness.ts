@@ -1,9 +1,14 @@
 // Shared pieces of the engine benchmarks: a timer that reports CPU time beside wall time (the second core is often
-// busy with other work, so a low CPU/wall ratio explains a slow figure), the PyTorch reference server, and the load.
+// busy with other work, so a low CPU/wall ratio explains a slow figure), the PyTorch reference server, the load, and
+// the Qwen2-0.5B-shaped random model the engine benchmarks run.
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { loadavg } from 'node:os';
+import { llamaParams, parseLlamaConfig } from '../src-main/common/engine/models/llama.ts';
+import type { LlamaConfig } from '../src-main/common/engine/models/llama.ts';
+import { numel } from '../src-main/common/engine/models/params.ts';
+import { Rng } from '../src-main/common/engine/rng.ts';
 
 export interface Timed<T> {
   value: T;
@@ -66,4 +71,43 @@ export class PyServer {
     this.proc.stdin.end();
     await new Promise((resolve) => this.proc.once('exit', resolve));
   }
+}
+
+/** The Qwen2-0.5B shape the engine benchmarks use (random weights; --layers N for quick experiments). */
+export function qwen2HalfBConfig(layers = 24): LlamaConfig {
+  return parseLlamaConfig({
+    architectures: ['Qwen2ForCausalLM'],
+    vocab_size: 151936,
+    hidden_size: 896,
+    intermediate_size: 4864,
+    num_hidden_layers: layers,
+    num_attention_heads: 14,
+    num_key_value_heads: 2,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1000000,
+    tie_word_embeddings: true,
+  });
+}
+
+/**
+ * Random weights in memory (2 GB for the 0.5B shape; never written to disk). Step time does not depend on the values,
+ * so one block of N(0, 0.02²) draws is tiled with a shifting offset: ~100× faster than drawing 494M normals in JS.
+ */
+export function generateWeights(c: LlamaConfig, seed: number): Map<string, Float32Array> {
+  const block = new Rng(seed).fillNormal(new Float32Array(1 << 22), 0.02);
+  const w = new Map<string, Float32Array>();
+  let shift = 0;
+  for (const p of llamaParams(c)) {
+    const a = new Float32Array(numel(p.shape));
+    if (p.init === 'ones') a.fill(1);
+    else if (p.init === 'normal') {
+      const rot = new Float32Array(block.length);
+      rot.set(block.subarray(shift));
+      rot.set(block.subarray(0, shift), block.length - shift);
+      for (let o = 0; o < a.length; o += rot.length) a.set(rot.subarray(0, Math.min(rot.length, a.length - o)), o);
+      shift = (shift + 7919) % block.length;
+    }
+    w.set(p.hfKey, a);
+  }
+  return w;
 }

@@ -4,12 +4,9 @@
 // adapter off; cached for the round) and steps × batch policy forward+backward passes (driver.grad, LoRA r = 16 on
 // the 7 projections). Round ≈ turns × t_ref + steps × batch × t_grad (+ the gate's few forwards). Printed with CPU/wall
 // beside each figure: the two cores here are shared, and the load average says how busy they were.
-import { parseLlamaConfig } from '../src-main/common/engine/models/llama.ts';
-import { llamaParams } from '../src-main/common/engine/models/llama.ts';
-import { numel } from '../src-main/common/engine/models/params.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
-import { loadAverage, median, timed } from './harness.ts';
+import { generateWeights, loadAverage, median, qwen2HalfBConfig, timed } from './harness.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number): number => {
@@ -22,30 +19,9 @@ const BATCH = flag('batch', 8);
 const TURNS = flag('turns', 32);
 const REPS = flag('reps', 2);
 
-const config = parseLlamaConfig({
-  architectures: ['Qwen2ForCausalLM'],
-  vocab_size: 151936,
-  hidden_size: 896,
-  intermediate_size: 4864,
-  num_hidden_layers: flag('layers', 24),
-  num_attention_heads: 14,
-  num_key_value_heads: 2,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1000000,
-  tie_word_embeddings: true,
-});
+const config = qwen2HalfBConfig(flag('layers', 24));
 
-// Step time does not depend on the values: one block of N(0, 0.02²) draws, tiled with a shifting offset.
-const block = new Rng(0).fillNormal(new Float32Array(1 << 22), 0.02);
-let off = 0;
-const weights = new Map<string, Float32Array>();
-for (const p of llamaParams(config)) {
-  const a = new Float32Array(numel(p.shape));
-  if (p.init === 'ones') a.fill(1);
-  else for (let i = 0; i < a.length; i += block.length) a.set(block.subarray(0, Math.min(block.length, a.length - i)), i);
-  off = (off + 7919) % block.length;
-  weights.set(p.hfKey, a);
-}
+const weights = generateWeights(config, 0);
 const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { threads: 2 });
 const adapter = engine.newAdapter({ r: 16, alpha: 32 }, 0);
 for (const pair of adapter.pairs) new Rng(1).fork(pair.baseKey).fillNormal(pair.b, 0.01);

@@ -14,7 +14,7 @@ import ort from 'onnxruntime-node';
 import { Graph, bindShape } from '../src-main/common/engine/ir.ts';
 import type { Bindings } from '../src-main/common/engine/ir.ts';
 import * as op from '../src-main/common/engine/ops.ts';
-import { parseLlamaConfig, llamaParams, llamaHeadGraph, causalMask, ropeTables, llamaLayerGraph, loraInputNames } from '../src-main/common/engine/models/llama.ts';
+import { llamaParams, llamaHeadGraph, causalMask, ropeTables, llamaLayerGraph, loraInputNames } from '../src-main/common/engine/models/llama.ts';
 import type { LlamaConfig } from '../src-main/common/engine/models/llama.ts';
 import { numel } from '../src-main/common/engine/models/params.ts';
 import { vjpSplit } from '../src-main/common/engine/autodiff.ts';
@@ -23,7 +23,7 @@ import { Rng } from '../src-main/common/engine/rng.ts';
 import { Runtime } from '../src-main/node/engine/runtime.ts';
 import { toOnnx } from '../src-main/node/engine/onnx.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
-import { PyServer, loadAverage, median, timed } from './harness.ts';
+import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, timed } from './harness.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number): number => {
@@ -38,19 +38,7 @@ const HEAD_CHUNK = flag('head-chunk', 128);
 const RANK = 16;
 const ALPHA = 32;
 
-const config: LlamaConfig = parseLlamaConfig({
-  architectures: ['Qwen2ForCausalLM'],
-  vocab_size: 151936,
-  hidden_size: 896,
-  intermediate_size: 4864,
-  // --layers N: fewer layers for quick experiments (the headline figures use 24).
-  num_hidden_layers: flag('layers', 24),
-  num_attention_heads: 14,
-  num_key_value_heads: 2,
-  rms_norm_eps: 1e-6,
-  rope_theta: 1000000,
-  tie_word_embeddings: true,
-});
+const config: LlamaConfig = qwen2HalfBConfig(flag('layers', 24));
 
 /**
  * Matmul FLOPs of the step, counted the same for both sides (2·m·n·k per product; attention at full T², which both
@@ -72,29 +60,6 @@ function stepFlops(c: LlamaConfig, T: number): number {
   // Backward: dX through every frozen linear (1×), through attention (2×: dQ, dK, dV, dP), LoRA (dX, dA, dB: 3×), lm_head dX (1×).
   const bwd = c.numLayers * (linear + 2 * attention + 3 * lora) + head;
   return fwdBase + fwdPolicy + bwd;
-}
-
-/**
- * Random weights in memory (2 GB; never written to disk). Step time does not depend on the values, so one block of
- * N(0, 0.02²) draws is tiled with a shifting offset: ~100× faster than drawing 494M normals in JS.
- */
-function generateWeights(c: LlamaConfig, seed: number): Map<string, Float32Array> {
-  const block = new Rng(seed).fillNormal(new Float32Array(1 << 22), 0.02);
-  const w = new Map<string, Float32Array>();
-  let shift = 0;
-  for (const p of llamaParams(c)) {
-    const a = new Float32Array(numel(p.shape));
-    if (p.init === 'ones') a.fill(1);
-    else if (p.init === 'normal') {
-      const rot = new Float32Array(block.length);
-      rot.set(block.subarray(shift));
-      rot.set(block.subarray(0, shift), block.length - shift);
-      for (let o = 0; o < a.length; o += rot.length) a.set(rot.subarray(0, Math.min(rot.length, a.length - o)), o);
-      shift = (shift + 7919) % block.length;
-    }
-    w.set(p.hfKey, a);
-  }
-  return w;
 }
 
 async function matmulPeak(rt: Runtime): Promise<{ gflops: number; cpuWall: number }> {
