@@ -112,7 +112,7 @@ describe('the app in Chromium', () => {
     await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 30_000 });
     const v1 = (await serve.call('listAdapters', {}))[0]!;
     await page.getByTestId('run-gate').first().waitFor();
-    expect(await page.getByTestId('run-gate').first().textContent()).toMatch(/^(activated|rejected): preference accuracy/);
+    await expect.poll(() => page.getByTestId('run-gate').first().textContent()).toMatch(/^(activated|rejected): preference accuracy/);
     await shot('training-done');
     await page.getByRole('button', { name: 'Versions' }).click();
     await page.locator(`[data-version="${v1.version}"]`).waitFor();

@@ -70,9 +70,8 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
     client.on('trainingProgress', (p) => s().setProgress(p)),
     client.on('adapterChanged', () => {
       void s().loadStatus();
-      void s().loadAdapters();
+      void s().loadRunsAndAdapters();
       void s().loadEma();
-      void s().loadRuns();
     }),
     client.on('settingsChanged', (changed) => {
       s().applySettings(changed);

@@ -4,18 +4,28 @@ import { derive } from './derive.ts';
 import type { ReinState, Slice, StatusSlice } from './types.ts';
 
 export function createStatusSlice(client: ReinClient): Slice<StatusSlice> {
+  // Every status that arrives bumps the epoch. A load answered after a newer status arrived (an event carries
+  // one) is stale and is dropped, so a slow reload never turns the counts back.
+  let epoch = 0;
   return (set) => ({
     status: null,
     statusError: null,
     connected: true,
     loadStatus: async () => {
+      const asked = epoch;
       try {
-        set({ status: await client.status({}), statusError: null });
+        const status = await client.status({});
+        if (asked !== epoch) return;
+        epoch++;
+        set({ status, statusError: null });
       } catch (e) {
-        set({ statusError: toApiError(e) });
+        if (asked === epoch) set({ statusError: toApiError(e) });
       }
     },
-    setStatus: (status) => set({ status, statusError: null }),
+    setStatus: (status) => {
+      epoch++;
+      set({ status, statusError: null });
+    },
     setConnected: (connected) => set({ connected }),
   });
 }

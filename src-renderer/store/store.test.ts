@@ -88,6 +88,7 @@ function fakeClient(turns: TurnSummary[] = []) {
     listTurns: async (i) => ({ items: turns.slice(0, i.limit ?? 50), total: turns.length }),
     getSettings: async () => ({ 'capture.paused': false, 'training.auto': true }) as never,
     listRuns: async () => [],
+    listAdapters: async () => [],
     startTraining: notAvailable('startTraining'),
     rate: async (i) => {
       const t = turns.find((x) => x.id === i.turnId);
@@ -223,6 +224,41 @@ describe('store', () => {
 
     off();
     expect(f.listenerCount()).toBe(0);
+  });
+
+  it('a status reload answered after a newer status arrived (a rating event) is dropped, so counts never go back', async () => {
+    const f = fakeClient([turn(1)]);
+    let release: (s: Status) => void = () => {};
+    const slow = new Proxy(f.client, {
+      get: (t, key: string) => (key === 'status' ? () => new Promise<Status>((r) => (release = r)) : t[key as keyof ReinClient]),
+    });
+    const store = createReinStore(slow);
+    const off = connectEvents(store, slow);
+    f.emit('turnCaptured', turn(2)); // starts a status reload that the core answers late
+    const newer = status({ ratings: { good: 2, bad: 0, scaled: 0, total: 2 }, pending: 2 });
+    f.emit('ratingAdded', { rating: rating(2, 'good'), status: newer });
+    release(status({ ratings: { good: 1, bad: 0, scaled: 0, total: 1 }, pending: 1 }));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(selectCounts(store.getState())?.good).toBe(2);
+    // A reload with nothing newer in between still applies.
+    const next = store.getState().loadStatus();
+    release(status({ ratings: { good: 3, bad: 0, scaled: 0, total: 3 }, pending: 3 }));
+    await next;
+    expect(selectCounts(store.getState())?.good).toBe(3);
+    off();
+  });
+
+  it('a finished round loads its runs and versions together, so the gate line knows the version', async () => {
+    const f = fakeClient();
+    const store = createReinStore(f.client);
+    await store.getState().init();
+    const off = connectEvents(store, f.client);
+    const calls = f.calls.length;
+    f.emit('trainingProgress', { runId: 3, phase: 'done', step: 20, steps: 20, loss: 0.5, kl: 0, clipFraction: 0, tokensPerSecond: 10, etaSeconds: 0 });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(f.calls.slice(calls).sort()).toEqual(['listAdapters', 'listRuns']);
+    expect(store.getState().adaptersLoaded).toBe(true);
+    off();
   });
 
   it('keeps at most TURNS_LIMIT turns, newest first, and updates in place', () => {

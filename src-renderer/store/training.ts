@@ -24,6 +24,14 @@ export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
         else set({ trainingError: err });
       }
     },
+    loadRunsAndAdapters: async () => {
+      try {
+        const [runs, adapters] = await Promise.all([client.listRuns({ limit: RUNS_LIMIT }), client.listAdapters({})]);
+        set({ runs, adapters, adaptersLoaded: true, trainingError: null });
+      } catch {
+        await Promise.all([get().loadRuns(), get().loadAdapters()]);
+      }
+    },
     startTraining: async () => {
       if (get().trainingStarting) return;
       set({ trainingStarting: true, trainingError: null });
@@ -52,7 +60,7 @@ export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
       const curve = prev?.runId === progress.runId ? get().liveCurve : [];
       const point = progress.phase === 'training' && progress.loss !== null ? [{ step: progress.step, loss: progress.loss, kl: progress.kl ?? 0 }] : [];
       set({ progress, liveCurve: [...curve, ...point], ...(progress.phase === 'preparing' ? { trainingUnavailable: null } : {}) });
-      if (FINISHED.includes(progress.phase)) void get().loadRuns();
+      if (FINISHED.includes(progress.phase)) void get().loadRunsAndAdapters();
     },
   });
 }

@@ -54,6 +54,8 @@ export interface TrainingSlice {
   trainingError: ApiError | null;
   trainingStarting: boolean;
   loadRuns: () => Promise<void>;
+  /** Runs and versions fetched together and set at once: a finished run's gate line then names its version's fate. */
+  loadRunsAndAdapters: () => Promise<void>;
   startTraining: () => Promise<void>;
   cancelTraining: () => Promise<void>;
   setProgress: (p: TrainingProgress) => void;
