@@ -1,21 +1,24 @@
-// Rein's model server (llama.cpp through node-llama-cpp, on a tiny generated model written as an F32 GGUF) behind the
-// capture proxy: a client chats (streaming and not), the stored turn's tokens and logprobs equal our ONNX engine's
-// logprobs of the same tokens, and once an adapter version is made active the next request uses it without a
-// restart: the same prompt and seed give different logprobs, which equal the engine's with that adapter applied.
+// The whole loop on a tiny generated model (F32 GGUF in llama.cpp through node-llama-cpp), behind the capture proxy:
+// a client chats (streaming and not, several prompts and seeds), each stored turn's tokens and logprobs equal our
+// ONNX engine's logprobs of the same tokens, and the served top-20 logprobs equal the engine's log-softmax rows; the
+// turns are rated through the core and a real training round (the scheduler's worker: train, gate, register) makes
+// v1 active; the next request with the same prompt and seed is served with v1, its distribution has moved, and at
+// every position its top-20 logprobs equal the engine's with the adapter loaded from v1's PEFT directory.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../../common/domain.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { Rng } from '../../common/engine/rng.ts';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import { savePeftAdapter } from '../engine/peft.ts';
+import { loadPeftAdapter } from '../engine/peft.ts';
 import { writeTinyModel } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
 import { startModelServer } from './embedded.ts';
 import type { ModelServer } from './embedded.ts';
@@ -24,10 +27,16 @@ import { startProxyServer } from './proxy.ts';
 import type { ProxyServer } from './proxy.ts';
 
 const TOKEN = 'c'.repeat(64);
+// fp32 engine (ONNX Runtime) against fp32 llama.cpp with an F32 KV cache.
+const TOL = 2e-3;
+// A short round that moves a width-64 model measurably: field overrides of the balanced preset (toy bucket: KL
+// budget 2 nats, ratio clip [0.5, 2]); the gate is left as the product runs it.
+const TRAINING = { steps: 8, batchSize: 4, lr: 0.01 };
 let root: string;
 let modelDir: string;
 let core: ReinCore;
 let engine: Engine;
+let tok: ReinTokenizer;
 let ms: ModelServer;
 let proxy: ProxyServer;
 
@@ -38,10 +47,10 @@ beforeAll(async () => {
   const gguf = path.join(root, 'tiny-f32.gguf');
   hfToGguf(modelDir, gguf);
   core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
-  await core.call('setSettings', { values: { 'model.active': modelDir } }, 'test');
+  await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false, 'training.preset': 'custom', 'training.custom': TRAINING } }, 'test');
   engine = Engine.load(modelDir, { threads: 1 });
+  tok = loadTokenizer(modelDir);
   ms = await startModelServer({ core, token: TOKEN, port: 0, gguf, contextSize: 256, threads: 1, exactKv: true, log: () => {} });
-  const tok = loadTokenizer(modelDir);
   proxy = await startProxyServer({ core, token: TOKEN, port: 0, upstream: () => ({ baseUrl: ms.url, apiKey: TOKEN, kind: 'rein' }), vocab: () => tok, producer: producerResolver(core), log: () => {} });
 }, 120_000);
 
@@ -53,20 +62,56 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const chat = (extra: Record<string, unknown>) => ({ model: 'tiny', messages: [{ role: 'user', content: 'Write one line.' }], max_tokens: 6, seed: 11, temperature: 0.8, ...extra });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 6, seed: 11, temperature: 0.8, ...extra });
+// The probe: asked before and after the round with the same prompt and seed.
+const PROBE = chat('Write one line.', { logprobs: true, top_logprobs: 20 });
 
-async function ask(body: unknown): Promise<{ text: string; turn: Turn }> {
+interface Alt {
+  id: number;
+  logprob: number;
+}
+interface Served extends Alt {
+  top: Alt[];
+}
+
+/** The logprobs entries of a reply (one JSON object, or SSE chunks). */
+function servedOf(text: string, stream: boolean): Served[] {
+  const objs = stream
+    ? text
+        .split('\n\n')
+        .filter((e) => e.startsWith('data: ') && e !== 'data: [DONE]')
+        .map((e) => JSON.parse(e.slice(6)) as unknown)
+    : [JSON.parse(text) as unknown];
+  type Entry = Alt & { top_logprobs: Alt[] };
+  const entries = objs.flatMap((o) => (o as { choices: { logprobs: { content: Entry[] } | null }[] }).choices[0]!.logprobs?.content ?? []);
+  return entries.map((e) => ({ id: e.id, logprob: e.logprob, top: e.top_logprobs.map((a) => ({ id: a.id, logprob: a.logprob })) }));
+}
+
+async function ask(body: Record<string, unknown>): Promise<{ text: string; turn: Turn; served: Served[]; version: string | null }> {
   const res = await fetch(`${proxy.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
   expect(res.status).toBe(200);
   const text = await res.text();
   await proxy.idle();
   const page = await core.call('listTurns', { limit: 1 }, 'test');
-  return { text, turn: await core.call('getTurn', { turnId: page.items[0]!.id }, 'test') };
+  const turn = await core.call('getTurn', { turnId: page.items[0]!.id }, 'test');
+  return { text, turn, served: servedOf(text, body.stream === true), version: res.headers.get('x-rein-adapter-version') };
+}
+
+function promptOf(t: Turn): number[] {
+  return tok.encodeChat([...t.context, { role: 'user', content: t.prompt }], { addGenerationPrompt: true });
 }
 
 async function engineLogprobs(t: Turn, adapter: LoraAdapter | null = null): Promise<Float64Array> {
-  const prompt = loadTokenizer(modelDir).encodeChat([...t.context, { role: 'user', content: t.prompt }], { addGenerationPrompt: true });
+  const prompt = promptOf(t);
   return engine.logprobs([...prompt, ...t.tokens!], { start: prompt.length, adapter });
+}
+
+/** The engine's full-vocabulary log-softmax row before each response token of the turn. */
+async function engineRows(t: Turn, adapter: LoraAdapter | null): Promise<ArrayLike<number>[]> {
+  const prompt = promptOf(t);
+  const seq = [...prompt, ...t.tokens!];
+  const rows = await engine.driver.positionLogprobs(seq.slice(0, -1), adapter);
+  return rows.slice(prompt.length - 1);
 }
 
 function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -76,33 +121,136 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return d;
 }
 
-describe('model server behind the proxy', () => {
-  it('stores on-policy turns whose logprobs equal the engine (non-streaming and streaming); a new active version applies to the next request', async () => {
-    const plain = await ask(chat({}));
-    expect(plain.turn.onPolicy).toBe(true);
-    expect(plain.turn.adapterVersion).toBe(0);
-    expect(plain.turn.tokens!.length).toBeGreaterThan(0);
-    expect(maxDiff(plain.turn.logprobs!, await engineLogprobs(plain.turn))).toBeLessThan(2e-3);
+/**
+ * How far the served top-20 lists are from the engine's rows: the largest |served − engine| over every listed token
+ * and the sampled one. Also checks that each list is the engine's top 20, most probable first (a token left out may
+ * tie the last one listed within TOL; no tie decides more than that).
+ */
+function topDiff(served: readonly Served[], rows: readonly ArrayLike<number>[]): number {
+  expect(served.length).toBe(rows.length);
+  let d = 0;
+  served.forEach((s, i) => {
+    const row = rows[i]!;
+    expect(s.top).toHaveLength(20);
+    d = Math.max(d, Math.abs(row[s.id]! - s.logprob));
+    const listed = new Set(s.top.map((a) => a.id));
+    expect(listed.size).toBe(20);
+    for (let k = 0; k < s.top.length; k++) {
+      d = Math.max(d, Math.abs(row[s.top[k]!.id]! - s.top[k]!.logprob));
+      if (k > 0) expect(s.top[k]!.logprob).toBeLessThanOrEqual(s.top[k - 1]!.logprob);
+    }
+    let outside = -Infinity;
+    for (let j = 0; j < row.length; j++) if (!listed.has(j)) outside = Math.max(outside, row[j]!);
+    d = Math.max(d, outside - s.top[19]!.logprob);
+  });
+  return d;
+}
 
-    const streamed = await ask(chat({ stream: true }));
+/** A lower bound of max_id |a(id) − b(id)| for two distributions known only by their top-k lists. */
+function movedAtLeast(a: readonly Alt[], b: readonly Alt[]): number {
+  const am = new Map(a.map((x) => [x.id, x.logprob]));
+  const bm = new Map(b.map((x) => [x.id, x.logprob]));
+  const aLast = a[a.length - 1]!.logprob;
+  const bLast = b[b.length - 1]!.logprob;
+  let d = 0;
+  for (const [id, lp] of am) d = Math.max(d, bm.has(id) ? Math.abs(lp - bm.get(id)!) : lp - bLast);
+  for (const [id, lp] of bm) if (!am.has(id)) d = Math.max(d, lp - aLast);
+  return d;
+}
+
+let before: Awaited<ReturnType<typeof ask>>;
+let trained: LoraAdapter;
+
+describe('model server behind the proxy: chat, rate, train, serve the new version', () => {
+  it('stores on-policy turns whose tokens and logprobs equal the engine, streaming and not; the served top-20 equal the engine rows', { timeout: 60_000 }, async () => {
+    before = await ask(PROBE);
+    expect(before.version).toBe('0');
+    expect(before.turn.onPolicy).toBe(true);
+    expect(before.turn.adapterVersion).toBe(0);
+    expect(before.turn.tokens!.length).toBeGreaterThan(0);
+    expect(before.served.map((s) => s.id)).toEqual(before.turn.tokens);
+    expect(maxDiff(before.turn.logprobs!, await engineLogprobs(before.turn))).toBeLessThan(TOL);
+    expect(topDiff(before.served, await engineRows(before.turn, null))).toBeLessThan(TOL);
+
+    const streamed = await ask({ ...PROBE, stream: true });
     expect(streamed.text.endsWith('data: [DONE]\n\n')).toBe(true);
-    // Same seed, same model: the same tokens.
-    expect(streamed.turn.tokens).toEqual(plain.turn.tokens);
-    expect(maxDiff(streamed.turn.logprobs!, plain.turn.logprobs!)).toBeLessThan(1e-5);
+    // Same seed, same model: the same tokens and lists.
+    expect(streamed.turn.tokens).toEqual(before.turn.tokens);
+    expect(maxDiff(streamed.turn.logprobs!, before.turn.logprobs!)).toBeLessThan(1e-5);
+    expect(maxDiff(streamed.served.flatMap((s) => s.top.map((a) => a.logprob)), before.served.flatMap((s) => s.top.map((a) => a.logprob)))).toBeLessThan(1e-5);
 
-    // A new version becomes active (as a training round registers it): no restart.
-    const adapter = engine.newAdapter({ r: 4, alpha: 8 }, 1);
-    const rng = new Rng(5);
-    for (const p of adapter.pairs) for (let i = 0; i < p.b.length; i++) p.b[i] = 0.3 * rng.normal();
-    const dir = path.join(root, 'home', 'adapters', 'v1');
-    savePeftAdapter(path.join(dir, 'peft'), adapter, { baseModel: modelDir });
-    core.store.insertAdapter({ modelId: modelDir, version: 1, status: 'active', path: dir }, 'test');
-    const tuned = await ask(chat({}));
-    expect(tuned.turn.adapterVersion).toBe(1);
-    const withAdapter = await engineLogprobs(tuned.turn, adapter);
-    expect(maxDiff(tuned.turn.logprobs!, withAdapter)).toBeLessThan(2e-3);
-    // The adapter moved the policy: the base scores the served tokens differently.
-    const baseOnTuned = await engineLogprobs(tuned.turn);
-    expect(maxDiff(baseOnTuned, withAdapter)).toBeGreaterThan(1e-2);
-  }, 120_000);
+    // More on-policy turns for the round: other prompts and seeds, every other one streamed, without logprobs.
+    const prompts = ['Name a colour.', 'Say hello to the team.', 'What is two plus two?', 'Fix the failing test.', 'Write one line.'];
+    for (let i = 0; i < 6; i++) {
+      const r = await ask(chat(prompts[i % prompts.length]!, { seed: 100 + i, stream: i % 2 === 1 }));
+      expect(r.turn.onPolicy).toBe(true);
+      expect(r.served).toEqual([]);
+      expect(maxDiff(r.turn.logprobs!, await engineLogprobs(r.turn))).toBeLessThan(TOL);
+    }
+    // OpenAI's bound on top_logprobs.
+    const over = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ...PROBE, top_logprobs: 21 }) });
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as { error: { message: string } }).error.message).toMatch(/top_logprobs/);
+  });
+
+  it('rates the turns and a training round trains them, passes the gate and activates v1', { timeout: 60_000 }, async () => {
+    // The rule: a reply whose first token id is even is good. Both signs of advantage occur.
+    const turns = (await core.call('listTurns', { limit: 100 }, 'test')).items;
+    expect(turns).toHaveLength(8);
+    const values = new Map<string, number>();
+    for (const t of turns) {
+      const full = await core.call('getTurn', { turnId: t.id }, 'test');
+      const value = full.tokens![0]! % 2 === 0 ? 'good' : 'bad';
+      values.set(value, (values.get(value) ?? 0) + 1);
+      await core.call('rate', { turnId: t.id, value }, 'test');
+    }
+    expect(values.get('good') ?? 0).toBeGreaterThan(0);
+    expect(values.get('bad') ?? 0).toBeGreaterThan(0);
+    expect((await core.call('status', {}, 'test')).pending).toBe(8);
+
+    await core.call('startTraining', {}, 'test');
+    await core.scheduler.idle();
+    const run = (await core.call('listRuns', {}, 'test'))[0]!;
+    expect(run.status, String(run.error)).toBe('succeeded');
+    const m = run.metrics as { samples: { pending: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
+    console.log(`round: ${JSON.stringify({ samples: m.samples, advantages: m.advantages, gate: m.gate })}`);
+    expect(m.samples.pending).toBe(8);
+    expect(m.samples.mispo).toBe(8);
+    expect(m.advantages.positive).toBeGreaterThan(0);
+    expect(m.advantages.negative).toBeGreaterThan(0);
+    const v = (await core.call('listAdapters', {}, 'test'))[0]!;
+    expect(v.version).toBe(1);
+    expect(v.status).toBe('active');
+    expect((await core.call('status', {}, 'test')).pending).toBe(0);
+    trained = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config)).adapter;
+  });
+
+  it('serves v1 on the next request: the same prompt and seed give a moved distribution, equal to the engine with v1 applied', { timeout: 60_000 }, async () => {
+    const after = await ask(PROBE);
+    expect(after.version).toBe('1');
+    expect(after.turn.onPolicy).toBe(true);
+    expect(after.turn.adapterVersion).toBe(1);
+    expect(after.served.map((s) => s.id)).toEqual(after.turn.tokens);
+
+    // (a) Moved: at the first response position the context is the same prompt before and after the round. A lower
+    // bound of max |Δ log p| there from the two lists alone: a token listed in one list only is, in the other, at most
+    // that list's last (20th) value.
+    const moved = movedAtLeast(before.served[0]!.top, after.served[0]!.top);
+    const baseRows = await engineRows(after.turn, null);
+    const tunedRows = await engineRows(after.turn, trained);
+    const shift = Math.max(...baseRows.map((r, i) => maxDiff(r, tunedRows[i]!)));
+    console.log(`served top-20 at position 0 moved by at least ${moved.toFixed(4)} nats (ids in both lists: ${after.served[0]!.top.filter((x) => before.served[0]!.top.some((y) => y.id === x.id)).length}); engine rows base vs v1 differ by up to ${shift.toFixed(4)}`);
+    expect(moved).toBeGreaterThan(0.5);
+
+    // (b) Equal to the engine with v1 applied, at every position, and not to the base (the check tells them apart).
+    expect(topDiff(after.served, tunedRows)).toBeLessThan(TOL);
+    expect(topDiff(after.served, baseRows)).toBeGreaterThan(0.5);
+    expect(maxDiff(after.turn.logprobs!, await engineLogprobs(after.turn, trained))).toBeLessThan(TOL);
+
+    // Streaming with v1: the same tokens and lists.
+    const streamed = await ask({ ...PROBE, stream: true });
+    expect(streamed.turn.adapterVersion).toBe(1);
+    expect(streamed.turn.tokens).toEqual(after.turn.tokens);
+    expect(topDiff(streamed.served, tunedRows)).toBeLessThan(TOL);
+  });
 });

@@ -3,9 +3,11 @@
 // `GET /v1/models`). The chat is rendered with the HF chat template and tokenised with the HF tokenizer, the same
 // code the trainer uses, so an on-policy turn's prompt is exactly what the trainer rebuilds. Sampling is done here
 // from llama.cpp's raw logits: the reported logprob of a token is log softmax(logits) at temperature 1, the policy's
-// own probability (μ), whatever temperature or top_p picked it. The active version is read from the store on every
-// request (and contexts of versions no longer active are released on `adapterChanged`), so a new version or a
-// rollback applies to the next request without a restart. Each reply names its version in x-rein-adapter-version.
+// own probability (μ), whatever temperature or top_p picked it; `top_logprobs` (0-20, as OpenAI) lists the k most
+// probable tokens of that same distribution at each position, with their ids. The active version is read from the
+// store on every request (and contexts of versions no longer active are released on `adapterChanged`), so a new
+// version or a rollback applies to the next request without a restart. Each reply names its version in
+// x-rein-adapter-version.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -92,6 +94,23 @@ function logSoftmax(logits: Map<Token, number>, V: number): Float64Array {
   return out;
 }
 
+/** The k most probable tokens of a log-softmax row, most probable first (ties: the lower id first). */
+function topK(logp: Float64Array, k: number): { id: number; logprob: number }[] {
+  const top: { id: number; logprob: number }[] = [];
+  for (let i = 0; i < logp.length; i++) {
+    const v = logp[i]!;
+    if (top.length === k && !(v > top[k - 1]!.logprob)) continue;
+    let j = top.length < k ? top.length : k - 1;
+    while (j > 0 && top[j - 1]!.logprob < v) j--;
+    top.splice(j, 0, { id: i, logprob: v });
+    if (top.length > k) top.pop();
+  }
+  return top;
+}
+
+/** OpenAI's limit on top_logprobs. */
+const MAX_TOP_LOGPROBS = 20;
+
 /** Greedy at temperature 0; else softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020). */
 function pick(logp: Float64Array, temperature: number, topP: number, rng: Rng): number {
   let best = 0;
@@ -155,10 +174,13 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     version: number;
     ids: number[];
     logprobs: number[];
+    /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
+    tops: Top[];
     finish: 'stop' | 'length';
   }
+  type Top = { id: number; logprob: number }[];
 
-  async function generate(chat: ChatRequest, onToken: (id: number, lp: number) => void): Promise<Gen> {
+  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top) => void): Promise<Gen> {
     const modelId = activeModelId(core);
     const active = core.store.activeAdapter(modelId);
     const version = active?.version ?? 0;
@@ -175,6 +197,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     try {
       const ids: number[] = [];
       const logprobs: number[] = [];
+      const tops: Top[] = [];
       let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
       for (;;) {
         const out = await seq.controlledEvaluate(input);
@@ -182,11 +205,13 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         if (logits === undefined) throw new Error('llama.cpp returned no logits');
         const logp = logSoftmax(logits, logits.size);
         const id = pick(logp, temperature, topP, rng);
+        const alts = top > 0 ? topK(logp, top) : [];
         ids.push(id);
         logprobs.push(logp[id]!);
-        onToken(id, logp[id]!);
-        if (tok.eosIds.includes(id)) return { version, ids, logprobs, finish: 'stop' };
-        if (ids.length >= maxTokens) return { version, ids, logprobs, finish: 'length' };
+        tops.push(alts);
+        onToken(id, logp[id]!, alts);
+        if (tok.eosIds.includes(id)) return { version, ids, logprobs, tops, finish: 'stop' };
+        if (ids.length >= maxTokens) return { version, ids, logprobs, tops, finish: 'length' };
         input = [[id as Token, { generateNext: { logits: true } }]];
       }
     } finally {
@@ -196,10 +221,11 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   /** The reply text of ids so far: the end-of-turn token is not text, and a split UTF-8 character waits for its rest. */
   const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !tok.eosIds.includes(t)));
-  const entry = (id: number, lp: number) => {
+  const one = (id: number, lp: number) => {
     const token = tok.decode([id]);
-    return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)), top_logprobs: [] };
+    return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)) };
   };
+  const entry = (id: number, lp: number, alts: Top) => ({ ...one(id, lp), top_logprobs: alts.map((a) => one(a.id, a.logprob)) });
 
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, 8 * 1024 * 1024);
@@ -211,6 +237,13 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
     const chat = parsed.data;
     const withLp = chat.logprobs === true;
+    const k = chat.top_logprobs ?? 0;
+    if (k < 0 || k > MAX_TOP_LOGPROBS) {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `top_logprobs must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}`, type: 'invalid_request_error' } }));
+      return;
+    }
+    const top = withLp ? k : 0;
     const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     // One generation at a time: the context has one sequence.
@@ -220,7 +253,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         let emitted = '';
         const sofar: number[] = [];
         const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-        const g = await generate(chat, (tid, lp) => {
+        const g = await generate(chat, top, (tid, lp, alts) => {
           sofar.push(tid);
           const full = textOf(sofar);
           const delta = full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
@@ -230,14 +263,14 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
             const version = core.store.activeAdapter(activeModelId(core))?.version ?? 0;
             res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [ADAPTER_VERSION_HEADER]: String(version) });
           }
-          send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: { content: delta }, logprobs: withLp ? { content: [entry(tid, lp)] } : null, finish_reason: null }] });
+          send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: { content: delta }, logprobs: withLp ? { content: [entry(tid, lp, alts)] } : null, finish_reason: null }] });
         });
         const rest = textOf(g.ids).slice(emitted.length);
         send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: rest.length > 0 ? { content: rest } : {}, logprobs: null, finish_reason: g.finish }] });
         res.end('data: [DONE]\n\n');
         return;
       }
-      const g = await generate(chat, () => {});
+      const g = await generate(chat, top, () => {});
       const text = textOf(g.ids);
       res.writeHead(200, { 'content-type': 'application/json', [ADAPTER_VERSION_HEADER]: String(g.version) });
       res.end(
@@ -246,7 +279,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
           object: 'chat.completion',
           created,
           model: modelName,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!)) } : null, finish_reason: g.finish }],
+          choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: g.finish }],
           usage: { completion_tokens: g.ids.length },
         }),
       );
