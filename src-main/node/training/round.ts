@@ -241,9 +241,10 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     const vdir = writeVersion(home, modelId, version, {
       adapter,
       baseModel: dir,
+      modelConfig: engine.config,
       metrics,
       config: cfg,
-      lineage: { modelId, baseModel: dir, version, parentVersion: parent, runId, ratings: turns.map((t) => ({ id: t.ratingId, role: t.role })), gguf: null, ggufNote: 'no GGUF LoRA exporter in this build yet; the PEFT directory is the adapter' },
+      lineage: { modelId, baseModel: dir, version, parentVersion: parent, runId, ratings: turns.map((t) => ({ id: t.ratingId, role: t.role })) },
     });
     let previousActive: number | null = null;
     try {

@@ -1,5 +1,6 @@
 // Adapter versions on disk: adapters/<model>/vN/ holds peft/ (adapter_config.json + adapter_model.safetensors),
-// metrics.json, config.json (the round's training config) and lineage.json. A version is written into a staging
+// adapter.gguf (the same LoRA for llama.cpp and Ollama, where the architecture has a GGUF mapping), metrics.json,
+// config.json (the round's training config) and lineage.json. A version is written into a staging
 // directory beside its final place (same filesystem) and renamed in one step, so a crash or kill -9 leaves either a
 // whole vN or none; staging directories of dead processes are removed at start-up.
 import { createHash } from 'node:crypto';
@@ -7,6 +8,8 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync }
 import path from 'node:path';
 import { ConflictError } from '../../common/errors.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
+import type { ModelConfig } from '../../common/engine/models/registry.ts';
+import { loraToGguf } from '../engine/gguf/lora.ts';
 import type { ReinHome } from '../home.ts';
 import { pidAlive } from './lock.ts';
 import { savePeftAdapter } from '../engine/peft.ts';
@@ -31,10 +34,14 @@ export function versionDir(home: ReinHome, modelId: string, version: number): st
 export interface VersionFiles {
   adapter: LoraAdapter;
   baseModel: string;
+  /** The base model's config: the GGUF LoRA needs its architecture and head layout. */
+  modelConfig: ModelConfig;
   metrics: unknown;
   config: unknown;
-  lineage: unknown;
+  lineage: Record<string, unknown>;
 }
+
+export const GGUF_LORA = 'adapter.gguf';
 
 /** Writes vN atomically; returns its path. Throws ConflictError when vN already exists. */
 export function writeVersion(home: ReinHome, modelId: string, version: number, files: VersionFiles): string {
@@ -47,10 +54,19 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
   mkdirSync(stage);
   try {
     savePeftAdapter(path.join(stage, 'peft'), files.adapter, { baseModel: files.baseModel });
+    // The GGUF LoRA is part of the version, not made later at publish time; an architecture without a GGUF mapping
+    // keeps the PEFT directory only, and lineage.json says why.
+    let gguf: { gguf: string | null; ggufNote?: string };
+    try {
+      loraToGguf(files.adapter, files.modelConfig, path.join(stage, GGUF_LORA), { name: `rein-v${version}` });
+      gguf = { gguf: GGUF_LORA };
+    } catch (e) {
+      gguf = { gguf: null, ggufNote: `no GGUF LoRA: ${e instanceof Error ? e.message : String(e)}` };
+    }
     const json = (name: string, v: unknown): void => writeFileSync(path.join(stage, name), JSON.stringify(v, null, 2) + '\n');
     json('metrics.json', files.metrics);
     json('config.json', files.config);
-    json('lineage.json', files.lineage);
+    json('lineage.json', { ...files.lineage, ...gguf });
     renameSync(stage, dir);
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
