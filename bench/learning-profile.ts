@@ -18,7 +18,8 @@ import { preferredRate, sampleTurns } from '../src-main/node/training/synthetic.
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
 const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
 const FIRST = new Set((args.first ?? 'yes,sure,ok').split(','));
-const rule = args.rule === 'first' ? (text: string): boolean => FIRST.has(text.split(/\s+/).filter(Boolean)[0] ?? '') : args.rule === 'short4' ? (text: string): boolean => { const n = text.split(/\s+/).filter(Boolean).length; return n >= 1 && n <= 4; } : (args.rule ?? 'polite') === 'polite' ? (text: string): boolean => /\b(please|thanks)\b/.test(text) : (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= Number(args.words ?? 3);
+const CODE = new Set(['code', 'bug', 'fix', 'test', 'run', 'file', 'line', 'error', 'build', 'merge', 'commit', 'push', 'pull', 'branch', 'deploy', 'check', 'read', 'write', 'add', 'remove', 'update', 'change', ...(args.extra ?? '').split(',').filter(Boolean)]);
+const rule = args.rule === 'nocode' ? (text: string): boolean => !text.split(/\s+/).filter(Boolean).slice(0, Number(args.k ?? 3)).some((w) => CODE.has(w)) : args.rule === 'first' ? (text: string): boolean => FIRST.has(text.split(/\s+/).filter(Boolean)[0] ?? '') : args.rule === 'short4' ? (text: string): boolean => { const n = text.split(/\s+/).filter(Boolean).length; return n >= 1 && n <= 4; } : (args.rule ?? 'polite') === 'polite' ? (text: string): boolean => /\b(please|thanks)\b/.test(text) : (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= Number(args.words ?? 3);
 const cfg = {
   lr: num('lr', 0.005), steps: num('steps', 48), batchSize: num('batch', 8), beta: num('beta', 0.001),
   bandLow: num('bandLow', 0.994), bandHigh: num('bandHigh', 10), drift: (args.drift ?? 'scale') as 'scale' | 'reject',

@@ -31,6 +31,10 @@ describe('presets', () => {
     // The toy KL budget: 20x, so a one-round 15% -> 80% move (>= 1.05 nats where it is decided) fits in balanced.
     expect(presetConfig('balanced', dense(60e3)).klBudget).toBeCloseTo(2, 12);
     expect(presetConfig('balanced', dense(0.5e9)).klBudget).toBe(0.1);
+    // Only the toy bucket widens the trust region (one visible round on a generated model); real models keep MIS-PO's.
+    const toy = presetConfig('balanced', dense(60e3));
+    expect([toy.ratioClipLow, toy.ratioClipHigh, toy.bandLow, toy.bandHigh, toy.batchSize]).toEqual([0.2, 5, 0.5, 2, 32]);
+    for (const n of [0.05e9, 0.5e9, 7e9]) expect([presetConfig('balanced', dense(n)).ratioClipLow, presetConfig('balanced', dense(n)).ratioClipHigh]).toEqual([0.5, 2]);
     expect(() => sizeBucket(0)).toThrow(BadInputError);
   });
 

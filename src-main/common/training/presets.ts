@@ -78,15 +78,27 @@ export const PRESETS: Record<PresetName, PresetRow> = {
   aggressive: { lrFactor: 2, beta: 0.0005, steps: 48, band: [0.992, 1.004], klBudget: 0.2 },
 };
 
-/** The per-size column: LR factor on the 5e-6 anchor, and the rank. */
-export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number; klFactor: number }> = {
-  // A random 2-layer model of width 64 needs Adam steps ~1000x a real model's before a round moves its behaviour:
-  // measured on the demo model, lr 4e-5 (the tiny row) left the preferred rate where it was (5-16% -> 8-14%) after
-  // 32 steps, and 1e-2 moved it to 59-94% (README "Training rounds"). Its KL budget is 20x: a toy round is asked to
-  // move a behaviour from <= 20% to >= 80% at once, and by the data-processing inequality that costs at least
-  // KL(Bern(0.8) || Bern(0.15)) = 1.05 nats where the behaviour is decided (the gate probes the first answer
-  // position), beyond any real preset's 0.05-0.2; balanced gets 2 nats, about twice that minimum.
-  toy: { lrFactor: 2000, rank: 16, klFactor: 20 },
+/** A bucket's own trust region, where the preset's (ReinforceClaw's) does not fit: token ratio clip, band, batch. */
+interface TrustRegion {
+  clip: [number, number];
+  band: [number, number];
+  batchSize: number;
+}
+
+/** The per-size column: LR factor on the 5e-6 anchor, the rank, the KL-budget factor, and a trust-region override. */
+export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number; klFactor: number; trust?: TrustRegion }> = {
+  // The toy bucket is for generated test and demo models (rein demo's 60k-parameter, 48-word model), where the
+  // learning test asks one round to move a behaviour from <= 20% to >= 80% (README "Does one round learn?").
+  // - LR x2000: a random 2-layer model of width 64 needs Adam steps ~1000x a real model's before its behaviour moves:
+  //   lr 4e-5 (the tiny row) left the preferred rate where it was (5-16% -> 8-14%) after 32 steps.
+  // - KL budget x20: by the data-processing inequality, 15% -> 80% costs at least KL(Bern(0.8) || Bern(0.15)) =
+  //   1.05 nats where the behaviour is decided (the gate probes the first answer position); balanced gets 2.
+  // - Trust region: the ratio clip [0.5, 2] stops a good token's gradient once its probability has doubled, and
+  //   15% -> 80% asks for x5 in one round. Measured over 8 seeds (bench/learning-profile.ts, 32 ratings, 32 steps):
+  //   clip [0.5, 2] with band [0.994, 1.002] gave a mean of 0.59 (0.41-0.81); clip [0.2, 5] with band [0.5, 2]
+  //   and the whole batch per step 0.78 (0.49-0.95), within the KL budget. Real buckets keep the preset's region:
+  //   there a round is one of many (every 32 ratings), and each stays close to the policy that sampled its turns.
+  toy: { lrFactor: 2000, rank: 16, klFactor: 20, trust: { clip: [0.2, 5], band: [0.5, 2], batchSize: 32 } },
   tiny: { lrFactor: 8, rank: 16, klFactor: 1 },
   small: { lrFactor: 4, rank: 16, klFactor: 1 },
   medium: { lrFactor: 1, rank: 16, klFactor: 1 },
@@ -138,6 +150,9 @@ export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfi
     rank,
     alpha: 2 * rank,
     klBudget: row.klBudget * size.klFactor,
+    ...(size.trust
+      ? { ratioClipLow: size.trust.clip[0], ratioClipHigh: size.trust.clip[1], bandLow: size.trust.band[0], bandHigh: size.trust.band[1], batchSize: size.trust.batchSize }
+      : {}),
   };
 }
 

@@ -13,12 +13,6 @@ import { connectAgent, detectAgents, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, discoverModels } from './models.ts';
 
-/**
- * The training the demo model gets: the values `rein demo` uses (cli/commands/demo.ts). The presets' learning rates
- * are for real models; the demo model has 60k parameters.
- */
-export const DEMO_TRAINING = { lr: 0.005, steps: 48, ratioClipHigh: 20, bandHigh: 10, klBudget: 2 };
-
 export interface SystemDeps {
   home: ReinHome;
   settings: () => Settings;
@@ -56,7 +50,8 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
       // Written once per home; the same seed gives the same weights, so a second wizard run changes nothing.
       if (!existsSync(path.join(dir, 'config.json'))) writeDemoModel(dir, { seed: 0, overwrite: true });
       const model = describeHfDir(dir, 'Rein demo model', 'demo');
-      const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'custom', 'training.custom': DEMO_TRAINING });
+      // The balanced preset, as `rein demo` trains it: the demo model falls in the toy size bucket (presets.ts).
+      const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'balanced' });
       return { model, settings };
     },
 

@@ -67,18 +67,20 @@ describe('model discovery', () => {
     expect(c.settings()['model.active']).toBeNull();
   });
 
-  it('useDemoModel writes the demo model once, makes it active with the demo training settings, and status says so', async () => {
+  it('useDemoModel writes the demo model once, makes it active with the balanced preset (as rein demo), and status says so', async () => {
     const c = newCore();
     const r = await c.call('useDemoModel', {}, 'test');
     expect(r.model).toMatchObject({ source: 'demo', trainable: true });
     expect(r.settings['model.active']).toBe(r.model.path);
-    expect(r.settings['training.preset']).toBe('custom');
+    expect(r.settings['training.preset']).toBe('balanced');
     expect(c.status().model).toEqual({ id: r.model.path, configured: true });
     const before = readFileSync(path.join(r.model.path, 'model.safetensors'));
     await c.call('useDemoModel', {}, 'test');
     expect(readFileSync(path.join(r.model.path, 'model.safetensors')).equals(before)).toBe(true);
     // The presets resolve for it: training can start from here.
-    expect((await c.call('describePresets', {}, 'test')).presets).toBeDefined();
+    const table = await c.call('describePresets', {}, 'test');
+    expect(table.bucket).toBe('toy');
+    expect(table.presets.balanced.ratioClipHigh).toBe(5);
   });
 });
 

@@ -1,6 +1,6 @@
 // Training rounds end to end through the core and the real child-process worker, on the demo model: the learning
 // test (a hidden-rule rater, one round, held-out prompts), kill -9 of the worker mid-run, and rollback with the EMA.
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,13 +51,13 @@ function adapterAt(dir: string): LoraAdapter {
 
 describe('a training round', () => {
   // The issue's bar is base <= 20% -> >= 80% after one round of 32 on-policy ratings, KL within budget, on 3 seeds,
-  // with the curve of rate against 8, 16, 32, 64 ratings (nested: the first N of one sampled list per seed). Measured
-  // (README "Training rounds"): the bar is NOT met with the default trust region; 32 ratings give 0.50/0.72/0.33 and
-  // 64 give 0.28/0.86/0.61. A rater at a <= 20% base rate hands the round Binomial(N, p) good examples (1-4 of 32
-  // here), and MIS-PO's ratio clip [0.5, 2] lets one round at most double a sampled good token's probability before
-  // its gradient stops, while 15% -> 80% asks for x5. This test asserts what one round does meet, on every seed, and
-  // prints the curve and the bar's verdict. 64 held-out prompts per seed: at 50% the 95% Wilson interval is +-12 points.
-  it('learns a hidden rule from 32 on-policy ratings with the balanced preset (3 seeds) and prints the 8/16/32/64 curve', { timeout: 240_000 }, async () => {
+  // with the curve of rate against 8, 16, 32, 64 ratings (nested: the first N of one sampled list per seed), and, if
+  // 32 are not enough, what is. Measured (README "Does one round learn?"): with the balanced preset's toy trust region
+  // (ratio clip [0.2, 5], band [0.5, 2], whole batch per step; presets.ts) 64 ratings meet the bar on every seed here;
+  // 32 do not (a rise of 0.5-0.9, but 0.66/0.98/0.69 and one KL over budget): at a base rate <= 20% a round sees
+  // Binomial(N, p) good examples, 1-4 of 32 here and 3-11 of 64, and what one round generalises from 1-4 depends on
+  // which they are. 64 held-out prompts per seed: at 80% the 95% Wilson interval is about +-10 points.
+  it('learns a hidden rule in one balanced round: >= 0.80 from <= 0.20 with 64 ratings on 3 seeds; prints the 8/16/32/64 curve', { timeout: 600_000 }, async () => {
     const NS = [8, 16, 32, 64];
     type Point = { rate: number; kl: number; budget: number; status: string; pending: number };
     const table: { seed: number; before: number; after: Map<number, Point> }[] = [];
@@ -90,20 +90,24 @@ describe('a training round', () => {
     const lines = table.map((r) => `seed ${r.seed}: base ${f(r.before)} | ${NS.map((n) => `${n}: ${cell(r.after.get(n)!)}`).join(' | ')}`);
     const meanAt = (n: number): number => table.reduce((s, r) => s + r.after.get(n)!.rate, 0) / table.length;
     const meanBase = table.reduce((s, r) => s + r.before, 0) / table.length;
-    const bar = table.every((r) => r.before <= 0.2 && r.after.get(32)!.rate >= 0.8 && r.after.get(32)!.status === 'active');
+    const met = (n: number): boolean => table.every((r) => r.before <= 0.2 && r.after.get(n)!.rate >= 0.8 && r.after.get(n)!.status === 'active');
     console.log(
       `learning curve (rule: at most three words), held-out preferred rate after one balanced round of N ratings:\n  ${lines.join('\n  ')}\n` +
-        `  mean: base ${f(meanBase)} | ${NS.map((n) => `${n}: ${f(meanAt(n))}`).join(' | ')}\n  issue bar (<= 0.20 -> >= 0.80 at 32 on every seed): ${bar ? 'met' : 'not met'}`,
+        `  mean: base ${f(meanBase)} | ${NS.map((n) => `${n}: ${f(meanAt(n))}`).join(' | ')}\n` +
+        `  issue bar (<= 0.20 -> >= 0.80, active, on every seed): ${NS.map((n) => `${n}: ${met(n) ? 'met' : 'not met'}`).join(', ')}`,
     );
     for (const r of table) {
       expect(r.before).toBeLessThanOrEqual(0.2);
       for (const n of NS) expect(r.after.get(n)!.pending).toBe(n); // every pending rating trained
-      const at32 = r.after.get(32)!;
-      expect(at32.status).toBe('active');
-      expect(at32.kl).toBeLessThanOrEqual(at32.budget);
-      expect(at32.rate - r.before).toBeGreaterThanOrEqual(0.15);
+      // 64 ratings: the bar, within the KL budget, on every seed.
+      const at64 = r.after.get(64)!;
+      expect(at64.status).toBe('active');
+      expect(at64.kl).toBeLessThanOrEqual(at64.budget);
+      expect(at64.rate).toBeGreaterThanOrEqual(0.8);
+      // 32 ratings: a large rise on every seed, even where the bar is missed.
+      expect(r.after.get(32)!.rate - r.before).toBeGreaterThanOrEqual(0.3);
     }
-    expect(meanAt(32) - meanBase).toBeGreaterThanOrEqual(0.3);
+    expect(meanAt(32) - meanBase).toBeGreaterThanOrEqual(0.5);
   });
 
   it('survives kill -9 of the worker: the core serves, the run is failed, no vN is left, and the next run succeeds', { timeout: 120_000 }, async () => {
@@ -140,7 +144,11 @@ describe('a training round', () => {
       await core.scheduler.idle();
       expect((await core.call('listRuns', {}, 'test'))[0]!.status).toBe('succeeded');
       expect(readdirSync(dir)).toEqual(['v1']);
-      expect(readdirSync(path.join(dir, 'v1')).sort()).toEqual(['config.json', 'lineage.json', 'metrics.json', 'peft']);
+      expect(readdirSync(path.join(dir, 'v1')).sort()).toEqual(['adapter.gguf', 'config.json', 'lineage.json', 'metrics.json', 'peft']);
+      // The GGUF LoRA is written with the version (llama.cpp and Ollama load it; serving/embedded.test.ts serves one).
+      const lineage = JSON.parse(readFileSync(path.join(dir, 'v1', 'lineage.json'), 'utf8')) as { gguf: string | null };
+      expect(lineage.gguf).toBe('adapter.gguf');
+      expect(readFileSync(path.join(dir, 'v1', 'adapter.gguf')).subarray(0, 4).toString('latin1')).toBe('GGUF');
     } finally {
       core.close();
     }
