@@ -94,7 +94,7 @@ describe('the app in Chromium', () => {
   });
 
   it('Train now shows live progress to a new version; rollback makes the earlier one live again', async () => {
-    await serve.call('setSettings', { values: { 'popup.enabled': false, 'training.auto': false, 'training.custom': { lr: 0.005, steps: 12, ratioClipHigh: 20, bandHigh: 10, klBudget: 5 } } });
+    await serve.call('setSettings', { values: { 'popup.enabled': false, 'training.auto': false, 'training.preset': 'custom', 'training.custom': { lr: 0.005, steps: 12, ratioClipHigh: 20, bandHigh: 10, klBudget: 5 } } });
     const good = ['please fix the bug', 'thanks run the test', 'please update the file', 'thanks check this line', 'please try again now'];
     const bad = ['no', 'bug error', 'no the build error', 'remove that file', 'error error again'];
     for (let i = 0; i < 10; i++) {
