@@ -191,6 +191,12 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     const over = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ...PROBE, top_logprobs: 21 }) });
     expect(over.status).toBe(400);
     expect(((await over.json()) as { error: { message: string } }).error.message).toMatch(/top_logprobs/);
+    // OpenAI's ranges for temperature (0-2) and top_p (0-1): a clear 400 naming the field, not a broken reply.
+    for (const [field, value] of [['temperature', 3], ['temperature', -1], ['top_p', 1.5], ['top_p', 'high']] as const) {
+      const bad = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ...PROBE, [field]: value }) });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain(field);
+    }
   });
 
   it('rates the turns and a training round trains them, passes the gate and activates v1', { timeout: 60_000 }, async () => {

@@ -167,12 +167,15 @@ function sortBucket(b: number): number {
   return e;
 }
 
-/** Greedy at temperature 0; else softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020). */
+/**
+ * Greedy at temperature 0 or top_p 0 (the smallest set holding a share 0 of the mass is the top token); else
+ * softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020).
+ */
 export function pick(logp: Float64Array, temperature: number, topP: number, rng: Rng): number {
   const V = logp.length;
   let best = 0;
   for (let i = 1; i < V; i++) if (logp[i]! > logp[best]!) best = i;
-  if (temperature <= 0) return best;
+  if (temperature <= 0 || topP <= 0) return best;
   if (probs.length !== V) {
     probs = new Float64Array(V);
     probHalves = new Uint32Array(probs.buffer);
@@ -190,9 +193,8 @@ export function pick(logp: Float64Array, temperature: number, topP: number, rng:
   }
   const target = topP * z;
   if (!(0 < target)) {
-    // The smallest top-p set holds nothing (top_p <= 0, or NaN logits): as it always did, one draw and no token.
-    rng.uniform();
-    return undefined as unknown as number;
+    // NaN logits: llama.cpp handed over something that is not a distribution.
+    throw new Error('the model returned logits that are not numbers (NaN)');
   }
   // Every p is in [0, 1] now (a NaN would have made z NaN) and p[best] = 1. Bucket b holds the d = hi(1) - hi(p)
   // in [b·2^shift, (b+1)·2^shift) for d < span; the last bucket the rest.
@@ -360,6 +362,15 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `top_logprobs must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}`, type: 'invalid_request_error' } }));
       return;
+    }
+    // OpenAI's ranges: temperature 0-2, top_p 0-1. Anything else is the client's mistake, said as such.
+    for (const [name, v, hi] of [['temperature', chat.temperature, 2], ['top_p', chat.top_p, 1]] as const) {
+      if (v === undefined || v === null) continue;
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > hi) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `${name} must be a number from 0 to ${hi}, got ${JSON.stringify(v)}`, type: 'invalid_request_error', param: name } }));
+        return;
+      }
     }
     const top = withLp ? k : 0;
     const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;

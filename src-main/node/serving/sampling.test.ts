@@ -112,6 +112,16 @@ describe('sampler', () => {
     expect(cases).toBeGreaterThan(10_000);
   });
 
+  it('top_p 0 is greedy (the smallest set with a zero share of the mass is the top token), as temperature 0 is', () => {
+    const logits = logitsRow(1000, 7, 'peaked');
+    const logp = logSoftmax(logits, 1000);
+    const argmax = logp.indexOf(Math.max(...logp));
+    for (const seed of [1, 2, 3]) {
+      expect(pick(logp, 0.8, 0, new Rng(seed))).toBe(argmax);
+      expect(pick(logp, 0, 1, new Rng(seed))).toBe(argmax);
+    }
+  });
+
   it("Qwen's vocabulary (151,936): the same token and draws as the full sort across temperatures, top_p and seeds", { timeout: 120_000 }, () => {
     const V = 151_936;
     for (const shape of ['flat', 'peaked', 'ties', 'masked'] as const) {
