@@ -157,6 +157,8 @@ describe('training and adapters', () => {
     );
     expect(gateSentence({ ...gate, kl: 0.02 }, null)).toMatch(/^fails: .*KL 0.02 > 0.01/);
     expect(gateSentence({ ...gate, accuracy: null }, null)).toBeNull();
+    // The tolerance the gate stored with its metrics is the one the sentence names and applies.
+    expect(gateSentence({ ...gate, previousAccuracy: 0.9, tolerance: 0.1 }, null)).toMatch(/^passes: .*within 0.1 of the active version's 0.90/);
   });
 
   it('keeps a live curve per run from progress events, and clears the live view when the round ends', () => {

@@ -93,6 +93,8 @@ interface GateMetrics {
   previousAccuracy: number | null;
   kl: number;
   klBudget: number;
+  /** The retention tolerance the gate decided with (stored since it was; runs before that used 0.05). */
+  tolerance?: number;
 }
 interface RunMetrics {
   steps?: { step: number; loss: number; kl: number; clipFraction: number }[];
@@ -107,8 +109,8 @@ export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
   return run.metrics !== null && typeof run.metrics === 'object' ? (run.metrics as RunMetrics) : {};
 }
 
-/** Mirrors RETENTION_TOLERANCE in src-main/common/training/gate.ts (the renderer may import only types from common). */
-const RETENTION_TOLERANCE = 0.05;
+/** What the gate used before it stored its tolerance with the metrics (common/training/gate.ts RETENTION_TOLERANCE). */
+const OLDER_RUNS_TOLERANCE = 0.05;
 
 /**
  * The eval gate's verdict in words, with the numbers behind it (common/training/gate.ts decides): "activated:
@@ -118,13 +120,14 @@ const RETENTION_TOLERANCE = 0.05;
  */
 export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
   if (!gate || gate.accuracy === null) return null;
+  const tolerance = gate.tolerance ?? OLDER_RUNS_TOLERANCE;
   const chanceOk = gate.accuracy > 0.5;
-  const keepOk = gate.previousAccuracy === null || gate.accuracy >= gate.previousAccuracy - RETENTION_TOLERANCE;
+  const keepOk = gate.previousAccuracy === null || gate.accuracy >= gate.previousAccuracy - tolerance;
   const klOk = gate.kl <= gate.klBudget;
   const verdict = accepted === null ? (chanceOk && keepOk && klOk ? 'passes' : 'fails') : accepted ? 'activated' : 'rejected';
   let acc = `preference accuracy ${gate.accuracy.toFixed(2)} ${chanceOk ? '>' : '≤'} 0.50 (chance)`;
   if (gate.previousAccuracy !== null) {
-    acc += `, ${keepOk ? 'within' : 'more than'} ${RETENTION_TOLERANCE} ${keepOk ? 'of' : 'below'} the active version's ${gate.previousAccuracy.toFixed(2)}`;
+    acc += `, ${keepOk ? 'within' : 'more than'} ${tolerance} ${keepOk ? 'of' : 'below'} the active version's ${gate.previousAccuracy.toFixed(2)}`;
   }
   const kl = `KL ${fmtSmall(gate.kl)} ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}`;
   const where = gate.scope === 'trained' ? `the ${gate.heldout} turns it trained on` : `${gate.heldout} older rated turns`;

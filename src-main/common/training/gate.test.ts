@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { gateDecision, RETENTION_TOLERANCE, wilson, type GateMetrics } from './gate.ts';
 
-const m = (o: Partial<GateMetrics>): GateMetrics => ({ scope: 'heldout', heldout: 20, correct: 16, accuracy: 0.8, previousAccuracy: null, accuracyCi: null, kl: 0.01, probes: 8, klBudget: 0.1, ...o });
+const m = (o: Partial<GateMetrics>): GateMetrics => ({ scope: 'heldout', heldout: 20, correct: 16, accuracy: 0.8, previousAccuracy: null, accuracyCi: null, kl: 0.01, probes: 8, klBudget: 0.1, tolerance: RETENTION_TOLERANCE, ...o });
 
 describe('the eval gate', () => {
   it('accepts above chance within the KL budget, and names its scope', () => {

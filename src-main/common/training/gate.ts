@@ -25,6 +25,8 @@ export interface GateMetrics {
   kl: number;
   probes: number;
   klBudget: number;
+  /** RETENTION_TOLERANCE as this decision used it: stored, so a screen can say it without its own copy. */
+  tolerance: number;
 }
 
 /** True when the log-ratio moved in the rated direction (a tie counts as wrong: the adapter learned nothing there). */
@@ -61,12 +63,12 @@ export function gateDecision(m: GateMetrics): { accept: boolean; reason: string 
   if (!(m.accuracy > 0.5)) {
     return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${where} does not beat chance (0.5)` };
   }
-  if (m.previousAccuracy !== null && m.accuracy < m.previousAccuracy - RETENTION_TOLERANCE) {
-    return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${where} fell below the active adapter's ${m.previousAccuracy.toFixed(3)} by more than ${RETENTION_TOLERANCE}` };
+  if (m.previousAccuracy !== null && m.accuracy < m.previousAccuracy - m.tolerance) {
+    return { accept: false, reason: `preference accuracy ${m.accuracy.toFixed(3)} on ${where} fell below the active adapter's ${m.previousAccuracy.toFixed(3)} by more than ${m.tolerance}` };
   }
   if (!(m.kl <= m.klBudget)) {
     return { accept: false, reason: `KL to the base ${m.kl.toFixed(4)} nats exceeds the preset's budget ${m.klBudget}` };
   }
-  const vs = m.previousAccuracy === null ? 'chance (0.5)' : `chance and keeps within ${RETENTION_TOLERANCE} of the active adapter's ${m.previousAccuracy.toFixed(3)}`;
+  const vs = m.previousAccuracy === null ? 'chance (0.5)' : `chance and keeps within ${m.tolerance} of the active adapter's ${m.previousAccuracy.toFixed(3)}`;
   return { accept: true, reason: `accuracy ${m.accuracy.toFixed(3)} on ${where} beats ${vs}; KL ${m.kl.toFixed(4)} ≤ ${m.klBudget}` };
 }

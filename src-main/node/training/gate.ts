@@ -1,7 +1,7 @@
 // The eval gate's runner: scores a candidate (and the active adapter it would replace) on held-out rated turns and
 // measures its KL to the base at probe positions, with the engine. The decision is common/training/gate.ts.
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { klDivergence, preferenceCorrect, wilson, type GateMetrics } from '../../common/training/gate.ts';
+import { klDivergence, preferenceCorrect, RETENTION_TOLERANCE, wilson, type GateMetrics } from '../../common/training/gate.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { TrainSequence } from './data.ts';
 
@@ -48,5 +48,6 @@ export async function evaluateGate(
     kl: probes.length === 0 ? 0 : kl / probes.length,
     probes: probes.length,
     klBudget,
+    tolerance: RETENTION_TOLERANCE,
   };
 }
