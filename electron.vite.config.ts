@@ -16,10 +16,15 @@ export default defineConfig({
       rollupOptions: {
         // The trainer worker is a second entry: the scheduler forks it (out/main/worker.js) with Electron's binary
         // as Node, since the bundle has no worker.ts beside it.
+        // The Codex hook entry is a third: Codex runs it as a file (the installer writes its absolute path, next to
+        // the bundle as out/main/hook-entry.mjs), and as its own module its `import.meta.main` stays false inside
+        // the app; inlined, it was the bundle's own, and the app ran the hook on Electron's argv at start.
         input: {
           index: path.join(root, 'src-main/electron-main/index.ts'),
           worker: path.join(root, 'src-main/node/training/worker.ts'),
+          'hook-entry': path.join(root, 'src-main/node/integrations/codex/hook-entry.mjs'),
         },
+        output: { entryFileNames: (chunk) => (chunk.name === 'hook-entry' ? '[name].mjs' : '[name].js') },
         external: NATIVE,
       },
     },

@@ -42,6 +42,11 @@ describe('the built Electron main, driven through a stand-in electron module', (
     expect(line, `no report; exit ${run.status}\n${run.stdout}\n${run.stderr}`).toBeDefined();
     const report = JSON.parse(line!.slice('REPORT '.length));
     expect(run.status).toBe(0);
+    // The Codex hook entry is bundled as its own file, which the installer points Codex at, and it does not run
+    // inside the app (it once did, on Electron's argv: "rein hook: unknown hook").
+    expect(run.stderr).not.toContain('rein hook');
+    const hook = spawnSync(process.execPath, [path.join(ROOT, 'out/main/hook-entry.mjs'), 'nope'], { env, encoding: 'utf8' });
+    expect([hook.status, hook.stderr]).toEqual([2, 'rein hook: unknown hook "nope" (codex-notify | codex-hook)\n']);
 
     expect(report.timeouts).toBeUndefined();
     expect(report.windows).toHaveLength(2);

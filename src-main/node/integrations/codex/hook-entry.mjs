@@ -290,7 +290,9 @@ export async function runHook(argv, io) {
   return 2;
 }
 
-if (import.meta.main) {
+// Run as a program only when started as this file. Not `import.meta.main`: in the app's bundle this code sits in a
+// chunk shared by the app (which imports it, where it must not run) and out/main/hook-entry.mjs (which Codex starts).
+if (process.argv[1] !== undefined && /[\\/]hook-entry\.mjs$/.test(process.argv[1])) {
   // process.stdin is a getter that builds the stdin stream (tty/net/stream internals); only codex-hook reads it, so
   // a notify run, which Codex starts with stdio nulled on every turn, never pays for it.
   const io = {
