@@ -109,6 +109,12 @@ export const SETTINGS = {
     'server',
     'What the upstream is; vllm lets the proxy ask for token ids (return_tokens_as_token_ids) when the client did not ask for logprobs.',
   ),
+  'proxy.upstreamApiKey': def(
+    z.string().min(1).max(1024).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces (it is sent in an HTTP header)').nullable(),
+    null,
+    'server',
+    'API key the proxy sends to the upstream as `Authorization: Bearer <key>` (vLLM started with --api-key, a remote LM Studio), or null for none. The Rein token is never sent upstream.',
+  ),
   'proxy.baseModelName': def(
     z.string().min(1).max(256).nullable(),
     null,

@@ -33,8 +33,10 @@ export function activeModelId(core: ReinCore): string {
 export function producerResolver(core: ReinCore): (model: string | null) => Promise<number | null> {
   return async (model) => {
     if (model === null) return null;
-    if (core.settings()['proxy.baseModelName'] === model) return 0;
-    return versionPublishedAs(core.store.listAdapters(activeModelId(core)), model);
+    // One settings read (each reads and validates every setting) for both facts.
+    const s = core.settings();
+    if (s['proxy.baseModelName'] === model) return 0;
+    return versionPublishedAs(core.store.listAdapters(s['model.active'] ?? DEFAULT_MODEL_ID), model);
   };
 }
 
