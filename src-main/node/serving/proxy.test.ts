@@ -380,6 +380,15 @@ describe('capture proxy', () => {
     expect((await core.call('listTurns', {}, 'test')).total).toBe(3);
   });
 
+  it.each([true, false])('an upstream that dies mid-stream: the client\'s stream is cut too, and nothing is stored (client logprobs %s)', async (clientLogprobs) => {
+    await setupScripted((body) => ({ events: streamed(body, 'ids'), cutAfter: 5 }));
+    const res = await post(chat({ stream: true, ...(clientLogprobs ? { logprobs: true } : {}) }));
+    expect(res.status).toBe(200);
+    await expect(res.text()).rejects.toThrow();
+    await proxy!.idle();
+    expect((await core.call('listTurns', {}, 'test')).total).toBe(0);
+  });
+
   it('an explicit upstream apiKey (Rein\'s own server is given the Rein token) wins over the setting', async () => {
     await core.call('setSettings', { values: { 'proxy.upstreamApiKey': 'sk-not-this-one' } }, 'test');
     await setupScripted((body) => ({ json: completion(body, 'ids') }), { apiKey: 'sk-explicit' });
@@ -396,8 +405,8 @@ interface Scripted {
   replies: string[];
   close(): Promise<void>;
 }
-/** `drop`: close the connection without an answer. */
-type Answer = { status?: number; json?: unknown; events?: unknown[]; drop?: boolean };
+/** `drop`: close the connection without an answer; `cutAfter`: close it after that many events, without [DONE]. */
+type Answer = { status?: number; json?: unknown; events?: unknown[]; drop?: boolean; cutAfter?: number };
 /** The request's position on its connection (1 = the first). */
 type Answerer = (body: Record<string, unknown>, headers: IncomingHttpHeaders, nthOnConnection: number) => Answer;
 
@@ -417,6 +426,9 @@ async function startScripted(answer: Answerer): Promise<Scripted> {
       const a: Answer = req.url === '/v1/models' ? { json: { object: 'list', data: [] } } : answer(body, req.headers, nth);
       if (a.drop) {
         req.socket.destroy();
+      } else if (a.events !== undefined && a.cutAfter !== undefined) {
+        res.writeHead(a.status ?? 200, { 'content-type': 'text/event-stream' });
+        res.write(a.events.slice(0, a.cutAfter).map((e) => `data: ${JSON.stringify(e)}\n\n`).join(''), () => setTimeout(() => req.socket.destroy(), 20));
       } else if (a.events !== undefined) {
         const text = a.events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('') + 'data: [DONE]\n\n';
         replies.push(text);
