@@ -17,7 +17,8 @@ export function tooLarge(max: number): ReinError {
   return new ReinError('too_large', `request body is larger than ${max} bytes`, { detail: { maxBytes: max } });
 }
 
-export function readJsonBody(req: IncomingMessage, max: number): Promise<unknown> {
+/** The body's bytes, refused (too_large) past `max` before or while reading; the capture proxy forwards these as they are. */
+export function readRawBody(req: IncomingMessage, max: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > max) return Promise.reject(tooLarge(max));
   return new Promise((resolve, reject) => {
@@ -44,16 +45,17 @@ export function readJsonBody(req: IncomingMessage, max: number): Promise<unknown
     req.on('end', () => {
       if (done) return;
       done = true;
-      const text = Buffer.concat(chunks, size).toString('utf8');
-      if (text.trim() === '') {
-        reject(new BadInputError('empty body: send a JSON object ({} when the verb takes no input)'));
-        return;
-      }
-      try {
-        resolve(JSON.parse(text));
-      } catch (e) {
-        reject(new BadInputError(`the body is not valid JSON: ${(e as Error).message}`));
-      }
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
   });
+}
+
+export async function readJsonBody(req: IncomingMessage, max: number): Promise<unknown> {
+  const text = (await readRawBody(req, max)).toString('utf8');
+  if (text.trim() === '') throw new BadInputError('empty body: send a JSON object ({} when the verb takes no input)');
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new BadInputError(`the body is not valid JSON: ${(e as Error).message}`);
+  }
 }

@@ -23,7 +23,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, tooLarge } from '../server/body.ts';
+import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readRawBody } from '../server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
@@ -95,36 +95,6 @@ function sendError(res: ServerResponse, status: number, message: string, type: s
   }
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(JSON.stringify({ error: { message, type, code: type } }));
-}
-
-/** The request body's bytes, under the same limits as the capture server's `readJsonBody` (which keeps only the parsed value). */
-function readRawBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > max) return Promise.reject(tooLarge(max));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const fail = (e: unknown) => {
-      if (done) return;
-      done = true;
-      req.pause();
-      reject(e);
-    };
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > max) return fail(tooLarge(max));
-      chunks.push(chunk);
-    });
-    req.on('error', fail);
-    req.on('aborted', () => fail(new ReinError('bad_input', 'the client aborted the request body')));
-    req.on('end', () => {
-      if (done) return;
-      done = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    });
-  });
 }
 
 function parseJson(raw: Buffer): unknown {
