@@ -92,6 +92,29 @@ describe('Claude hooks: capture', () => {
     expect(t.context?.[0]!.name).toBe('Bash');
   });
 
+  it('Stop waits for a transcript that Claude has not finished writing, then keeps its tool calls', async () => {
+    const all = readTranscriptLines(path.join(FIX, 'tool-turn.jsonl'));
+    // The real transcript's last answer is the hook's last_assistant_message: with it on disk there is no wait.
+    expect(parseTranscriptTurn(all).answer).toBe(payloads.stop!.last_assistant_message);
+    const cut = all.findIndex((l) => l.includes('"tool_use"'));
+    expect(cut).toBeGreaterThan(0);
+    let lines = all.slice(0, cut); // the prompt only: the tool call and the answer are still being written
+    const core = createMemoryCore();
+    const hooks = createClaudeHooks(core, { log: memoryLog(), readTranscript: () => lines, transcriptWaitMs: 2_000 });
+    await hooks.handle(payloads['user-prompt-submit']);
+    setTimeout(() => (lines = all), 60);
+    const t0 = Date.now();
+    await hooks.handle(payloads.stop);
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(core.turns[0]!.context?.map((m) => m.type)).toEqual(['tool_use', 'tool_result']);
+    // A transcript that never catches up costs at most the wait, and the turn is still stored.
+    const late = createMemoryCore();
+    const never = createClaudeHooks(late, { log: memoryLog(), readTranscript: () => all.slice(0, cut), transcriptWaitMs: 100 });
+    await never.handle(payloads['user-prompt-submit']);
+    await never.handle(payloads.stop);
+    expect(late.turns[0]!.response).toBe(payloads.stop!.last_assistant_message);
+  });
+
   it('a retried Stop is one turn', async () => {
     const { core, hooks } = setup();
     await hooks.handle(payloads['user-prompt-submit']);

@@ -57,6 +57,12 @@ export interface ClaudeHooksOptions {
   /** Reads a transcript's lines; tests pass fixtures through the real reader. */
   readTranscript?: (file: string) => string[];
   now?: () => number;
+  /**
+   * How long Stop waits for the transcript to catch up with the hook (default 500 ms). Claude Code appends its
+   * transcript asynchronously, so at Stop the last lines (the turn's tool calls, its answer) may not be on disk yet;
+   * the wait ends as soon as the transcript's last answer is the hook's `last_assistant_message`.
+   */
+  transcriptWaitMs?: number;
 }
 
 export interface ClaudeHooks {
@@ -67,6 +73,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
   const log = opts.log;
   const readTranscript = opts.readTranscript ?? readTranscriptLines;
   const now = opts.now ?? Date.now;
+  const transcriptWaitMs = opts.transcriptWaitMs ?? 500;
   // prompt_id (or session) → the human prompt seen by UserPromptSubmit, for the Stop that follows.
   const prompts = new RecentMap<string>(2_000, 6 * 3600_000, now);
   // An `/rl` is seen by UserPromptExpansion and then UserPromptSubmit; the second gets the first's answer.
@@ -100,7 +107,16 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
   async function capture(p: z.infer<typeof StopPayload> | z.infer<typeof SubagentStopPayload>): Promise<HookAnswer> {
     const subagent = p.hook_event_name === 'SubagentStop';
     const file = subagent ? ((p as z.infer<typeof SubagentStopPayload>).agent_transcript_path ?? p.transcript_path) : p.transcript_path;
-    const fromTranscript = transcriptTurn(file, subagent);
+    let fromTranscript = transcriptTurn(file, subagent);
+    const want = p.last_assistant_message?.trim();
+    if (want && fromTranscript !== null && fromTranscript.answer?.trim() !== want) {
+      const until = Date.now() + transcriptWaitMs;
+      while (Date.now() < until && fromTranscript?.answer?.trim() !== want) {
+        await new Promise((r) => setTimeout(r, 20));
+        fromTranscript = transcriptTurn(file, subagent) ?? fromTranscript;
+      }
+      if (fromTranscript?.answer?.trim() !== want) log('info', 'the Claude transcript had not caught up with Stop; the turn keeps the context it had', { waitedMs: transcriptWaitMs });
+    }
     const remembered = subagent ? undefined : prompts.get(promptKey(p.session_id, p.prompt_id));
     const prompt = remembered ?? fromTranscript?.prompt ?? null;
     const response = p.last_assistant_message ?? fromTranscript?.answer ?? null;
