@@ -97,6 +97,11 @@ describe('against the bare store (no core running)', () => {
     expect(JSON.parse(get.stdout)).toEqual({ 'training.threshold': 5 });
     const all = await runRein(['settings'], { home });
     expect(all.stdout).toMatch(/^server\.port\s+7433\s+Loopback port/m);
+    // An all-digit key is still a string where the setting takes a string (JSON would make it a number).
+    const key = await runRein(['settings', 'set', 'proxy.upstreamApiKey=123456', '--json'], { home });
+    expect(key.code, key.stderr).toBe(0);
+    expect(JSON.parse(key.stdout)['proxy.upstreamApiKey']).toBe('123456');
+    await runRein(['settings', 'set', 'proxy.upstreamApiKey=null'], { home });
   });
 
   it('refuses reset without a terminal unless --yes is given', async () => {

@@ -1,5 +1,6 @@
 // `rein settings`, `rein settings get <key>`, `rein settings set key=value ...`. Values are JSON where they parse as
-// JSON (numbers, booleans, arrays, null) and plain strings otherwise; the core validates each against the config table.
+// JSON (numbers, booleans, arrays, null) and plain strings otherwise; a value that parses as JSON the setting does not
+// take but is a string it does take stays a string (an all-digit API key). The core validates each against the table.
 import { SETTING_KEYS, SETTINGS, isSettingKey } from '../../common/config.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { registerCommand } from '../dispatch.ts';
@@ -10,11 +11,14 @@ function parseAssignment(arg: string): [string, unknown] {
   const key = arg.slice(0, eq).trim();
   if (!isSettingKey(key)) throw new BadInputError(`unknown setting "${key}"; run "rein settings" for the list`, key);
   const raw = arg.slice(eq + 1);
+  let value: unknown;
   try {
-    return [key, JSON.parse(raw)];
+    value = JSON.parse(raw);
   } catch {
     return [key, raw];
   }
+  const schema = SETTINGS[key].schema;
+  return [key, !schema.safeParse(value).success && schema.safeParse(raw).success ? raw : value];
 }
 
 registerCommand({
