@@ -3,9 +3,10 @@
 // raw little-endian tensor bytes; offsets are relative to the end of the header. The reference
 // implementation caps the header at 100 MB and requires the tensors to fill the buffer without overlap.
 // Reading is lazy: the header is parsed once, and each tensor is read by its own offsets on request.
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { endianness } from 'node:os';
 import { ReinError } from '../../common/errors.ts';
+import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
 
 if (endianness() !== 'LE') throw new Error('safetensors IO assumes a little-endian host');
 
@@ -298,7 +299,7 @@ function encode(t: TensorToWrite): Uint8Array {
 
 /**
  * Write a safetensors file with keys in sorted order (byte-identical output for the same input), the
- * header padded with spaces to a multiple of 8 bytes as the reference writer does. Written to `path.tmp`
+ * header padded with spaces to a multiple of 8 bytes as the reference writer does. Written to a temporary file
  * and renamed, so a crash never leaves a half-written file under the final name.
  */
 export function writeSafetensors(path: string, tensors: Record<string, TensorToWrite>, metadata?: Record<string, string>): void {
@@ -326,24 +327,10 @@ export function writeSafetensors(path: string, tensors: Record<string, TensorToW
   const headerBuf = Buffer.from(json, 'utf8');
   const lenBuf = Buffer.alloc(8);
   lenBuf.writeBigUInt64LE(BigInt(headerBuf.length));
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w');
-  try {
-    try {
-      writeAll(fd, lenBuf);
-      writeAll(fd, headerBuf);
-      for (const name of names) writeAll(fd, encode(tensors[name]!));
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
+  writeFileAtomic(path, (fd) => {
+    writeAll(fd, lenBuf);
+    writeAll(fd, headerBuf);
+    for (const name of names) writeAll(fd, encode(tensors[name]!));
+  });
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let off = 0;
-  while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-}

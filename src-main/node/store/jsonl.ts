@@ -2,7 +2,7 @@
 // {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
 // writing anything, skips turns already present (by source + event id) together with their ratings,
 // remaps turn, run and rating ids, and writes everything in one transaction.
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema } from '../../common/api.ts';
@@ -13,6 +13,7 @@ import { capText, decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } f
 import { MIGRATIONS } from './migrations/index.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
+import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
 
 export const EXPORT_FORMAT = 'rein-export';
 const SCHEMA_VERSION = MIGRATIONS.length;
@@ -85,99 +86,95 @@ type RatingRecord = z.infer<typeof RatingRecord>;
 
 export function exportJsonl(store: Store, file: string, actor: Actor): { path: string; turns: number; ratings: number } {
   // Written beside the target and renamed into place, so a failed export never leaves half a file.
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w', 0o600);
   let turns = 0;
   let ratings = 0;
-  try {
-    let buf: string[] = [];
-    let size = 0;
-    const line = (rec: unknown): void => {
-      const s = JSON.stringify(rec) + '\n';
-      buf.push(s);
-      size += s.length;
-      if (size > 1 << 20) flush();
-    };
-    const flush = (): void => {
-      writeSync(fd, buf.join(''));
-      buf = [];
-      size = 0;
-    };
-    // One read transaction gives a consistent snapshot while other processes keep writing.
-    store.db.transaction(() => {
-      line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
-      for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
-        const rec: TurnRecord = {
-          type: 'turn',
-          id: t.id,
-          source: t.source,
-          session: t.session,
-          eventId: t.event_id,
-          createdAt: t.created_at,
-          prompt: t.prompt,
-          context: JSON.parse(t.context) as TurnRecord['context'],
-          response: t.response,
-          model: t.model,
-          tokens: decodeTokens(t.tokens),
-          logprobs: decodeLogprobs(t.logprobs),
-          adapterVersion: t.adapter_version,
-          state: t.state,
-          truncated: t.truncated === 1,
-        };
-        line(rec);
-        turns++;
-      }
-      const samples = store.stmt<{ rating_id: number; role: RunRecord['samples'][number]['role']; advantage: number | null }>(
-        'SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ? ORDER BY rating_id',
-      );
-      for (const r of store.stmt<Omit<RunRow, 'samples'>>('SELECT * FROM runs ORDER BY id').iterate()) {
-        const rec: RunRecord = {
-          type: 'run',
-          id: r.id,
-          modelId: r.model_id,
-          status: r.status,
-          trigger: r.trigger,
-          createdAt: r.created_at,
-          startedAt: r.started_at,
-          finishedAt: r.finished_at,
-          fromVersion: r.from_version,
-          config: JSON.parse(r.config) as unknown,
-          metrics: r.metrics === null ? null : (JSON.parse(r.metrics) as unknown),
-          error: r.error,
-          adapterVersion: r.adapter_version,
-          samples: samples.all(r.id).map((s) => ({ ratingId: s.rating_id, role: s.role, advantage: s.advantage })),
-        };
-        line(rec);
-      }
-      for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
-        const rec: RatingRecord = {
-          type: 'rating',
-          id: r.id,
-          turnId: r.turn_id,
-          modelId: r.model_id,
-          kind: r.kind,
-          value: r.value,
-          scale: r.scale,
-          correction: r.correction,
-          tags: JSON.parse(r.tags) as string[],
-          comment: r.comment,
-          rater: r.rater,
-          createdAt: r.created_at,
-          undoneAt: r.undone_at,
-          runId: r.run_id,
-        };
-        line(rec);
-        ratings++;
-      }
-    })();
-    flush();
-  } catch (e) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw e;
-  }
-  closeSync(fd);
-  renameSync(tmp, file);
+  writeFileAtomic(
+    file,
+    (fd) => {
+      let buf: string[] = [];
+      let size = 0;
+      const line = (rec: unknown): void => {
+        const s = JSON.stringify(rec) + '\n';
+        buf.push(s);
+        size += s.length;
+        if (size > 1 << 20) flush();
+      };
+      const flush = (): void => {
+        writeAll(fd, Buffer.from(buf.join(''), 'utf8'));
+        buf = [];
+        size = 0;
+      };
+      // One read transaction gives a consistent snapshot while other processes keep writing.
+      store.db.transaction(() => {
+        line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
+        for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
+          const rec: TurnRecord = {
+            type: 'turn',
+            id: t.id,
+            source: t.source,
+            session: t.session,
+            eventId: t.event_id,
+            createdAt: t.created_at,
+            prompt: t.prompt,
+            context: JSON.parse(t.context) as TurnRecord['context'],
+            response: t.response,
+            model: t.model,
+            tokens: decodeTokens(t.tokens),
+            logprobs: decodeLogprobs(t.logprobs),
+            adapterVersion: t.adapter_version,
+            state: t.state,
+            truncated: t.truncated === 1,
+          };
+          line(rec);
+          turns++;
+        }
+        const samples = store.stmt<{ rating_id: number; role: RunRecord['samples'][number]['role']; advantage: number | null }>(
+          'SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ? ORDER BY rating_id',
+        );
+        for (const r of store.stmt<Omit<RunRow, 'samples'>>('SELECT * FROM runs ORDER BY id').iterate()) {
+          const rec: RunRecord = {
+            type: 'run',
+            id: r.id,
+            modelId: r.model_id,
+            status: r.status,
+            trigger: r.trigger,
+            createdAt: r.created_at,
+            startedAt: r.started_at,
+            finishedAt: r.finished_at,
+            fromVersion: r.from_version,
+            config: JSON.parse(r.config) as unknown,
+            metrics: r.metrics === null ? null : (JSON.parse(r.metrics) as unknown),
+            error: r.error,
+            adapterVersion: r.adapter_version,
+            samples: samples.all(r.id).map((s) => ({ ratingId: s.rating_id, role: s.role, advantage: s.advantage })),
+          };
+          line(rec);
+        }
+        for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
+          const rec: RatingRecord = {
+            type: 'rating',
+            id: r.id,
+            turnId: r.turn_id,
+            modelId: r.model_id,
+            kind: r.kind,
+            value: r.value,
+            scale: r.scale,
+            correction: r.correction,
+            tags: JSON.parse(r.tags) as string[],
+            comment: r.comment,
+            rater: r.rater,
+            createdAt: r.created_at,
+            undoneAt: r.undone_at,
+            runId: r.run_id,
+          };
+          line(rec);
+          ratings++;
+        }
+      })();
+      flush();
+    },
+    { mode: 0o600 },
+  );
   store.write(() => store.audit(actor, 'exportData', file, { turns, ratings }));
   return { path: file, turns, ratings };
 }

@@ -3,8 +3,8 @@
 // dims u64 fastest-first, ggml type u32, data offset u64 relative to the data section); padding to the alignment;
 // the data section, each tensor starting at a multiple of the alignment (general.alignment, default 32).
 // Tensors are streamed to disk one at a time, so a model never needs to be in memory twice.
-import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { ReinError } from '../../../common/errors.ts';
+import { writeAll, writeFileAtomic } from '../../fs-atomic.ts';
 import { f32ToF16 } from '../safetensors.ts';
 
 export class GgufError extends ReinError {
@@ -231,35 +231,21 @@ export function writeGguf(
   const headerBytes = h.length;
   const totalBytes = headerBytes + offset;
 
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fd = openSync(tmp, 'w');
-  try {
-    try {
-      writeAll(fd, h.bytes());
-      let written = headerBytes;
-      const zeros = new Uint8Array(GGUF_ALIGNMENT);
-      tensors.forEach((t, i) => {
-        const bytes = encode(t, t.data(), path);
-        writeAll(fd, bytes);
-        written += bytes.length;
-        const pad = (GGUF_ALIGNMENT - (bytes.length % GGUF_ALIGNMENT)) % GGUF_ALIGNMENT;
-        if (pad > 0) writeAll(fd, zeros.subarray(0, pad));
-        written += pad;
-        onProgress?.({ tensor: t.name, index: i, count: tensors.length, bytesWritten: written, totalBytes });
-      });
-      if (written !== totalBytes) throw new GgufError(`wrote ${written} bytes, planned ${totalBytes}`, path);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
+  writeFileAtomic(path, (fd) => {
+    writeAll(fd, h.bytes());
+    let written = headerBytes;
+    const zeros = new Uint8Array(GGUF_ALIGNMENT);
+    tensors.forEach((t, i) => {
+      const bytes = encode(t, t.data(), path);
+      writeAll(fd, bytes);
+      written += bytes.length;
+      const pad = (GGUF_ALIGNMENT - (bytes.length % GGUF_ALIGNMENT)) % GGUF_ALIGNMENT;
+      if (pad > 0) writeAll(fd, zeros.subarray(0, pad));
+      written += pad;
+      onProgress?.({ tensor: t.name, index: i, count: tensors.length, bytesWritten: written, totalBytes });
+    });
+    if (written !== totalBytes) throw new GgufError(`wrote ${written} bytes, planned ${totalBytes}`, path);
+  });
   return { bytes: totalBytes };
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let off = 0;
-  while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-}

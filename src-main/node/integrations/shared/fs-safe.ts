@@ -1,9 +1,10 @@
 // File access for the installers: never through a symlink (a link could point the write at a file the user did not
 // mean us to touch), atomic replace (temp file in the same directory, then rename), and the mode kept or set.
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../../common/errors.ts';
+import { writeAll, writeFileAtomic } from '../../fs-atomic.ts';
 
 export interface FileState {
   bytes: Buffer | null;
@@ -50,16 +51,7 @@ export function writeAtomic(file: string, bytes: Buffer | string | null, mode: n
     return;
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // A hidden, unpredictable temporary name in the agent's own folder, created exclusively.
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.rein-${process.pid}-${Date.now()}.tmp`);
-  const fd = openSync(tmp, 'wx', mode);
-  try {
-    writeSync(fd, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes);
-    fsyncSync(fd);
-  } catch (e) {
-    closeSync(fd);
-    rmSync(tmp, { force: true });
-    throw e;
-  }
-  closeSync(fd);
-  renameSync(tmp, file);
+  writeFileAtomic(file, (fd) => writeAll(fd, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes), { tmp, mode, exclusive: true, fsync: true });
 }
