@@ -24,6 +24,7 @@ import { loadPeftAdapter } from '../engine/peft.ts';
 import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
 import { resolveModelDir } from '../training/model.ts';
+import { GGUF_LORA } from '../training/versions.ts';
 import { adapterFacts, lintAdapter, PUBLISH_TARGETS } from './lint.ts';
 import type { PublishTarget } from './lint.ts';
 import { activeModelId } from './producer.ts';
@@ -57,17 +58,13 @@ export interface PublishJob {
 const readJson = (file: string): Record<string, unknown> => JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
 const peftDirOf = (a: AdapterView): string => path.join(a.path, 'peft');
 
-/** The adapter as a GGUF LoRA, made once per version beside its PEFT files (staged, then renamed). */
+/**
+ * The version's GGUF LoRA: a round writes it with the version (training/versions.ts); a version made before that
+ * gets it here, once, from its PEFT files (the GGUF writer itself writes a temporary file and renames it).
+ */
 export function ensureGgufLora(a: AdapterView, modelDir: string): string {
-  const out = path.join(a.path, 'adapter.gguf');
-  if (existsSync(out)) return out;
-  const tmp = `${out}.tmp-${process.pid}`;
-  try {
-    peftToGguf(peftDirOf(a), parseModelConfig(readJson(path.join(modelDir, 'config.json'))), tmp, { name: `rein-v${a.version}` });
-    renameSync(tmp, out);
-  } finally {
-    rmSync(tmp, { force: true });
-  }
+  const out = path.join(a.path, GGUF_LORA);
+  if (!existsSync(out)) peftToGguf(peftDirOf(a), parseModelConfig(readJson(path.join(modelDir, 'config.json'))), out, { name: `rein-v${a.version}` });
   return out;
 }
 
