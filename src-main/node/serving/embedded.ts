@@ -167,6 +167,17 @@ function sortBucket(b: number): number {
   return e;
 }
 
+/** What is wrong with a chat request's sampling fields, by OpenAI's ranges, or null. */
+function requestProblem(chat: ChatRequest): { message: string; param: string } | null {
+  const k = chat.top_logprobs ?? 0;
+  if (k < 0 || k > MAX_TOP_LOGPROBS) return { message: `top_logprobs must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}`, param: 'top_logprobs' };
+  for (const [name, v, hi] of [['temperature', chat.temperature, 2], ['top_p', chat.top_p, 1]] as const) {
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > hi) return { message: `${name} must be a number from 0 to ${hi}, got ${JSON.stringify(v)}`, param: name };
+  }
+  return null;
+}
+
 /**
  * Greedy at temperature 0 or top_p 0 (the smallest set holding a share 0 of the mass is the top token); else
  * softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020).
@@ -350,28 +361,15 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJsonBody(req, 8 * 1024 * 1024);
     const parsed = ChatRequest.safeParse(body);
-    if (!parsed.success) {
+    const problem = parsed.success ? requestProblem(parsed.data) : { message: parsed.error.issues[0]!.message };
+    if (!parsed.success || problem !== null) {
       res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: parsed.error.issues[0]!.message, type: 'invalid_request_error' } }));
+      res.end(JSON.stringify({ error: { ...problem, type: 'invalid_request_error' } }));
       return;
     }
     const chat = parsed.data;
     const withLp = chat.logprobs === true;
     const k = chat.top_logprobs ?? 0;
-    if (k < 0 || k > MAX_TOP_LOGPROBS) {
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `top_logprobs must be an integer from 0 to ${MAX_TOP_LOGPROBS}, got ${k}`, type: 'invalid_request_error' } }));
-      return;
-    }
-    // OpenAI's ranges: temperature 0-2, top_p 0-1. Anything else is the client's mistake, said as such.
-    for (const [name, v, hi] of [['temperature', chat.temperature, 2], ['top_p', chat.top_p, 1]] as const) {
-      if (v === undefined || v === null) continue;
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > hi) {
-        res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `${name} must be a number from 0 to ${hi}, got ${JSON.stringify(v)}`, type: 'invalid_request_error', param: name } }));
-        return;
-      }
-    }
     const top = withLp ? k : 0;
     const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
