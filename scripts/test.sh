@@ -24,6 +24,11 @@ if [ -f e2e/vitest.config.ts ]; then
   npx vitest run --config e2e/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/e2e.json" || status=1
 fi
 
+if [ -f e2e/reliability/vitest.config.ts ]; then
+  echo "== reliability (faults, hostile input and load against the real server)"
+  npx vitest run --config e2e/reliability/vitest.config.ts --passWithNoTests --reporter=default --reporter=json --outputFile.json="$out/reliability.json" || status=1
+fi
+
 if [ -f e2e/agents/vitest.config.ts ]; then
   echo "== e2e agents (real Claude Code, Codex and OpenClaw, offline in network namespaces)"
   # The clients are installed apart from the app, in e2e/node_modules (its own lockfile).
