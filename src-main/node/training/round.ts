@@ -156,7 +156,7 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     let tokens = 0;
     const t0 = performance.now();
     for (let step = 1; step <= cfg.steps; step++) {
-      const m = await trainStep(engine, adapter, optimizer, objectives, nextBatch(), state, { maxGradNorm: cfg.maxGradNorm, signal: checkCancel });
+      const m = await trainStep(engine, adapter, optimizer, objectives, nextBatch(), state, { maxGradNorm: cfg.maxGradNorm, checkCancel });
       tokens += m.tokens;
       steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0 });
       const elapsed = (performance.now() - t0) / 1000;

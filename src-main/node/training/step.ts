@@ -105,7 +105,7 @@ export async function batchGradient(
   objectives: ObjectiveRunner,
   batch: readonly StepSequence[],
   state: StepState,
-  signal?: () => void,
+  checkCancel?: () => void,
 ): Promise<BatchGradient> {
   if (batch.length === 0) throw new BadInputError('a training step needs at least one sequence', 'batch');
   const z = await ktoReferencePoint(engine, adapter, batch.filter((s) => s.kind === 'kto'), state.mismatchedRefs);
@@ -123,7 +123,7 @@ export async function batchGradient(
   let nTok = 0;
   let tokens = 0;
   for (const s of batch) {
-    signal?.();
+    checkCancel?.();
     const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
       if (s.kind === 'mispo') {
         if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
@@ -164,13 +164,13 @@ export async function trainStep(
   objectives: ObjectiveRunner,
   batch: readonly StepSequence[],
   state: StepState,
-  o: { maxGradNorm: number; signal?: () => void },
+  o: { maxGradNorm: number; checkCancel?: () => void },
 ): Promise<StepMetrics> {
   const params = adapter.pairs.flatMap((p) => [p.a, p.b]);
   if (optimizer.params.length !== params.length || optimizer.params.some((p, i) => p !== params[i])) {
     throw new BadInputError('trainStep: the optimizer was not built over this adapter (use new AdamW(adapterParams(adapter)))', 'optimizer');
   }
-  const g = await batchGradient(engine, adapter, objectives, batch, state, o.signal);
+  const g = await batchGradient(engine, adapter, objectives, batch, state, o.checkCancel);
   const grads = g.grads.map((x) => Float32Array.from(x));
   const gradNorm = o.maxGradNorm > 0 ? clipGradNorm(grads, o.maxGradNorm) : 0;
   optimizer.step(grads);
