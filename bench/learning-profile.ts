@@ -1,18 +1,19 @@
 // node bench/learning-profile.ts [key=value ...] — the training round's loop (round.ts: MIS-PO through the driver,
-// cached base logprobs, AdamW, shuffled epochs) in one process on the demo model, with what round.ts does not print:
-// ρ = exp(π − μ) min/median/max, the drift scale and clip fraction per step, the baseline variants (seeded EMA, the
-// bias-corrected one, the mean), the good/bad turns' mean log-ratio to μ after the round, the KL at the first answer
-// position, and the held-out preferred rate before and after. mode=sft trains on the good answers only (a
-// learnability check of the rule); rounds=R re-samples N turns from the adapter R times. README "Training rounds".
+// cached base logprobs, the round's step in node/training/step.ts, shuffled epochs) in one process on the demo model,
+// with what round.ts does not print: ρ = exp(π − μ) min/geometric mean/max and the clip fraction per step, the
+// baseline variants (seeded EMA, the bias-corrected one, the mean), the good/bad turns' mean log-ratio to μ after the
+// round, the KL at the first answer position, and the held-out preferred rate before and after; rounds=R re-samples
+// N turns from the adapter R times. README "Training rounds".
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AdamW, clipGradNorm } from '../src-main/common/engine/adamw.ts';
+import { AdamW } from '../src-main/common/engine/adamw.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { emaFold, advantage } from '../src-main/common/rewards.ts';
 import { Engine, adapterParams } from '../src-main/node/engine/engine.ts';
 import { writeDemoModel } from '../src-main/node/training/demo-model.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
+import { newStepState, trainStep, type StepSequence } from '../src-main/node/training/step.ts';
 import { preferredRate, sampleTurns } from '../src-main/node/training/synthetic.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
@@ -23,13 +24,12 @@ const rule = args.rule === 'nocode' ? (text: string): boolean => !text.split(/\s
 const cfg = {
   lr: num('lr', 0.005), steps: num('steps', 48), batchSize: num('batch', 8), beta: num('beta', 0.001),
   bandLow: num('bandLow', 0.994), bandHigh: num('bandHigh', 10), drift: (args.drift ?? 'scale') as 'scale' | 'reject',
-  ratioClipLow: num('clipLow', 0.5), ratioClipHigh: num('clipHigh', 20), ktoBeta: 0.1, ktoDesirable: 1, ktoUndesirable: 1,
+  ratioClipLow: num('clipLow', 0.5), ratioClipHigh: num('clipHigh', 20), ktoBeta: 0.1,
   rank: num('rank', 16), maxGradNorm: num('gn', 1),
 };
 const N = num('n', 32);
 const H = num('held', 64);
 const baselineMode = args.baseline ?? 'ema';
-const mode = args.mode ?? 'mispo';
 const root = mkdtempSync(path.join(os.tmpdir(), 'p13-'));
 const engine = Engine.load(writeDemoModel(path.join(root, 'm'), { seed: num('model', 0) }).dir, { threads: 1 });
 const seeds = (args.seeds ?? '1,2,3').split(',').map(Number);
@@ -55,32 +55,17 @@ for (const seed of seeds) {
   console.log(`seed ${seed}: base ${before.rate.toFixed(3)}; train ${good}/${N} good; baseline ${baseline.toFixed(3)} (ema ${emaFold(null, rewards)!.toFixed(3)} debiased ${debiased.toFixed(3)} mean ${(rewards.reduce((a, b) => a + b, 0) / N).toFixed(3)}); max|ref-mu| ${maxd.toExponential(2)}`);
   const opt = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: 0 });
   const obj = new ObjectiveRunner(cfg);
+  const batchSeqs: StepSequence[] = seqs.map((s, k) => ({ tokens: s.tokens, start: s.start, ref: refs[k]!, kind: 'mispo', mu: s.mu, advantage: s.adv, desirable: s.good, ktoWeight: 1 }));
   const rng = new Rng(seed + 7919);
+  const state = newStepState();
   let order: number[] = [];
   log = [];
   for (let step = 1; step <= cfg.steps; step++) {
-    const batch: number[] = [];
-    while (batch.length < Math.min(cfg.batchSize, seqs.length)) { if (order.length === 0) { order = Array.from({ length: seqs.length }, (_, i) => i); for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(rng.uniform() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!]; } } batch.push(order.pop()!); }
-    const sums = adapter.pairs.flatMap((p) => [new Float64Array(p.a.length), new Float64Array(p.b.length)]);
-    let loss = 0, kl = 0, clip = 0; const rhos: number[] = []; let scaleSum = 0;
-    for (const k of batch) {
-      const s = seqs[k]!; const w = 1 / batch.length;
-      const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
-        for (let i = 0; i < logp.length; i++) rhos.push(Math.exp(logp[i]! - s.mu[i]!));
-        if (mode === 'sft') { // supervised on the good samples only
-          const d = new Float64Array(logp.length); if (s.good) { d.fill(-w / logp.length); loss -= w * logp.reduce((a, b) => a + b, 0) / logp.length; } return d;
-        }
-        const r = await obj.misPo({ logp, mu: s.mu, ref: refs[k]!, advantage: s.adv });
-        loss += w * r.loss; kl += w * r.kl; clip += r.clipFrac / batch.length; scaleSum += r.scale / batch.length;
-        return r.dlogp.map((d) => d * w);
-      });
-      g.grads.forEach((p, j) => { for (let i = 0; i < p.a.length; i++) sums[2 * j]![i] += p.a[i]!; for (let i = 0; i < p.b.length; i++) sums[2 * j + 1]![i] += p.b[i]!; });
-    }
-    const grads = sums.map((x) => Float32Array.from(x));
-    const gn = cfg.maxGradNorm > 0 ? clipGradNorm(grads, cfg.maxGradNorm) : 0;
-    opt.step(grads);
-    rhos.sort((a, b) => a - b);
-    if (step === 1 || step % 8 === 0) log.push(`  step ${step}: loss ${loss.toFixed(4)} kl ${kl.toFixed(4)} clip ${clip.toFixed(2)} scale ${scaleSum.toFixed(2)} gn ${gn.toFixed(3)} rho min ${rhos[0]!.toFixed(2)} med ${rhos[rhos.length >> 1]!.toFixed(2)} max ${rhos[rhos.length - 1]!.toFixed(2)}`);
+    const batch: StepSequence[] = [];
+    while (batch.length < Math.min(cfg.batchSize, seqs.length)) { if (order.length === 0) { order = Array.from({ length: seqs.length }, (_, i) => i); for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(rng.uniform() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!]; } } batch.push(batchSeqs[order.pop()!]!); }
+    // The round's step (node/training/step.ts), as round.ts runs it.
+    const m = await trainStep(engine, adapter, opt, obj, batch, state, { maxGradNorm: cfg.maxGradNorm });
+    if (step === 1 || step % 8 === 0) log.push(`  step ${step}: loss ${m.loss.toFixed(4)} kl ${m.kl.toFixed(4)} clip ${m.clipFraction.toFixed(2)} gn ${m.gradNorm.toFixed(3)} rho min ${m.ratio!.min.toFixed(2)} geo ${m.ratio!.geoMean.toFixed(2)} max ${m.ratio!.max.toFixed(2)}`);
   }
   await obj.dispose();
   }

@@ -1,6 +1,7 @@
 // npm run bench:train-step — one training step of a Qwen2-0.5B-shaped random model (hidden 896, 24 layers, 14/2
-// heads, FFN 4864, vocab 151936, tied embeddings) at seq 512: the reference (adapter off) forward, then the policy
-// forward and backward over LoRA r = 16 on all 7 projections. The same step runs in PyTorch (bench/reference/
+// heads, FFN 4864, vocab 151936, tied embeddings) at seq 512: the reference (adapter off) forward, then the round's
+// step (node/training/step.ts: the policy forward, MIS-PO at the balanced preset, the backward over LoRA r = 16 on
+// all 7 projections). The same step runs in PyTorch (bench/reference/
 // train_step.py, float32 autograd, 2 threads), alternating with ours. Printed: the time ratio, GFLOP/s as a fraction
 // of ORT's MatMul peak measured in this run, CPU/wall beside each figure, and peak RSS through a seq-1024 step.
 //   flags: --rounds N (3)  --seq T (512)  --long T (1024)  --no-torch  --profile (ORT op profile of one layer + head)
@@ -18,11 +19,14 @@ import { llamaParams, llamaHeadGraph, causalMask, ropeTables, llamaLayerGraph, l
 import type { LlamaConfig } from '../src-main/common/engine/models/llama.ts';
 import { numel } from '../src-main/common/engine/models/params.ts';
 import { vjpSplit } from '../src-main/common/engine/autodiff.ts';
-import { policyGradient } from '../src-main/common/engine/objectives.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { Runtime } from '../src-main/node/engine/runtime.ts';
 import { toOnnx } from '../src-main/node/engine/onnx.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
+import type { LoraAdapter } from '../src-main/common/engine/lora.ts';
+import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
+import { batchGradient, newStepState, type BatchGradient } from '../src-main/node/training/step.ts';
+import { presetConfig } from '../src-main/common/training/presets.ts';
 import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, timed } from './harness.ts';
 
 const args = process.argv.slice(2);
@@ -131,6 +135,12 @@ async function profile(engine: Engine, T: number): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** The base's logprobs (the round computes them once per sequence), then the round's step on one on-policy sequence (μ = ref). */
+async function roundStep(engine: Engine, adapter: LoraAdapter, objectives: ObjectiveRunner, tokens: number[]): Promise<BatchGradient> {
+  const ref = await engine.logprobs(tokens, { start: 1, adapter: null });
+  return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
+}
+
 async function main(): Promise<void> {
   console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; load ${loadAverage()}`);
   let torch: PyServer | null = null;
@@ -151,12 +161,12 @@ async function main(): Promise<void> {
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
   for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.01); // nonzero B: every gradient is real work
-  const objective = policyGradient({ beta: 0.001 });
+  const objectives = new ObjectiveRunner(presetConfig('balanced', { activeParams: 0.5e9, totalParams: 0.5e9, moe: false }));
   const tokensFor = (T: number, seed: number): number[] => {
     const r = new Rng(seed);
     return Array.from({ length: T }, () => Math.floor(r.uniform() * config.vocabSize));
   };
-  const ours = async (T: number, seed: number) => engine.step([{ tokens: tokensFor(T, seed), start: 1, advantage: 1 }], objective, adapter);
+  const ours = (T: number, seed: number) => roundStep(engine, adapter, objectives, tokensFor(T, seed));
 
   if (torch !== null) console.log(`torch ready: ${JSON.stringify(await torch.next())}`);
   const warm = await timed(() => ours(SEQ, 100));
@@ -199,6 +209,7 @@ async function main(): Promise<void> {
   if (args.includes('--profile')) await profile(engine, SEQ);
 
   console.log(`load at the end: ${loadAverage()}`);
+  await objectives.dispose();
   await engine.close();
   await rt.dispose();
 
@@ -220,10 +231,12 @@ async function rssChild(T: number): Promise<void> {
   for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.01);
   const r = new Rng(7);
   const tokens = Array.from({ length: T }, () => Math.floor(r.uniform() * config.vocabSize));
-  const l = await timed(() => engine.step([{ tokens, start: 1, advantage: 1 }], policyGradient({ beta: 0.001 }), adapter));
+  const objectives = new ObjectiveRunner(presetConfig('balanced', { activeParams: 0.5e9, totalParams: 0.5e9, moe: false }));
+  const l = await timed(() => roundStep(engine, adapter, objectives, tokens));
   const rss = process.resourceUsage().maxRSS * 1024;
   console.log(`seq ${T} step in a fresh process (recompute above ${SEQ}; session creation included): ${l.wallS.toFixed(2)} s (cpu/wall ${(l.cpuS / l.wallS).toFixed(2)}); ` +
     `peak RSS ${(rss / 2 ** 30).toFixed(2)} GiB = ${(rss / weightBytes).toFixed(2)}× the fp32 weights (${(weightBytes / 2 ** 30).toFixed(2)} GiB; target ≤ 2.5×); load ${loadAverage()}`);
+  await objectives.dispose();
   await engine.close();
 }
 

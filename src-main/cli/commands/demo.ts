@@ -5,7 +5,8 @@
 // early in about a tenth of its answers, and stopping is one decision (the </s> token) that a LoRA learns in one
 // round. 64 ratings by default: they hold 3-11 good examples, enough for one round to reach >= 80% on every seed the
 // learning test tries; 32 hold 1-4 and land anywhere from 0.66 to 0.98 (README "Does one round learn?"). The round
-// uses the balanced preset for the model's size (the toy bucket, common/training/presets.ts).
+// uses the balanced preset with the LR size rule every model gets (common/training/presets.ts), so the numbers above,
+// measured with the old toy bucket (LR x2000, clip [0.2, 5]), no longer hold: README "Does one round learn?".
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

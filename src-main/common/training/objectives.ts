@@ -12,12 +12,16 @@
 //   loss = scale·actor + β·mean_t k3_t
 // A = r − EMA (the baseline from before the round), clipped to ±advantageClip by the caller; never batch-normalised.
 //
-// KTO-style, for off-policy turns (text from another model) against the frozen base (Ethayarajh et al. 2024,
+// KTO, for off-policy turns (text from another model) against the frozen base (Ethayarajh et al. 2024,
 // "KTO: Model Alignment as Prospect Theoretic Optimization", arXiv:2402.01306, eq. 8):
 //   r = Σ_t (π_t − ref_t)                                  the sequence's log-ratio to the base
-//   desirable:   loss = λ_D·(1 − σ(β_KTO·(r − z0)))
-//   undesirable: loss = λ_U·(1 − σ(β_KTO·(z0 − r)))
-// z0 is the reference point, an input that the trainer fills with a detached batch estimate max(0, mean r).
+//   desirable:   loss = w·(1 − σ(β_KTO·(r − z0)))   + β·mean_t k3_t
+//   undesirable: loss = w·(1 − σ(β_KTO·(z0 − r)))   + β·mean_t k3_t
+// w is the class weight λ_D or λ_U (ktoClassWeights) times the rating's magnitude |r| (a 4 of 5 weighs half a 5).
+// z0 is the reference point, an input: the trainer's detached estimate on mismatched pairs (node/training/step.ts).
+// The k3 term is Rein's anchor, not the paper's: KTO's value saturates once r − z0 is large, but nothing in it stops
+// off-policy text from dragging the tokens the sigmoid no longer sees far from the base (one probe reached a
+// training-token k3 of 135.7); the preset's β weighs it as it does MIS-PO's.
 import { Graph, type DType, type Tensor } from '../engine/ir.ts';
 import * as op from '../engine/ops.ts';
 import { grad } from '../engine/autodiff.ts';
@@ -33,8 +37,20 @@ export interface MisPoOptions {
 
 export interface KtoOptions {
   ktoBeta: number;
-  ktoDesirable: number;
-  ktoUndesirable: number;
+  /** The weight of the k3 anchor to the base (the preset's β). */
+  beta: number;
+}
+
+/**
+ * KTO's class weights from the round's counts: λ_U is the preset's, and λ_D is moved, only as far as needed, so that
+ * λ_D·n_D / (λ_U·n_U) lies in [1, 4/3], the range the paper recommends (arXiv:2402.01306, §4.2, eq. 9). With one
+ * class absent the ratio is undefined and the preset's weights stand.
+ */
+export function ktoClassWeights(nDesirable: number, nUndesirable: number, o: { ktoDesirable: number; ktoUndesirable: number }): { desirable: number; undesirable: number } {
+  if (nDesirable === 0 || nUndesirable === 0) return { desirable: o.ktoDesirable, undesirable: o.ktoUndesirable };
+  const ratio = (o.ktoDesirable * nDesirable) / (o.ktoUndesirable * nUndesirable);
+  const target = Math.min(4 / 3, Math.max(1, ratio));
+  return { desirable: (target * o.ktoUndesirable * nUndesirable) / nDesirable, undesirable: o.ktoUndesirable };
 }
 
 function maskedMean(x: Tensor, mask: Tensor, count: Tensor): Tensor {
@@ -84,8 +100,8 @@ export function misPoGraph(o: MisPoOptions, dtype: DType = 'float64'): Graph {
 }
 
 /**
- * KTO over one sequence. Inputs: logp, ref, mask [N]; desirable [] (1 or 0); z0 []. Outputs: loss [], dlogp [N],
- * log_ratio [] (r), kl [] (mean k3, for reporting).
+ * KTO over one sequence. Inputs: logp, ref, mask [N]; desirable [] (1 or 0); z0 []; weight [] (w). Outputs: loss [],
+ * dlogp [N], log_ratio [] (r), kl [] (mean k3).
  */
 export function ktoGraph(o: KtoOptions, dtype: DType = 'float64'): Graph {
   const g = new Graph('kto');
@@ -94,16 +110,18 @@ export function ktoGraph(o: KtoOptions, dtype: DType = 'float64'): Graph {
   const mask = g.input('mask', dtype, ['N']);
   const desirable = g.input('desirable', dtype, []);
   const z0 = g.input('z0', dtype, []);
+  const weight = g.input('weight', dtype, []);
   const count = op.reduceSum(mask, [0], false);
 
   const r = op.reduceSum(op.mul(op.sub(logp, ref), mask), [0], false); // []
   const zr = op.stopGradient(z0);
-  const good = op.mul(op.sub(1, op.sigmoid(op.mul(op.sub(r, zr), o.ktoBeta))), o.ktoDesirable);
-  const bad = op.mul(op.sub(1, op.sigmoid(op.mul(op.sub(zr, r), o.ktoBeta))), o.ktoUndesirable);
-  const loss = op.add(op.mul(desirable, good), op.mul(op.sub(1, desirable), bad));
+  const good = op.sub(1, op.sigmoid(op.mul(op.sub(r, zr), o.ktoBeta)));
+  const bad = op.sub(1, op.sigmoid(op.mul(op.sub(zr, r), o.ktoBeta)));
+  const value = op.mul(op.add(op.mul(desirable, good), op.mul(op.sub(1, desirable), bad)), weight);
 
   const d = op.sub(ref, logp);
   const kl = maskedMean(op.sub(op.sub(op.exp(d), d), 1), mask, count);
+  const loss = op.add(value, op.mul(kl, o.beta));
   const [dlogp] = grad([loss], [logp]);
   g.output('loss', loss);
   g.output('dlogp', op.mul(dlogp!, mask));

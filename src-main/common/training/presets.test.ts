@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../errors.ts';
-import { describePresets, presetConfig, resolveTrainingConfig, sizeBucket, TrainingConfigSchema } from './presets.ts';
+import { describePresets, lrForSize, presetConfig, resolveTrainingConfig, sizeBucket, TrainingConfigSchema } from './presets.ts';
 
 const dense = (n: number) => ({ activeParams: n, totalParams: n, moe: false });
 
@@ -26,15 +26,16 @@ describe('presets', () => {
     expect(presetConfig('careful', s).lr).toBeLessThan(presetConfig('balanced', s).lr);
     expect(presetConfig('balanced', s).lr).toBeLessThan(presetConfig('aggressive', s).lr);
     expect(sizeBucket(0.5e9)).toBe('small');
-    expect(sizeBucket(60e3)).toBe('toy');
-    expect(presetConfig('balanced', dense(60e3)).lr).toBeCloseTo(0.01, 12);
-    // The toy KL budget: 20x, so a one-round 15% -> 80% move (>= 1.05 nats where it is decided) fits in balanced.
-    expect(presetConfig('balanced', dense(60e3)).klBudget).toBeCloseTo(2, 12);
-    expect(presetConfig('balanced', dense(0.5e9)).klBudget).toBe(0.1);
-    // Only the toy bucket widens the trust region (one visible round on a generated model); real models keep MIS-PO's.
-    const toy = presetConfig('balanced', dense(60e3));
-    expect([toy.ratioClipLow, toy.ratioClipHigh, toy.bandLow, toy.bandHigh, toy.batchSize]).toEqual([0.2, 5, 0.5, 2, 32]);
-    for (const n of [0.05e9, 0.5e9, 7e9]) expect([presetConfig('balanced', dense(n)).ratioClipLow, presetConfig('balanced', dense(n)).ratioClipHigh]).toEqual([0.5, 2]);
+    expect(sizeBucket(60e3)).toBe('tiny');
+    // One size rule for every model (lrForSize): LR ∝ 1/√N, anchored at 5e-6 for 7B; a generated model gets it too.
+    expect(presetConfig('balanced', dense(7e9)).lr).toBeCloseTo(5e-6, 18);
+    expect(presetConfig('balanced', dense(7e9 / 100)).lr).toBeCloseTo(5e-5, 18);
+    expect(presetConfig('balanced', dense(60e3)).lr).toBe(lrForSize(60e3));
+    // One trust region and one KL budget for every size: MIS-PO's clip and ReinforceClaw's bands.
+    for (const n of [60e3, 0.05e9, 0.5e9, 7e9, 70e9]) {
+      const c = presetConfig('balanced', dense(n));
+      expect([c.ratioClipLow, c.ratioClipHigh, c.bandLow, c.bandHigh, c.batchSize, c.klBudget]).toEqual([0.5, 2, 0.994, 1.002, 8, 0.1]);
+    }
     expect(() => sizeBucket(0)).toThrow(BadInputError);
   });
 

@@ -3,10 +3,10 @@
 // overrides any field; every field is validated by TrainingConfigSchema, whose descriptions are the help text that
 // the CLI, the API (`describePresets`) and the UI show.
 //
-// Starting points are ReinforceClaw's published numbers: an LR anchor of 5e-6 scaled by model size, β 0.002 / 0.001 /
-// 0.0005 (halved for MoE), 24 / 32 / 48 steps, trajectory bands [0.996, 1.001] / [0.994, 1.002] / [0.992, 1.004],
-// rank 16 (8 for the largest bucket, +8 for MoE). The size, total-size and sparsity factors are ours: smaller models
-// tolerate larger steps (LoRA-on-small-model practice: 1e-5..1e-4 for < 1B), and a MoE's active share drives its LR.
+// Starting points are ReinforceClaw's published numbers: an LR anchor of 5e-6 (at 7B active parameters), β 0.002 /
+// 0.001 / 0.0005 (halved for MoE), 24 / 32 / 48 steps, trajectory bands [0.996, 1.001] / [0.994, 1.002] / [0.992,
+// 1.004], rank 16 (8 for the largest bucket, +8 for MoE), and MIS-PO's token ratio clip [0.5, 2] for every size.
+// The LR size rule and the sparsity factor are ours (lrForSize below); one rule for every model, generated or real.
 import { z } from 'zod';
 import { BadInputError } from '../errors.ts';
 
@@ -14,13 +14,12 @@ export const PRESET_NAMES = ['careful', 'balanced', 'aggressive'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 export type PresetChoice = PresetName | 'custom';
 
-export const SIZE_BUCKETS = ['toy', 'tiny', 'small', 'medium', 'large', 'xlarge'] as const;
+export const SIZE_BUCKETS = ['tiny', 'small', 'medium', 'large', 'xlarge'] as const;
 export type SizeBucket = (typeof SIZE_BUCKETS)[number];
 
 /** Upper bounds (exclusive) of active parameters per bucket; xlarge is everything above. */
 export const BUCKET_LIMITS: Record<Exclude<SizeBucket, 'xlarge'>, number> = {
-  toy: 10e6, // generated test and demo models (rein demo: 60k parameters)
-  tiny: 100e6, // small research models
+  tiny: 100e6, // generated demo and test models, small research models
   small: 2e9, // Qwen2.5-0.5B/1.5B, Llama-3.2-1B
   medium: 9e9, // 3B-8B
   large: 35e9, // 14B-32B
@@ -78,39 +77,34 @@ export const PRESETS: Record<PresetName, PresetRow> = {
   aggressive: { lrFactor: 2, beta: 0.0005, steps: 48, band: [0.992, 1.004], klBudget: 0.2 },
 };
 
-/** A bucket's own trust region, where the preset's (ReinforceClaw's) does not fit: token ratio clip, band, batch. */
-interface TrustRegion {
-  clip: [number, number];
-  band: [number, number];
-  batchSize: number;
-}
-
-/** The per-size column: LR factor on the 5e-6 anchor, the rank, the KL-budget factor, and a trust-region override. */
-export const SIZES: Record<SizeBucket, { lrFactor: number; rank: number; klFactor: number; trust?: TrustRegion }> = {
-  // The toy bucket is for generated test and demo models (rein demo's 60k-parameter, 48-word model), where the
-  // learning test asks one round to move a behaviour from <= 20% to >= 80% (README "Does one round learn?").
-  // - LR x2000: a random 2-layer model of width 64 needs Adam steps ~1000x a real model's before its behaviour moves:
-  //   lr 4e-5 (the tiny row) left the preferred rate where it was (5-16% -> 8-14%) after 32 steps.
-  // - KL budget x20: by the data-processing inequality, 15% -> 80% costs at least KL(Bern(0.8) || Bern(0.15)) =
-  //   1.05 nats where the behaviour is decided (the gate probes the first answer position); balanced gets 2.
-  // - Trust region: the ratio clip [0.5, 2] stops a good token's gradient once its probability has doubled, and
-  //   15% -> 80% asks for x5 in one round. Measured over 8 seeds (bench/learning-profile.ts, 32 ratings, 32 steps):
-  //   clip [0.5, 2] with band [0.994, 1.002] gave a mean of 0.59 (0.41-0.81); clip [0.2, 5] with band [0.5, 2]
-  //   and the whole batch per step 0.78 (0.49-0.95), within the KL budget. Real buckets keep the preset's region:
-  //   there a round is one of many (every 32 ratings), and each stays close to the policy that sampled its turns.
-  toy: { lrFactor: 2000, rank: 16, klFactor: 20, trust: { clip: [0.2, 5], band: [0.5, 2], batchSize: 32 } },
-  tiny: { lrFactor: 8, rank: 16, klFactor: 1 },
-  small: { lrFactor: 4, rank: 16, klFactor: 1 },
-  medium: { lrFactor: 1, rank: 16, klFactor: 1 },
-  large: { lrFactor: 0.7, rank: 16, klFactor: 1 },
-  xlarge: { lrFactor: 0.5, rank: 8, klFactor: 1 },
+/** The per-size column: the LoRA rank. The learning rate is not a bucket's: it follows lrForSize. */
+export const SIZES: Record<SizeBucket, { rank: number }> = {
+  tiny: { rank: 16 },
+  small: { rank: 16 },
+  medium: { rank: 16 },
+  large: { rank: 16 },
+  xlarge: { rank: 8 },
 };
 
+/** ReinforceClaw's LR, at the size it was published for (7B active parameters). */
 export const LR_ANCHOR = 5e-6;
+export const LR_ANCHOR_PARAMS = 7e9;
+
+/**
+ * The balanced learning rate for a model of N active parameters: LR_ANCHOR · √(7e9 / N).
+ * Adam's stable step for a hidden matrix shrinks as 1/width (μP: Yang et al. 2022, "Tensor Programs V", Table 3),
+ * and a transformer's N ≈ 12·L·H² grows about as width² (L and H grow together across a family), so 1/√N stands
+ * for 1/width without needing the config. It gives 1.9e-5 at 0.5B, 5e-6 at 7B, 1.6e-6 at 70B (the LoRA-on-small-
+ * model practice of 1e-5..1e-4 below 1B) and 1.7e-3 for rein demo's 60k-parameter model. Every model, generated
+ * or real, gets this rule: nothing is set per bucket or for tests.
+ */
+export function lrForSize(activeParams: number): number {
+  return LR_ANCHOR * Math.sqrt(LR_ANCHOR_PARAMS / activeParams);
+}
 
 export function sizeBucket(activeParams: number): SizeBucket {
   if (!Number.isFinite(activeParams) || activeParams <= 0) throw new BadInputError(`activeParams must be positive, got ${activeParams}`, 'activeParams');
-  for (const b of ['toy', 'tiny', 'small', 'medium', 'large'] as const) if (activeParams < BUCKET_LIMITS[b]) return b;
+  for (const b of ['tiny', 'small', 'medium', 'large'] as const) if (activeParams < BUCKET_LIMITS[b]) return b;
   return 'xlarge';
 }
 
@@ -142,17 +136,14 @@ export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfi
   const rank = size.rank + (shape.moe ? 8 : 0);
   return {
     ...DEFAULTS,
-    lr: LR_ANCHOR * size.lrFactor * row.lrFactor * sparsity,
+    lr: lrForSize(shape.activeParams) * row.lrFactor * sparsity,
     beta: shape.moe ? row.beta / 2 : row.beta,
     steps: row.steps,
     bandLow: row.band[0],
     bandHigh: row.band[1],
     rank,
     alpha: 2 * rank,
-    klBudget: row.klBudget * size.klFactor,
-    ...(size.trust
-      ? { ratioClipLow: size.trust.clip[0], ratioClipHigh: size.trust.clip[1], bandLow: size.trust.band[0], bandHigh: size.trust.band[1], batchSize: size.trust.batchSize }
-      : {}),
+    klBudget: row.klBudget,
   };
 }
 

@@ -1,15 +1,12 @@
-// The compute API over a loaded model: logprobs, one training step's loss and LoRA gradients, sampling, and a
-// train-loop helper (gradient accumulation, clipping, AdamW). The trainer worker and the tests call this.
+// The compute API over a loaded model: logprobs, sampling, and the driver whose grad() the training step
+// (node/training/step.ts) runs. The trainer worker and the tests call this.
 import { BadInputError } from '../../common/errors.ts';
 import { modelLinearParams, modelParams } from '../../common/engine/models/registry.ts';
 import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
 import type { FloatDType } from '../../common/engine/models/llama.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
-import { DEFAULT_LORA_TARGETS, fromBase, loraSpec, peftKeys } from '../../common/engine/lora.ts';
-import type { Objective } from '../../common/engine/objectives.ts';
-import { AdamW, GradAccumulator, clipGradNorm } from '../../common/engine/adamw.ts';
-import type { AdamWOptions } from '../../common/engine/adamw.ts';
+import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { loadHfModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
@@ -23,32 +20,6 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
   dtype?: FloatDType;
   /** ORT intra-op threads (default: every core). */
   threads?: number;
-}
-
-/** One rated sequence of a training batch: the tokens, where the response starts, and its advantage. */
-export interface StepSequence {
-  tokens: readonly number[];
-  /** Index of the first response token (the first scored one); ≥ 1. */
-  start: number;
-  advantage: number;
-}
-
-export interface TokenStats {
-  /** The policy's logprobs of the response tokens. */
-  logp: Float64Array;
-  /** The base model's, when the objective needed them. */
-  ref: Float64Array | null;
-  /** Per-token k3 KL to the base, when computed. */
-  kl: Float64Array | null;
-}
-
-export interface StepResult {
-  loss: number;
-  /** dLoss/d tensor by PEFT key (base_model.model.….lora_A.weight), in the engine's dtype, in the adapter's order. */
-  grads: Map<string, FArray>;
-  /** The same gradients as a list [A₀, B₀, A₁, B₁, …] (the order of `adapterParams`). */
-  gradList: FArray[];
-  tokens: TokenStats[];
 }
 
 export interface SampleOptions {
@@ -133,45 +104,6 @@ export class Engine {
     return this.driver.logprobs(tokens, opts.start ?? 1, opts.adapter ?? null);
   }
 
-  /**
-   * One step over a batch: per sequence, the base logprobs when the objective needs them, then the policy forward,
-   * the objective's dLoss/dlogp, and the backward into the LoRA tensors. Each sequence weighs 1/B.
-   */
-  async step(batch: readonly StepSequence[], objective: Objective, adapter: LoraAdapter): Promise<StepResult> {
-    if (batch.length === 0) throw new BadInputError('step needs at least one sequence', 'batch');
-    const sums = adapter.pairs.map((p) => ({ a: new Float64Array(p.a.length), b: new Float64Array(p.b.length) }));
-    const tokens: TokenStats[] = [];
-    let loss = 0;
-    const weight = 1 / batch.length;
-    for (const s of batch) {
-      const ref = objective.needsRef ? await this.driver.logprobs(s.tokens, s.start, null) : null;
-      let kl: Float64Array | null = null;
-      const r = await this.driver.grad(s.tokens, s.start, adapter, (logp) => {
-        const out = objective.sequence({ logp, ref, advantage: s.advantage }, weight);
-        loss += out.loss;
-        kl = out.kl;
-        return out.dlogp;
-      });
-      r.grads.forEach((g, k) => {
-        addInto(sums[k]!.a, g.a);
-        addInto(sums[k]!.b, g.b);
-      });
-      tokens.push({ logp: r.logp, ref, kl });
-    }
-    const grads = new Map<string, FArray>();
-    const gradList: FArray[] = [];
-    const out = (s: Float64Array): FArray => (this.driver.dtype === 'float64' ? s : Float32Array.from(s));
-    adapter.pairs.forEach((p, k) => {
-      const keys = peftKeys(p.baseKey);
-      const a = out(sums[k]!.a);
-      const b = out(sums[k]!.b);
-      grads.set(keys.a, a);
-      grads.set(keys.b, b);
-      gradList.push(a, b);
-    });
-    return { loss, grads, gradList, tokens };
-  }
-
   /** Autoregressive sampling with temperature and nucleus (top-p) filtering; full recompute per token (correct, slow). */
   async sample(prompt: readonly number[], opts: SampleOptions = {}): Promise<{ tokens: number[]; logprobs: number[] }> {
     const temperature = opts.temperature ?? 1;
@@ -203,10 +135,6 @@ export class Engine {
   }
 }
 
-function addInto(dst: Float64Array, src: FArray): void {
-  for (let i = 0; i < dst.length; i++) dst[i] += src[i]!;
-}
-
 function argmax(a: FArray): number {
   let best = 0;
   for (let i = 1; i < a.length; i++) if (a[i]! > a[best]!) best = i;
@@ -231,44 +159,4 @@ function drawTopP(logp: FArray, temperature: number, topP: number, rng: Rng): nu
     if (u < 0) return order[i]!;
   }
   return order[k - 1]!;
-}
-
-export interface TrainStepOptions {
-  /** Global grad-norm clipping (torch clip_grad_norm_); 0 turns it off. */
-  maxGradNorm?: number;
-  lr?: number;
-}
-
-/**
- * One optimizer step over several micro-batches: their gradients are averaged (weight 1 each), clipped, and
- * applied by AdamW to the adapter's tensors in place.
- */
-export async function trainStep(
-  engine: Engine,
-  adapter: LoraAdapter,
-  optimizer: AdamW,
-  microBatches: readonly (readonly StepSequence[])[],
-  objective: Objective,
-  opts: TrainStepOptions = {},
-): Promise<{ loss: number; gradNorm: number }> {
-  const params = adapterParams(adapter);
-  if (optimizer.params.length !== params.length || optimizer.params.some((p, i) => p !== params[i])) {
-    throw new BadInputError('trainStep: the optimizer was not built over this adapter (use new AdamW(adapterParams(adapter)))', 'optimizer');
-  }
-  const acc = new GradAccumulator(params.map((p) => p.length));
-  let loss = 0;
-  for (const mb of microBatches) {
-    const r = await engine.step(mb, objective, adapter);
-    acc.add(r.gradList);
-    loss += r.loss / microBatches.length;
-  }
-  const grads = acc.mean();
-  const maxNorm = opts.maxGradNorm ?? 1;
-  const gradNorm = maxNorm > 0 ? clipGradNorm(grads, maxNorm) : Math.sqrt(grads.reduce((s, g) => s + g.reduce((t, x) => t + x * x, 0), 0));
-  optimizer.step(grads, opts.lr);
-  return { loss, gradNorm };
-}
-
-export function newOptimizer(adapter: LoraAdapter, opts: Partial<AdamWOptions> = {}): AdamW {
-  return new AdamW(adapterParams(adapter), opts);
 }

@@ -1,6 +1,6 @@
 // Tier-2 numerics (ARCHITECTURE.md §7): whole-model checks in float64 on tiny random Llama and Qwen2 models written
-// in the real HF layout. The LoRA gradients of a policy-gradient loss against central differences (every tensor
-// labelled with its max difference), a fresh adapter against the base, a fused adapter against the unfused one, and
+// in the real HF layout. The LoRA gradients of the round's step (node/training/step.ts: MIS-PO and KTO sequences,
+// test-utils/step-check.ts) against central differences (every tensor labelled with its max difference), a fresh adapter against the base, a fused adapter against the unfused one, and
 // our forward against the independent PyTorch float64 reference (bench/reference/llama_ref.py).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,10 +9,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fuse, loraScale, peftKeys } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { policyGradient } from '../../common/engine/objectives.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { Engine } from './engine.ts';
-import type { StepSequence } from './engine.ts';
+import { StepCheck, type CheckSequence } from './test-utils/step-check.ts';
 import { loadHfModel } from './hf.ts';
 import { savePeftAdapter } from './peft.ts';
 import { writeTinyModel } from './tiny.ts';
@@ -49,33 +48,31 @@ describe.each<[TinyArch, boolean]>([
   let engine: Engine;
   // Sequences stay short and the head chunk small: the vocabulary is the real tokenizer's (~128k / ~151k).
   const tokens = [11, 950, 3, 77, 4096, 12, 5, 60, 301, 9];
-  const batch: StepSequence[] = [
+  const batch: CheckSequence[] = [
     { tokens, start: 4, advantage: 0.8 },
     { tokens: [5, 6, 7, 8, 9, 10, 11], start: 3, advantage: -1.3 },
+    { tokens: [3, 77, 4096, 12, 5, 60], start: 2, desirable: true },
+    { tokens: [950, 3, 301, 9, 11, 77, 5], start: 3, desirable: false },
   ];
+  let check: StepCheck;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     writeTinyModel(dir, { arch, layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, dtype: 'F32', seed: 7, tieWordEmbeddings: tied, std: 0.2 });
     engine = Engine.load(dir, { dtype: 'float64', headChunk: 8, threads: 1, buckets: [8, 16] });
+    check = await StepCheck.build(engine, batch);
   });
-  afterAll(async () => engine.close());
+  afterAll(async () => {
+    await check.dispose();
+    await engine.close();
+  });
 
-  it('LoRA gradients of a policy-gradient loss match central differences, per tensor', async () => {
+  it("LoRA gradients of the round's step (MIS-PO and KTO) match central differences, per tensor", async () => {
     const adapter = randomized(engine.newAdapter({ r: 2, alpha: 4 }, 3), 4);
-    const objective = policyGradient({ beta: 0.5 });
-    const step = await engine.step(batch, objective, adapter);
+    const step = await check.step(adapter);
+    const grads = new Map(adapter.pairs.flatMap((p, k) => [[peftKeys(p.baseKey).a, step.grads[2 * k]!], [peftKeys(p.baseKey).b, step.grads[2 * k + 1]!]]));
 
-    // The same loss, from logprobs alone: what the objective sees, recomputed for a perturbed adapter.
-    const refs = await Promise.all(batch.map((s) => engine.logprobs(s.tokens, { start: s.start })));
-    const lossAt = async (): Promise<number> => {
-      let loss = 0;
-      for (let k = 0; k < batch.length; k++) {
-        const s = batch[k]!;
-        const logp = await engine.logprobs(s.tokens, { start: s.start, adapter });
-        loss += objective.sequence({ logp, ref: refs[k]!, advantage: s.advantage }, 1 / batch.length).loss;
-      }
-      return loss;
-    };
+    // The same loss, from logprobs alone (z0 detached at the step's value), recomputed for a perturbed adapter.
+    const lossAt = (): Promise<number> => check.lossAt(adapter, step.z0);
     expect(step.loss).toBeCloseTo(await lossAt(), 12);
 
     const rng = new Rng(11);
@@ -85,7 +82,7 @@ describe.each<[TinyArch, boolean]>([
     for (const p of adapter.pairs) {
       const keys = peftKeys(p.baseKey);
       for (const [which, arr, key] of [['A', p.a, keys.a], ['B', p.b, keys.b]] as const) {
-        const g = step.grads.get(key)!;
+        const g = grads.get(key)!;
         let maxDiff = 0;
         let maxG = 0;
         // A random subset of entries of every tensor (2 each) keeps the check fast.
@@ -114,13 +111,12 @@ describe.each<[TinyArch, boolean]>([
 
   it('per-layer recompute gives the same step as stored residuals', async () => {
     const adapter = randomized(engine.newAdapter({ r: 2, alpha: 4 }, 3), 4);
-    const objective = policyGradient({ beta: 0.5 });
     const recompute = Engine.load(dir, { dtype: 'float64', headChunk: 8, threads: 1, buckets: [8, 16], recomputeAbove: 0 });
-    const a = await engine.step(batch, objective, adapter);
-    const b = await recompute.step(batch, objective, adapter);
+    const a = await check.step(adapter);
+    const b = await check.step(adapter, recompute);
     expect(b.loss).toBe(a.loss);
     let worst = 0;
-    for (const [k, g] of a.grads) worst = Math.max(worst, maxAbsDiff(g, b.grads.get(k)!));
+    a.grads.forEach((g, k) => (worst = Math.max(worst, maxAbsDiff(g, b.grads[k]!))));
     expect(worst).toBeLessThan(1e-13);
     await recompute.close();
   });

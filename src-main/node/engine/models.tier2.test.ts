@@ -2,18 +2,17 @@
 // RMSNorm, Mistral's sliding attention window, Gemma 2 (soft-caps, alternating local/global layers, (1 + w) norms,
 // GeGLU) and Gemma 3 (q/k norm, two RoPE bases), and the MoEs (Qwen3-MoE, Mixtral: the LoRA gradient flows through
 // the router's top-k weights), on tiny random models in the HF layout, in float64.
-// LoRA gradients against central differences (labelled per tensor), the q/k-norm weights actually used, and the
+// LoRA gradients of the round's step (node/training/step.ts, MIS-PO and KTO) against central differences (labelled per tensor), the q/k-norm weights actually used, and the
 // window's receptive field (L layers of window W see L·(W − 1) tokens back, and no further).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peftKeys } from '../../common/engine/lora.ts';
-import { policyGradient } from '../../common/engine/objectives.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { causalMask } from '../../common/engine/models/llama.ts';
 import { Engine } from './engine.ts';
-import type { StepSequence } from './engine.ts';
+import { StepCheck } from './test-utils/step-check.ts';
 import { loadHfModel } from './hf.ts';
 import { writeTinyModel } from './tiny.ts';
 import { Graph } from '../../common/engine/ir.ts';
@@ -46,30 +45,35 @@ describe.each<TinyArch>(['qwen3', 'mistral', 'gemma2', 'gemma3', 'qwen3moe', 'mi
   const dir = path.join(root, arch);
   let engine: Engine;
   const tokens = [11, 950, 3, 77, 4096, 12, 5, 60, 301, 9];
-  const batch: StepSequence[] = [{ tokens, start: 3, advantage: 0.7 }];
+  let check: StepCheck;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     writeTinyModel(dir, { arch, layers: LAYERS, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, seed: 7, std: 0.2, slidingWindow: WINDOW, ...OPTS[arch] });
     engine = Engine.load(dir, { dtype: 'float64', headChunk: 8, threads: 1, buckets: [8, 16] });
+    check = await StepCheck.build(engine, [
+      { tokens, start: 3, advantage: 0.7 },
+      { tokens: tokens.slice(2), start: 2, desirable: false },
+    ]);
   });
-  afterAll(async () => engine.close());
+  afterAll(async () => {
+    await check.dispose();
+    await engine.close();
+  });
 
-  it('LoRA gradients of a policy-gradient loss match central differences, per tensor', async () => {
+  it("LoRA gradients of the round's step (MIS-PO and KTO) match central differences, per tensor", async () => {
     const adapter = engine.newAdapter({ r: 2, alpha: 4 }, 3);
     const rng = new Rng(4);
     for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.05);
-    const objective = policyGradient({ beta: 0.5 });
-    const step = await engine.step(batch, objective, adapter);
-    const ref = await engine.logprobs(tokens, { start: 3 });
-    const lossAt = async (): Promise<number> =>
-      objective.sequence({ logp: await engine.logprobs(tokens, { start: 3, adapter }), ref, advantage: 0.7 }, 1).loss;
+    const step = await check.step(adapter);
+    const grads = new Map(adapter.pairs.flatMap((p, k) => [[peftKeys(p.baseKey).a, step.grads[2 * k]!], [peftKeys(p.baseKey).b, step.grads[2 * k + 1]!]]));
+    const lossAt = (): Promise<number> => check.lossAt(adapter, step.z0);
     expect(step.loss).toBeCloseTo(await lossAt(), 12);
     const pick = new Rng(11);
     const report: string[] = [];
     for (const p of adapter.pairs) {
       const keys = peftKeys(p.baseKey);
       for (const [which, arr, key] of [['A', p.a, keys.a], ['B', p.b, keys.b]] as const) {
-        const g = step.grads.get(key)!;
+        const g = grads.get(key)!;
         const i = Math.floor(pick.uniform() * arr.length);
         const keep = arr[i]!;
         arr[i] = keep + 1e-4;

@@ -29,9 +29,10 @@ import type { ProxyServer } from './proxy.ts';
 const TOKEN = 'c'.repeat(64);
 // fp32 engine (ONNX Runtime) against fp32 llama.cpp with an F32 KV cache.
 const TOL = 2e-3;
-// A short round that moves a width-64 model measurably: field overrides of the balanced preset (toy bucket: KL
-// budget 2 nats, ratio clip [0.5, 2]); the gate is left as the product runs it.
-const TRAINING = { steps: 8, batchSize: 4, lr: 0.01 };
+// A short round that moves a width-64 model measurably: field overrides of the balanced preset (ratio clip [0.5, 2]);
+// the KL budget is raised to the 2 nats the toy size bucket used to give, since this test is about serving the
+// version, not about the gate, which otherwise runs as the product runs it.
+const TRAINING = { steps: 8, batchSize: 4, lr: 0.01, klBudget: 2 };
 let root: string;
 let modelDir: string;
 let core: ReinCore;

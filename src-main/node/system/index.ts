@@ -50,7 +50,7 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
       // Written once per home; the same seed gives the same weights, so a second wizard run changes nothing.
       if (!existsSync(path.join(dir, 'config.json'))) writeDemoModel(dir, { seed: 0, overwrite: true });
       const model = describeHfDir(dir, 'Rein demo model', 'demo');
-      // The balanced preset, as `rein demo` trains it: the demo model falls in the toy size bucket (presets.ts).
+      // The balanced preset, as `rein demo` trains it: the same trust region and LR size rule as any model (presets.ts).
       const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'balanced' });
       return { model, settings };
     },

@@ -79,8 +79,8 @@ describe('model discovery', () => {
     expect(readFileSync(path.join(r.model.path, 'model.safetensors')).equals(before)).toBe(true);
     // The presets resolve for it: training can start from here.
     const table = await c.call('describePresets', {}, 'test');
-    expect(table.bucket).toBe('toy');
-    expect(table.presets.balanced.ratioClipHigh).toBe(5);
+    expect(table.bucket).toBe('tiny');
+    expect(table.presets.balanced.ratioClipHigh).toBe(2);
   });
 });
 

@@ -27,6 +27,8 @@ export interface KtoTerms {
   ref: Float64Array;
   desirable: boolean;
   z0: number;
+  /** The class weight λ times the rating's magnitude. */
+  weight: number;
 }
 
 export interface KtoResult {
@@ -93,6 +95,8 @@ export class ObjectiveRunner {
     const n = t.logp.length;
     if (n === 0) throw new BadInputError('KTO: a sequence has no response tokens', 'tokens');
     if (t.ref.length !== n) throw new BadInputError(`KTO: ${n} policy logprobs but ${t.ref.length} reference ones`, 'logprobs');
+    if (!(t.weight >= 0) || !Number.isFinite(t.weight)) throw new BadInputError(`KTO: weight must be finite and ≥ 0, got ${t.weight}`, 'weight');
+    if (!Number.isFinite(t.z0)) throw new BadInputError(`KTO: z0 must be finite, got ${t.z0}`, 'z0');
     finite('logp', t.logp);
     finite('ref', t.ref);
     const N = objectiveBucket(n);
@@ -104,6 +108,7 @@ export class ObjectiveRunner {
       mask,
       desirable: Float64Array.of(t.desirable ? 1 : 0),
       z0: Float64Array.of(t.z0),
+      weight: Float64Array.of(t.weight),
     });
     return {
       loss: out['loss']!.data[0] as number,

@@ -2,9 +2,10 @@
 // central differences of their loss output, and the edge cases of a round against a closed form written here.
 import { afterAll, describe, expect, it } from 'vitest';
 import { advantage } from '../../common/rewards.ts';
+import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { ObjectiveRunner, type MisPoTerms } from './objective-runner.ts';
 
-const base = { beta: 0.05, ratioClipLow: 0.5, ratioClipHigh: 2, ktoBeta: 0.5, ktoDesirable: 1, ktoUndesirable: 1.5 };
+const base = { beta: 0.05, ratioClipLow: 0.5, ratioClipHigh: 2, ktoBeta: 0.5 };
 const wide = new ObjectiveRunner({ ...base, bandLow: 0.5, bandHigh: 2, drift: 'scale' });
 const tight = new ObjectiveRunner({ ...base, bandLow: 0.994, bandHigh: 1.002, drift: 'scale' });
 const reject = new ObjectiveRunner({ ...base, bandLow: 0.994, bandHigh: 1.002, drift: 'reject' });
@@ -123,26 +124,52 @@ describe('MIS-PO', () => {
 describe('KTO', () => {
   const logp = f64([-1.2, -0.7, -2.2, -0.3]);
   const ref = f64([-1.0, -0.9, -2.0, -0.5]);
+  const k3 = (lp: Float64Array, rf: Float64Array): number => lp.reduce((s, p, i) => s + Math.exp(rf[i]! - p) - (rf[i]! - p) - 1, 0) / lp.length;
 
-  it('dlogp equals central differences of the loss, desirable and undesirable', async () => {
-    for (const desirable of [true, false]) {
-      const t = { logp, ref, desirable, z0: 0.1 };
+  it('dlogp equals central differences of the loss, desirable and undesirable, weighted, with the k3 anchor', async () => {
+    for (const [desirable, weight] of [[true, 1], [false, 1.5], [true, 0.5]] as const) {
+      const t = { logp, ref, desirable, z0: 0.1, weight };
       const r = await wide.ktoSeq(t);
       const worst = await fdCheck(async (lp) => (await wide.ktoSeq({ ...t, logp: lp })).loss, logp, r.dlogp);
       expect(worst).toBeLessThan(1);
       const logRatio = logp.reduce((s, p, i) => s + p - ref[i]!, 0);
       expect(r.logRatio).toBeCloseTo(logRatio, 12);
       const sig = (x: number): number => 1 / (1 + Math.exp(-x));
-      const want = desirable ? 1 * (1 - sig(0.5 * (logRatio - 0.1))) : 1.5 * (1 - sig(0.5 * (0.1 - logRatio)));
-      expect(r.loss).toBeCloseTo(want, 12);
-      // Desirable text is pulled up (dL/dπ < 0), undesirable pushed down, equally on every token.
+      const value = desirable ? 1 - sig(0.5 * (logRatio - 0.1)) : 1 - sig(0.5 * (0.1 - logRatio));
+      expect(r.kl).toBeCloseTo(k3(logp, ref), 12);
+      expect(r.loss).toBeCloseTo(weight * value + base.beta * k3(logp, ref), 12);
+      // Desirable text is pulled up (dL/dπ < 0), undesirable pushed down.
       for (const d of r.dlogp) expect(Math.sign(d)).toBe(desirable ? -1 : 1);
     }
   });
 
+  it('the anchor pulls text far above the base back once the sigmoid has saturated', async () => {
+    // π − ref = +3 on every token: r = 12, so σ′ is ~e⁻⁶ and KTO alone would still push the text up.
+    const far = ref.map((x) => x + 3);
+    const r = await wide.ktoSeq({ logp: far, ref, desirable: true, z0: 0, weight: 1 });
+    for (const d of r.dlogp) expect(d).toBeGreaterThan(0);
+    const noAnchor = new ObjectiveRunner({ ...base, beta: 0, bandLow: 0.5, bandHigh: 2, drift: 'scale' });
+    const free = await noAnchor.ktoSeq({ logp: far, ref, desirable: true, z0: 0, weight: 1 });
+    for (const d of free.dlogp) expect(d).toBeLessThan(0);
+    await noAnchor.dispose();
+  });
+
+  it('class weights put λ_D·n_D / (λ_U·n_U) in the paper\'s [1, 4/3], moving λ_D only as far as needed', () => {
+    const preset = { ktoDesirable: 1, ktoUndesirable: 1 };
+    for (const [nD, nU] of [[1, 30], [30, 1], [10, 10], [12, 10], [5, 7], [64, 3]] as const) {
+      const w = ktoClassWeights(nD, nU, preset);
+      const ratio = (w.desirable * nD) / (w.undesirable * nU);
+      expect(ratio).toBeGreaterThanOrEqual(1 - 1e-12);
+      expect(ratio).toBeLessThanOrEqual(4 / 3 + 1e-12);
+      expect(w.undesirable).toBe(1);
+    }
+    expect(ktoClassWeights(12, 10, preset)).toEqual({ desirable: 1, undesirable: 1 }); // 1.2 is in range already
+    expect(ktoClassWeights(0, 10, preset)).toEqual({ desirable: 1, undesirable: 1 });
+  });
+
   it('a correction trains the corrected text as desirable and the original as undesirable', async () => {
-    const corrected = await wide.ktoSeq({ logp, ref, desirable: true, z0: 0 });
-    const original = await wide.ktoSeq({ logp, ref, desirable: false, z0: 0 });
+    const corrected = await wide.ktoSeq({ logp, ref, desirable: true, z0: 0, weight: 1 });
+    const original = await wide.ktoSeq({ logp, ref, desirable: false, z0: 0, weight: 1 });
     expect(corrected.dlogp[0]).toBeLessThan(0);
     expect(original.dlogp[0]).toBeGreaterThan(0);
   });

@@ -6,12 +6,13 @@ import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { TrainingProgress } from '../../common/domain.ts';
 import { ReinError } from '../../common/errors.ts';
-import { AdamW, clipGradNorm } from '../../common/engine/adamw.ts';
+import { AdamW } from '../../common/engine/adamw.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { resolveTrainingConfig, type PresetChoice, type TrainingConfig } from '../../common/training/presets.ts';
 import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
+import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
@@ -20,6 +21,7 @@ import { encodeRound, roundBaseline, selectRound, type TrainSequence } from './d
 import { evaluateGate } from './gate.ts';
 import { modelShape, resolveModelDir } from './model.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
+import { newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from './versions.ts';
 
 export class CancelledError extends ReinError {
@@ -52,8 +54,8 @@ export interface RoundMetrics {
   baseline: number;
   /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
-  /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) beside the loss. */
-  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null }[];
+  /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0 beside the loss. */
+  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null; z0: number }[];
   tokensPerSecond: number;
   trainSeconds: number;
   gate: GateMetrics;
@@ -127,82 +129,44 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     }
 
     const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
+    // KTO's class weights from this round's counts, times each rating's magnitude |r| (a 4 of 5 weighs half a 5); a
+    // correction is an explicit judgement and weighs 1.
+    const kto = trainSeqs.filter((s) => s.kind === 'kto');
+    const lambda = ktoClassWeights(kto.filter((s) => s.desirable).length, kto.filter((s) => !s.desirable).length, cfg);
+    const turnOf = new Map(turns.map((t) => [t.ratingId, t]));
+    const stepSeqs = trainSeqs.map((s): StepSequence => {
+      const t = turnOf.get(s.ratingId)!;
+      const magnitude = t.correction !== null ? 1 : Math.abs(t.reward);
+      return { ...s, ref: refs.get(s)!, ktoWeight: (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude };
+    });
     const rng = new Rng(cfg.seed + 7919 * runId);
     let order: number[] = [];
-    const nextBatch = (): TrainSequence[] => {
-      const out: TrainSequence[] = [];
-      const b = Math.min(cfg.batchSize, trainSeqs.length);
+    const nextBatch = (): StepSequence[] => {
+      const out: StepSequence[] = [];
+      const b = Math.min(cfg.batchSize, stepSeqs.length);
       while (out.length < b) {
         // Epochs over a fresh shuffle: every sequence is seen before any is seen twice.
-        if (order.length === 0) order = shuffle(trainSeqs.length, rng);
-        out.push(trainSeqs[order.pop()!]!);
+        if (order.length === 0) order = shuffle(stepSeqs.length, rng);
+        out.push(stepSeqs[order.pop()!]!);
       }
       return out;
     };
     const steps: RoundMetrics['steps'] = [];
-    let z0 = 0;
+    const state = newStepState();
     let tokens = 0;
     const t0 = performance.now();
     for (let step = 1; step <= cfg.steps; step++) {
-      const batch = nextBatch();
-      const sums = adapter.pairs.flatMap((p) => [new Float64Array(p.a.length), new Float64Array(p.b.length)]);
-      let loss = 0;
-      let kl = 0;
-      let clip = 0;
-      let nMispo = 0;
-      const ratios: number[] = [];
-      let rMin = Infinity;
-      let rMax = -Infinity;
-      let logSum = 0;
-      let nTok = 0;
-      for (const s of batch) {
-        checkCancel();
-        const ref = refs.get(s)!;
-        const w = 1 / batch.length;
-        const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
-          if (s.kind === 'mispo') {
-            for (let i = 0; i < logp.length; i++) {
-              const d = logp[i]! - s.mu![i]!;
-              rMin = Math.min(rMin, d);
-              rMax = Math.max(rMax, d);
-              logSum += d;
-              nTok++;
-            }
-            const r = await objectives.misPo({ logp, mu: s.mu!, ref, advantage: s.advantage });
-            loss += w * r.loss;
-            kl += w * r.kl;
-            clip += r.clipFrac;
-            nMispo++;
-            return r.dlogp.map((d) => d * w);
-          }
-          const r = await objectives.ktoSeq({ logp, ref, desirable: s.desirable, z0 });
-          loss += w * r.loss;
-          kl += w * r.kl;
-          ratios.push(r.logRatio);
-          return r.dlogp.map((d) => d * w);
-        });
-        g.grads.forEach((p, k) => {
-          addInto(sums[2 * k]!, p.a);
-          addInto(sums[2 * k + 1]!, p.b);
-        });
-        tokens += s.tokens.length;
-      }
-      // KTO's reference point: the detached batch estimate max(0, mean log-ratio), from this step for the next one.
-      if (ratios.length > 0) z0 = Math.max(0, ratios.reduce((a, b) => a + b, 0) / ratios.length);
-      const grads = sums.map((s) => Float32Array.from(s));
-      const gradNorm = cfg.maxGradNorm > 0 ? clipGradNorm(grads, cfg.maxGradNorm) : 0;
-      optimizer.step(grads);
-      const clipFraction = nMispo > 0 ? clip / nMispo : 0;
-      const ratio = nTok === 0 ? null : { min: Math.exp(rMin), geoMean: Math.exp(logSum / nTok), max: Math.exp(rMax) };
-      steps.push({ step, loss, kl, clipFraction, gradNorm, ratio });
+      const m = await trainStep(engine, adapter, optimizer, objectives, nextBatch(), state, { maxGradNorm: cfg.maxGradNorm, checkCancel });
+      tokens += m.tokens;
+      steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0 });
       const elapsed = (performance.now() - t0) / 1000;
       emit({
         phase: 'training',
         step,
         steps: cfg.steps,
-        loss,
-        kl,
-        clipFraction,
+        loss: m.loss,
+        kl: m.kl,
+        clipFraction: m.clipFraction,
         tokensPerSecond: tokens / Math.max(elapsed, 1e-9),
         etaSeconds: (elapsed / step) * (cfg.steps - step),
       });
@@ -291,10 +255,6 @@ function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantage
   const neg = a.filter((x) => x < 0);
   const mean = (x: number[]): number | null => (x.length === 0 ? null : x.reduce((p, q) => p + q, 0) / x.length);
   return { positive: pos.length, negative: neg.length, meanPositive: mean(pos), meanNegative: mean(neg) };
-}
-
-function addInto(dst: Float64Array, src: ArrayLike<number>): void {
-  for (let i = 0; i < dst.length; i++) dst[i] += src[i]!;
 }
 
 /** Fisher-Yates over 0..n-1 with the round's seeded stream. */

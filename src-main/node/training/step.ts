@@ -1,0 +1,178 @@
+// The one training step (ARCHITECTURE §4): a batch's gradient, accumulated over its MIS-PO and KTO sequences (each
+// weighs 1/B), then the global-norm clip and the AdamW step. The round runs it; so do the benchmark
+// (bench/train-step.ts) and the whole-model finite-difference checks (engine/*.tier2.test.ts), which call
+// batchGradient for the loss and the gradients the round would apply.
+//
+// KTO's reference point z0 (Ethayarajh et al. 2024, arXiv:2402.01306, §4.1): the KL of the policy to the base,
+// estimated on mismatched pairs of the batch, the prompt of sequence i with the completion of sequence i+1 (mod m):
+//   z0 = max(0, (1/m) Σ_i [log π(y_{i+1} | x_i) − log ref(y_{i+1} | x_i)])
+// detached (it enters the graph as an input). With fewer than two KTO sequences in a batch there is no mismatched
+// pair, and the last estimate is kept (0 before the first).
+import { BadInputError } from '../../common/errors.ts';
+import { clipGradNorm, type AdamW } from '../../common/engine/adamw.ts';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { ObjectiveRunner } from './objective-runner.ts';
+
+/** One sequence of a step: prompt + response ids, where the response starts, the base's logprobs, and its target. */
+export interface StepSequence {
+  tokens: readonly number[];
+  /** Index of the first response token (≥ 1). */
+  start: number;
+  /** The base model's (adapter off) logprobs of the response tokens. */
+  ref: Float64Array;
+  kind: 'mispo' | 'kto';
+  /** MIS-PO: the behaviour logprobs of the response tokens. */
+  mu: Float64Array | null;
+  /** MIS-PO: r − baseline, clipped. */
+  advantage: number;
+  /** KTO: desirable or undesirable. */
+  desirable: boolean;
+  /** KTO: the term's weight, the class weight λ_D or λ_U (ktoClassWeights) times the rating's magnitude |r|. */
+  ktoWeight: number;
+}
+
+/** What persists across a round's steps: KTO's last z0 and the base's logprobs of mismatched pairs (it never changes). */
+export interface StepState {
+  z0: number;
+  mismatchedRefs: Map<string, Float64Array>;
+}
+
+export function newStepState(): StepState {
+  return { z0: 0, mismatchedRefs: new Map() };
+}
+
+export interface BatchGradient {
+  loss: number;
+  /** Mean per-token k3 KL to the base over the batch. */
+  kl: number;
+  /** Share of the MIS-PO tokens whose ratio left the clip, averaged over the MIS-PO sequences. */
+  clipFraction: number;
+  /** ρ = exp(π − μ) over the batch's MIS-PO tokens. */
+  ratio: { min: number; geoMean: number; max: number } | null;
+  /** KTO's z0 used in this step. */
+  z0: number;
+  /** dLoss/d tensor in the order of adapterParams: [A₀, B₀, A₁, B₁, …], float64. */
+  grads: Float64Array[];
+  tokens: number;
+}
+
+export interface StepMetrics {
+  loss: number;
+  kl: number;
+  clipFraction: number;
+  gradNorm: number;
+  ratio: { min: number; geoMean: number; max: number } | null;
+  z0: number;
+  tokens: number;
+}
+
+function addInto(dst: Float64Array, src: ArrayLike<number>): void {
+  for (let i = 0; i < dst.length; i++) dst[i] += src[i]!;
+}
+
+/** The mismatched sequence prompt(a) + response(b), cut from the left of the prompt to the longer one's length. */
+function mismatched(a: StepSequence, b: StepSequence): { tokens: number[]; start: number } {
+  const resp = b.tokens.slice(b.start);
+  const budget = Math.max(a.tokens.length, b.tokens.length);
+  const keep = Math.max(1, Math.min(a.start, budget - resp.length));
+  return { tokens: [...a.tokens.slice(a.start - keep, a.start), ...resp], start: keep };
+}
+
+/** KTO's z0 from the batch's mismatched pairs (see the head of this file); null with fewer than two KTO sequences. */
+export async function ktoReferencePoint(engine: Engine, adapter: LoraAdapter, kto: readonly StepSequence[], cache?: Map<string, Float64Array>): Promise<number | null> {
+  const m = kto.length;
+  if (m < 2) return null;
+  let sum = 0;
+  for (let i = 0; i < m; i++) {
+    const x = mismatched(kto[i]!, kto[(i + 1) % m]!);
+    const key = x.tokens.join(',') + '@' + x.start;
+    let ref = cache?.get(key);
+    if (ref === undefined) {
+      ref = await engine.logprobs(x.tokens, { start: x.start, adapter: null });
+      cache?.set(key, ref);
+    }
+    const logp = await engine.logprobs(x.tokens, { start: x.start, adapter });
+    for (let t = 0; t < logp.length; t++) sum += logp[t]! - ref[t]!;
+  }
+  return Math.max(0, sum / m);
+}
+
+/** The batch's loss and LoRA gradients at the adapter as it is (nothing is updated). */
+export async function batchGradient(
+  engine: Engine,
+  adapter: LoraAdapter,
+  objectives: ObjectiveRunner,
+  batch: readonly StepSequence[],
+  state: StepState,
+  checkCancel?: () => void,
+): Promise<BatchGradient> {
+  if (batch.length === 0) throw new BadInputError('a training step needs at least one sequence', 'batch');
+  const z = await ktoReferencePoint(engine, adapter, batch.filter((s) => s.kind === 'kto'), state.mismatchedRefs);
+  if (z !== null) state.z0 = z;
+  const z0 = state.z0;
+  const grads = adapter.pairs.flatMap((p) => [new Float64Array(p.a.length), new Float64Array(p.b.length)]);
+  const w = 1 / batch.length;
+  let loss = 0;
+  let kl = 0;
+  let clip = 0;
+  let nMispo = 0;
+  let rMin = Infinity;
+  let rMax = -Infinity;
+  let logSum = 0;
+  let nTok = 0;
+  let tokens = 0;
+  for (const s of batch) {
+    checkCancel?.();
+    const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
+      if (s.kind === 'mispo') {
+        if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
+        for (let i = 0; i < logp.length; i++) {
+          const d = logp[i]! - s.mu[i]!;
+          rMin = Math.min(rMin, d);
+          rMax = Math.max(rMax, d);
+          logSum += d;
+          nTok++;
+        }
+        const r = await objectives.misPo({ logp, mu: s.mu, ref: s.ref, advantage: s.advantage });
+        loss += w * r.loss;
+        kl += w * r.kl;
+        clip += r.clipFrac;
+        nMispo++;
+        return r.dlogp.map((d) => d * w);
+      }
+      const r = await objectives.ktoSeq({ logp, ref: s.ref, desirable: s.desirable, z0, weight: s.ktoWeight });
+      loss += w * r.loss;
+      kl += w * r.kl;
+      return r.dlogp.map((d) => d * w);
+    });
+    g.grads.forEach((p, k) => {
+      addInto(grads[2 * k]!, p.a);
+      addInto(grads[2 * k + 1]!, p.b);
+    });
+    tokens += s.tokens.length;
+  }
+  const ratio = nTok === 0 ? null : { min: Math.exp(rMin), geoMean: Math.exp(logSum / nTok), max: Math.exp(rMax) };
+  return { loss, kl, clipFraction: nMispo > 0 ? clip / nMispo : 0, ratio, z0, grads, tokens };
+}
+
+/** One optimizer step: batchGradient, the global-norm clip (maxGradNorm 0 = off), AdamW on the adapter in place. */
+export async function trainStep(
+  engine: Engine,
+  adapter: LoraAdapter,
+  optimizer: AdamW,
+  objectives: ObjectiveRunner,
+  batch: readonly StepSequence[],
+  state: StepState,
+  o: { maxGradNorm: number; checkCancel?: () => void },
+): Promise<StepMetrics> {
+  const params = adapter.pairs.flatMap((p) => [p.a, p.b]);
+  if (optimizer.params.length !== params.length || optimizer.params.some((p, i) => p !== params[i])) {
+    throw new BadInputError('trainStep: the optimizer was not built over this adapter (use new AdamW(adapterParams(adapter)))', 'optimizer');
+  }
+  const g = await batchGradient(engine, adapter, objectives, batch, state, o.checkCancel);
+  const grads = g.grads.map((x) => Float32Array.from(x));
+  const gradNorm = o.maxGradNorm > 0 ? clipGradNorm(grads, o.maxGradNorm) : 0;
+  optimizer.step(grads);
+  return { loss: g.loss, kl: g.kl, clipFraction: g.clipFraction, gradNorm, ratio: g.ratio, z0: g.z0, tokens: g.tokens };
+}
