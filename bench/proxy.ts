@@ -163,7 +163,8 @@ async function client(): Promise<void> {
     });
   }
 
-  const chat = (extra: Record<string, unknown>) => ({ model: 'fake-model', messages: [{ role: 'user', content: 'Say the fox line.' }], ...extra });
+  // An identity sampler, pinned, so the fake llama-server's raw logprobs are μ and its turns are stored on-policy (proxy.ts pinnedSampling).
+  const chat = (extra: Record<string, unknown>) => ({ model: 'fake-model', messages: [{ role: 'user', content: 'Say the fox line.' }], temperature: 1, top_p: 1, top_k: 0, min_p: 0, ...extra });
   let gapMs = Number(process.env.GAP ?? 10);
   let paced = false;
   let sent = 0;

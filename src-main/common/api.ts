@@ -28,6 +28,13 @@ export const ContextMessageSchema = z.looseObject({
 });
 
 /** A generic captured turn (`POST /v1/turns` and the `captureTurn` verb). */
+/**
+ * What a turn's behaviour logprobs μ are the logprobs of (migration 0002): the model (its id, as ratings name it)
+ * that tokenised and sampled the reply, and the temperature and top_p of the distribution each token was drawn from.
+ */
+export const TurnPolicy = z.strictObject({ modelId: z.string().min(1).max(4096), temperature: z.number().finite().min(0), topP: z.number().finite().min(0).max(1) });
+export type TurnPolicy = z.infer<typeof TurnPolicy>;
+
 export const CaptureTurnInput = z
   .strictObject({
     source: z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, . _ -'),
@@ -42,11 +49,21 @@ export const CaptureTurnInput = z
     /** Behaviour logprobs mu of `tokens`, same length. */
     logprobs: z.array(z.number().finite().max(0)).max(1_000_000).optional(),
     adapterVersion: z.number().int().nonnegative().optional(),
+    /**
+     * What `logprobs` are the logprobs of: the model (ratings' model id) that tokenised and sampled the reply, and
+     * the temperature and top_p it was drawn at; each logprob is that of the tempered, truncated distribution. A
+     * turn without it trains as off-policy text.
+     */
+    policy: TurnPolicy.optional(),
     createdAt: z.number().int().positive().optional(),
   })
   .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
     message: 'tokens and logprobs come together',
     path: ['logprobs'],
+  })
+  .refine((t) => t.policy === undefined || t.tokens !== undefined, {
+    message: 'policy describes tokens and logprobs, which are missing',
+    path: ['policy'],
   })
   .refine((t) => t.tokens === undefined || t.tokens.length === t.logprobs?.length, {
     message: 'logprobs must have one entry per token',

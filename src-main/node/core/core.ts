@@ -143,6 +143,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       tokens: input.tokens === undefined ? null : encodeTokens(input.tokens),
       logprobs: input.logprobs === undefined ? null : encodeLogprobs(input.logprobs),
       adapterVersion: input.adapterVersion ?? null,
+      policy: input.policy === undefined ? null : JSON.stringify(input.policy),
       truncated,
     };
   }

@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 describe('sample', () => {
-  it('greedy decoding picks the argmax of the next-token distribution, and logprobs agree with logprobs()', async () => {
+  it('greedy decoding picks the argmax of the next-token distribution, each with μ = 0 (drawn with probability 1)', async () => {
     const prompt = [10, 20, 30];
     const out = await engine.sample(prompt, { temperature: 0, maxTokens: 3, stop: [] });
     expect(out.tokens).toHaveLength(3);
@@ -26,8 +26,7 @@ describe('sample', () => {
     let best = 0;
     for (let i = 1; i < next.length; i++) if (next[i]! > next[best]!) best = i;
     expect(out.tokens[0]).toBe(best);
-    const lp = await engine.logprobs([...prompt, ...out.tokens], { start: prompt.length });
-    for (let i = 0; i < 3; i++) expect(out.logprobs[i]).toBeCloseTo(lp[i]!, 4);
+    expect(out.logprobs).toEqual([0, 0, 0]);
   });
 
   it('is deterministic under a seed, varies across seeds, and stops at a stop token', async () => {

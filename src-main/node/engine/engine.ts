@@ -8,6 +8,7 @@ import type { FloatDType } from '../../common/engine/models/llama.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
 import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
+import { pick } from '../../common/engine/sampling.ts';
 import { loadHfModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
@@ -117,13 +118,13 @@ export class Engine {
     const seq = [...prompt];
     const out: number[] = [];
     const lps: number[] = [];
+    const sampled = { logprob: 0 };
     for (let n = 0; n < maxTokens; n++) {
       const lp = await this.driver.nextLogprobs(seq, opts.adapter ?? null);
-      const tok = temperature === 0 ? argmax(lp) : drawTopP(lp, temperature, topP, rng);
+      const tok = pick(lp instanceof Float64Array ? lp : Float64Array.from(lp), temperature, topP, rng, sampled);
       out.push(tok);
-      // The behaviour logprob that MIS-PO needs is that of the distribution actually sampled from, but the stored μ
-      // in Rein is the model's own log p (temperature 1), as llama.cpp reports it.
-      lps.push(lp[tok]!);
+      // μ: the token's log probability under the tempered, truncated distribution it was drawn from (sampling.ts).
+      lps.push(sampled.logprob);
       seq.push(tok);
       if (stop.has(tok)) break;
     }
@@ -133,30 +134,4 @@ export class Engine {
   async close(): Promise<void> {
     await this.runtime.dispose();
   }
-}
-
-function argmax(a: FArray): number {
-  let best = 0;
-  for (let i = 1; i < a.length; i++) if (a[i]! > a[best]!) best = i;
-  return best;
-}
-
-/** Draw from softmax(logp / temperature), restricted to the smallest set of tokens whose mass reaches topP. */
-function drawTopP(logp: FArray, temperature: number, topP: number, rng: Rng): number {
-  const V = logp.length;
-  let mx = -Infinity;
-  for (let i = 0; i < V; i++) mx = Math.max(mx, logp[i]! / temperature);
-  const p = new Float64Array(V);
-  let z = 0;
-  for (let i = 0; i < V; i++) z += p[i] = Math.exp(logp[i]! / temperature - mx);
-  const order = Array.from({ length: V }, (_, i) => i).sort((x, y) => p[y]! - p[x]! || x - y);
-  let mass = 0;
-  let k = 0;
-  while (k < V && mass < topP * z) mass += p[order[k++]!]!;
-  let u = rng.uniform() * mass;
-  for (let i = 0; i < k; i++) {
-    u -= p[order[i]!]!;
-    if (u < 0) return order[i]!;
-  }
-  return order[k - 1]!;
 }

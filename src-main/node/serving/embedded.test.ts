@@ -64,8 +64,8 @@ afterAll(async () => {
 });
 
 const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 6, seed: 11, temperature: 0.8, ...extra });
-// The probe: asked before and after the round with the same prompt and seed.
-const PROBE = chat('Write one line.', { logprobs: true, top_logprobs: 20 });
+// The probe: asked before and after the round with the same prompt and seed, at temperature 0.7 and top_p 0.9.
+const PROBE = chat('Write one line.', { logprobs: true, top_logprobs: 20, temperature: 0.7, top_p: 0.9 });
 
 interface Alt {
   id: number;
@@ -102,9 +102,34 @@ function promptOf(t: Turn): number[] {
   return tok.encodeChat([...t.context, { role: 'user', content: t.prompt }], { addGenerationPrompt: true });
 }
 
-async function engineLogprobs(t: Turn, adapter: LoraAdapter | null = null): Promise<Float64Array> {
-  const prompt = promptOf(t);
-  return engine.logprobs([...prompt, ...t.tokens!], { start: prompt.length, adapter });
+/**
+ * μ by its definition, from the engine's rows: the log probability of each response token under softmax(row/T)
+ * renormalised over the top-p nucleus, the smallest most-probable-first set whose mass reaches top_p (Holtzman et al.
+ * 2020); -Infinity outside it.
+ */
+async function engineMu(t: Turn, adapter: LoraAdapter | null, temperature: number, topP: number): Promise<number[]> {
+  const rows = await engineRows(t, adapter);
+  return t.tokens!.map((id, i) => {
+    const row = Array.from(rows[i]!);
+    const top = row.reduce((a, b) => Math.max(a, b), -Infinity);
+    const q = row.map((x) => Math.exp((x - top) / temperature));
+    const z = q.reduce((a, b) => a + b, 0);
+    const order = q.map((_, j) => j).sort((a, b) => q[b]! - q[a]! || a - b);
+    let mass = 0;
+    const nucleus = new Set<number>();
+    for (const j of order) {
+      if (mass >= topP * z) break;
+      mass += q[j]!;
+      nucleus.add(j);
+    }
+    return nucleus.has(id) ? (row[id]! - top) / temperature - Math.log(mass) : -Infinity;
+  });
+}
+
+/** The stored policy of a turn (migration 0002). */
+function policyOf(t: Turn): unknown {
+  const row = core.store.stmt<{ policy: string | null }>('SELECT policy FROM turns WHERE id = ?').get(t.id)!;
+  return row.policy === null ? null : JSON.parse(row.policy);
 }
 
 /** The engine's full-vocabulary log-softmax row before each response token of the turn. */
@@ -124,7 +149,7 @@ function maxDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 /**
  * How far the served top-20 lists are from the engine's rows: the largest |served − engine| over every listed token
- * and the sampled one. Also checks that each list is the engine's top 20, most probable first (a token left out may
+ * (the model's own distribution; the sampled token's logprob is μ, checked against engineMu). Also checks that each list is the engine's top 20, most probable first (a token left out may
  * tie the last one listed within TOL; no tie decides more than that).
  */
 function topDiff(served: readonly Served[], rows: readonly ArrayLike<number>[]): number {
@@ -133,7 +158,6 @@ function topDiff(served: readonly Served[], rows: readonly ArrayLike<number>[]):
   served.forEach((s, i) => {
     const row = rows[i]!;
     expect(s.top).toHaveLength(20);
-    d = Math.max(d, Math.abs(row[s.id]! - s.logprob));
     const listed = new Set(s.top.map((a) => a.id));
     expect(listed.size).toBe(20);
     for (let k = 0; k < s.top.length; k++) {
@@ -163,14 +187,20 @@ let before: Awaited<ReturnType<typeof ask>>;
 let trained: LoraAdapter;
 
 describe('model server behind the proxy: chat, rate, train, serve the new version', () => {
-  it('stores on-policy turns whose tokens and logprobs equal the engine, streaming and not; the served top-20 equal the engine rows', { timeout: 60_000 }, async () => {
+  it('stores on-policy turns whose μ is the engine\'s tempered, truncated logprob (T 0.7, top_p 0.9), streaming and not; the served top-20 equal the engine rows', { timeout: 60_000 }, async () => {
     before = await ask(PROBE);
     expect(before.version).toBe('0');
     expect(before.turn.onPolicy).toBe(true);
     expect(before.turn.adapterVersion).toBe(0);
+    expect(policyOf(before.turn)).toEqual({ modelId: modelDir, temperature: 0.7, topP: 0.9 });
     expect(before.turn.tokens!.length).toBeGreaterThan(0);
     expect(before.served.map((s) => s.id)).toEqual(before.turn.tokens);
-    expect(maxDiff(before.turn.logprobs!, await engineLogprobs(before.turn))).toBeLessThan(TOL);
+    const mu = await engineMu(before.turn, null, 0.7, 0.9);
+    console.log(`μ at T 0.7, top_p 0.9: stored ${before.turn.logprobs!.map((x) => x.toFixed(4)).join(' ')}; engine ${mu.map((x) => x.toFixed(4)).join(' ')}`);
+    expect(maxDiff(before.turn.logprobs!, mu)).toBeLessThan(TOL);
+    // ... and not the temperature-1 logprob it used to store.
+    expect(maxDiff(before.turn.logprobs!, await engineMu(before.turn, null, 1, 1))).toBeGreaterThan(10 * TOL);
+    expect(maxDiff(before.served.map((s) => s.logprob), mu)).toBeLessThan(TOL);
     expect(topDiff(before.served, await engineRows(before.turn, null))).toBeLessThan(TOL);
 
     const streamed = await ask({ ...PROBE, stream: true });
@@ -186,7 +216,7 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
       const r = await ask(chat(prompts[i % prompts.length]!, { seed: 100 + i, stream: i % 2 === 1 }));
       expect(r.turn.onPolicy).toBe(true);
       expect(r.served).toEqual([]);
-      expect(maxDiff(r.turn.logprobs!, await engineLogprobs(r.turn))).toBeLessThan(TOL);
+      expect(maxDiff(r.turn.logprobs!, await engineMu(r.turn, null, 0.8, 1))).toBeLessThan(TOL);
     }
     // OpenAI's bound on top_logprobs.
     const over = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ...PROBE, top_logprobs: 21 }) });
@@ -252,7 +282,7 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     // (b) Equal to the engine with v1 applied, at every position, and not to the base (the check tells them apart).
     expect(topDiff(after.served, tunedRows)).toBeLessThan(TOL);
     expect(topDiff(after.served, baseRows)).toBeGreaterThan(0.5);
-    expect(maxDiff(after.turn.logprobs!, await engineLogprobs(after.turn, trained))).toBeLessThan(TOL);
+    expect(maxDiff(after.turn.logprobs!, await engineMu(after.turn, trained, 0.7, 0.9))).toBeLessThan(TOL);
 
     // Streaming with v1: the same tokens and lists.
     const streamed = await ask({ ...PROBE, stream: true });

@@ -2,12 +2,14 @@
 // behind an OpenAI-compatible API on loopback (`POST /v1/chat/completions`, streaming or not, with logprobs;
 // `GET /v1/models`). The chat is rendered with the HF chat template and tokenised with the HF tokenizer, the same
 // code the trainer uses, so an on-policy turn's prompt is exactly what the trainer rebuilds. Sampling is done here
-// from llama.cpp's raw logits: the reported logprob of a token is log softmax(logits) at temperature 1, the policy's
-// own probability (μ), whatever temperature or top_p picked it; `top_logprobs` (0-20, as OpenAI) lists the k most
-// probable tokens of that same distribution at each position, with their ids. The active version is read from the
-// store on every request (and contexts of versions no longer active are released on `adapterChanged`), so a new
-// version or a rollback applies to the next request without a restart. Each reply names its version in
-// x-rein-adapter-version.
+// from llama.cpp's raw logits, and the reported logprob of a token is that of the distribution it was drawn from
+// (pick): log softmax(logits/T) renormalised over the top-p nucleus, 0 for a greedy pick. That is the behaviour
+// probability μ that MIS-PO's ratio π/μ needs (an importance weight is only unbiased against the proposal actually
+// used); vLLM calls this `processed_logprobs`. `top_logprobs` (0-20, as OpenAI) lists the k most probable tokens of
+// the model's own distribution (temperature 1, untruncated) at each position, with their ids: the alternatives, not
+// the sampler. The active version is read from the store on every request (and contexts of versions no longer active
+// are released on `adapterChanged`), so a new version or a rollback applies to the next request without a restart.
+// Each reply names its version, model id and sampling in x-rein-adapter-version, x-rein-model-id and x-rein-sampling.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,7 @@ import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { ControlledEvaluateInputItem, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
 import { NotAvailableError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
+import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
@@ -28,7 +31,7 @@ import { resolveModelDir } from '../training/model.ts';
 import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
-import { ADAPTER_VERSION_HEADER } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './proxy.ts';
 
 export interface ModelServerOptions {
   core: ReinCore;
@@ -128,45 +131,6 @@ export function topK(logp: Float64Array, k: number): { id: number; logprob: numb
 /** OpenAI's limit on top_logprobs. */
 const MAX_TOP_LOGPROBS = 20;
 
-// pick()'s order is "most probable first, ties by the lower id", and the top-p mass and the draw add and subtract the
-// probabilities in that order, so the result depends on that order bit for bit. Sorting the whole vocabulary (152k
-// ids for Qwen) with a comparator cost ~100 ms a token; instead the probabilities (all in [0, 1]) are bucketed by the
-// high 32 bits of their IEEE-754 pattern, which order them as their values do (at most 65,536 buckets over the range
-// the row spans down to 2^-54, then one for everything smaller), and a bucket is sorted only when a walk reaches it.
-// The walks need values only (equal values are interchangeable in a sum); the one sampled position is mapped back to
-// its id at the end: the n-th id, in id order, among those with its value.
-const MAX_BUCKETS = 1 << 16;
-/** The high word of 1, and how far under it the high word of 2^-54 is: the mass walk never needs a smaller value. */
-const ONE_HI = 0x3ff00000;
-const CUT = 54 << 20;
-/** Adding a value below mass·2^-54 leaves the mass as it is (under half its ulp), and so does every smaller one. */
-const NO_CHANGE = 2 ** -54;
-const HI_WORD = new Uint8Array(new Float64Array([1]).buffer)[7] === 0x3f ? 1 : 0;
-const word = new Float64Array(1);
-const wordHalves = new Uint32Array(word.buffer);
-let probs = new Float64Array(0);
-let probHalves = new Uint32Array(0);
-/** The probabilities, negated (an ascending sort is "most probable first"), grouped by bucket. */
-let negSorted = new Float64Array(0);
-let bucketOf = new Int32Array(0);
-const bucketStart = new Int32Array(MAX_BUCKETS + 2);
-
-/** Sorts bucket b of negSorted in place and returns where it ends. */
-function sortBucket(b: number): number {
-  const s = bucketStart[b]!;
-  const e = bucketStart[b + 1]!;
-  if (e - s > 32) negSorted.subarray(s, e).sort();
-  else {
-    for (let i = s + 1; i < e; i++) {
-      const v = negSorted[i]!;
-      let j = i;
-      for (; j > s && negSorted[j - 1]! > v; j--) negSorted[j] = negSorted[j - 1]!;
-      negSorted[j] = v;
-    }
-  }
-  return e;
-}
-
 /** What is wrong with a chat request's sampling fields, by OpenAI's ranges, or null. */
 function requestProblem(chat: ChatRequest): { message: string; param: string } | null {
   const k = chat.top_logprobs ?? 0;
@@ -176,90 +140,6 @@ function requestProblem(chat: ChatRequest): { message: string; param: string } |
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > hi) return { message: `${name} must be a number from 0 to ${hi}, got ${JSON.stringify(v)}`, param: name };
   }
   return null;
-}
-
-/**
- * Greedy at temperature 0 or top_p 0 (the smallest set holding a share 0 of the mass is the top token); else
- * softmax(logp/temperature) cut to the smallest top-p set (Holtzman et al. 2020).
- */
-export function pick(logp: Float64Array, temperature: number, topP: number, rng: Rng): number {
-  const V = logp.length;
-  let best = 0;
-  for (let i = 1; i < V; i++) if (logp[i]! > logp[best]!) best = i;
-  if (temperature <= 0 || topP <= 0) return best;
-  if (probs.length !== V) {
-    probs = new Float64Array(V);
-    probHalves = new Uint32Array(probs.buffer);
-    negSorted = new Float64Array(V);
-    bucketOf = new Int32Array(V);
-  }
-  const p = probs;
-  const top = logp[best]!;
-  let z = 0;
-  let least = 1;
-  for (let i = 0; i < V; i++) {
-    const x = Math.exp((logp[i]! - top) / temperature);
-    z += p[i] = x;
-    if (x < least) least = x;
-  }
-  const target = topP * z;
-  if (!(0 < target)) {
-    // NaN logits: llama.cpp handed over something that is not a distribution.
-    throw new Error('the model returned logits that are not numbers (NaN)');
-  }
-  // Every p is in [0, 1] now (a NaN would have made z NaN) and p[best] = 1. Bucket b holds the d = hi(1) - hi(p)
-  // in [b·2^shift, (b+1)·2^shift) for d < span; the last bucket the rest.
-  word[0] = least;
-  const span = Math.min(CUT, ONE_HI - wordHalves[HI_WORD]! + 1);
-  const buckets = Math.min(MAX_BUCKETS, V);
-  let shift = 0;
-  while ((span - 1) >>> shift >= buckets) shift++;
-  const last = ((span - 1) >>> shift) + 1;
-  bucketStart.fill(0, 0, last + 2);
-  for (let i = 0; i < V; i++) {
-    const d = ONE_HI - probHalves[2 * i + HI_WORD]!;
-    const b = d < span ? d >>> shift : last;
-    bucketOf[i] = b;
-    bucketStart[b]!++;
-  }
-  for (let b = 1; b <= last; b++) bucketStart[b]! += bucketStart[b - 1]!;
-  // bucketStart[b] is where bucket b ends; filled from its end down, it is where the bucket starts.
-  for (let i = V - 1; i >= 0; i--) negSorted[--bucketStart[bucketOf[i]!]!] = -p[i]!;
-  bucketStart[last + 1] = V;
-  const S = negSorted;
-  let sorted = 0; // positions below this are in their final order
-  let next = 0; // the next bucket to sort
-  // The smallest prefix of that order whose mass reaches topP·z (all of it when it never does).
-  let mass = 0;
-  let k = 0;
-  while (k < V && mass < target) {
-    while (k >= sorted) sorted = sortBucket(next++);
-    const v = -S[k]!;
-    if (v < mass * NO_CHANGE) {
-      k = V;
-      break;
-    }
-    mass += v;
-    k++;
-  }
-  let u = rng.uniform() * mass;
-  let at = k - 1;
-  for (let i = 0; i < k; i++) {
-    while (i >= sorted) sorted = sortBucket(next++);
-    u -= -S[i]!;
-    if (u <= 0) {
-      at = i;
-      break;
-    }
-  }
-  // The id at that position: the n-th with its value, in id order, n counted from the value's first position.
-  const n = S[at]!;
-  let first = at;
-  while (first > 0 && S[first - 1] === n) first--;
-  let skip = at - first;
-  const v = -n;
-  for (let i = 0; i < V; i++) if (p[i] === v && skip-- === 0) return i;
-  throw new Error('pick: the sampled probability is not in the row');
 }
 
 const utf8 = new TextEncoder();
@@ -301,8 +181,16 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
   });
 
-  interface Gen {
+  /** What produced a reply, as the reply's headers name it. */
+  interface Producer {
+    modelId: string;
     version: number;
+    sampling: { temperature: number; topP: number };
+  }
+  const producerHeaders = (p: Producer) => ({ [ADAPTER_VERSION_HEADER]: String(p.version), [MODEL_ID_HEADER]: p.modelId, [SAMPLING_HEADER]: JSON.stringify(p.sampling) });
+
+  interface Gen {
+    producer: Producer;
     ids: number[];
     logprobs: number[];
     /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
@@ -311,7 +199,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   }
   type Top = { id: number; logprob: number }[];
 
-  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top) => void): Promise<Gen> {
+  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void): Promise<Gen> {
     const modelId = activeModelId(core);
     const active = core.store.activeAdapter(modelId);
     const version = active?.version ?? 0;
@@ -329,20 +217,22 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
       const ids: number[] = [];
       const logprobs: number[] = [];
       const tops: Top[] = [];
+      const sampled = { logprob: 0 };
+      const producer: Producer = { modelId, version, sampling: { temperature, topP } };
       let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
       for (;;) {
         const out = await seq.controlledEvaluate(input);
         const logits = out[input.length - 1]?.next.logits;
         if (logits === undefined) throw new Error('llama.cpp returned no logits');
         const logp = logSoftmax(logits, logits.size);
-        const id = pick(logp, temperature, topP, rng);
+        const id = pick(logp, temperature, topP, rng, sampled);
         const alts = top > 0 ? topK(logp, top) : [];
         ids.push(id);
-        logprobs.push(logp[id]!);
+        logprobs.push(sampled.logprob);
         tops.push(alts);
-        onToken(id, logp[id]!, alts);
-        if (tok.eosIds.includes(id)) return { version, ids, logprobs, tops, finish: 'stop' };
-        if (ids.length >= maxTokens) return { version, ids, logprobs, tops, finish: 'length' };
+        onToken(id, sampled.logprob, alts, producer);
+        if (tok.eosIds.includes(id)) return { producer, ids, logprobs, tops, finish: 'stop' };
+        if (ids.length >= maxTokens) return { producer, ids, logprobs, tops, finish: 'length' };
         input = [[id as Token, { generateNext: { logits: true } }]];
       }
     } finally {
@@ -380,15 +270,14 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         let emitted = '';
         const sofar: number[] = [];
         const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-        const g = await generate(chat, top, (tid, lp, alts) => {
+        const g = await generate(chat, top, (tid, lp, alts, producer) => {
           sofar.push(tid);
           const full = textOf(sofar);
           const delta = full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
           emitted += delta;
           if (!started) {
             started = true;
-            const version = core.store.activeAdapter(activeModelId(core))?.version ?? 0;
-            res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [ADAPTER_VERSION_HEADER]: String(version) });
+            res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
           }
           send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: { content: delta }, logprobs: withLp ? { content: [entry(tid, lp, alts)] } : null, finish_reason: null }] });
         });
@@ -399,7 +288,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
       }
       const g = await generate(chat, top, () => {});
       const text = textOf(g.ids);
-      res.writeHead(200, { 'content-type': 'application/json', [ADAPTER_VERSION_HEADER]: String(g.version) });
+      res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
       res.end(
         JSON.stringify({
           id,

@@ -26,17 +26,25 @@ export function versionPublishedAs(adapters: readonly AdapterView[], model: stri
   return null;
 }
 
+/** The model (its id, as ratings name it) and adapter version (0 = the base) that produced a reply. */
+export interface Producer {
+  modelId: string;
+  version: number;
+}
+
 export function activeModelId(core: ReinCore): string {
   return core.settings()['model.active'] ?? DEFAULT_MODEL_ID;
 }
 
-export function producerResolver(core: ReinCore): (model: string | null) => Promise<number | null> {
+export function producerResolver(core: ReinCore): (model: string | null) => Promise<Producer | null> {
   return async (model) => {
     if (model === null) return null;
     // One settings read (each reads and validates every setting) for both facts.
     const s = core.settings();
-    if (s['proxy.baseModelName'] === model) return 0;
-    return versionPublishedAs(core.store.listAdapters(s['model.active'] ?? DEFAULT_MODEL_ID), model);
+    const modelId = s['model.active'] ?? DEFAULT_MODEL_ID;
+    if (s['proxy.baseModelName'] === model) return { modelId, version: 0 };
+    const version = versionPublishedAs(core.store.listAdapters(modelId), model);
+    return version === null ? null : { modelId, version };
   };
 }
 

@@ -15,7 +15,7 @@ import { tokenizerSourceDir } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { producerResolver } from './producer.ts';
-import { ADAPTER_VERSION_HEADER, startProxyServer } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER, startProxyServer } from './proxy.ts';
 import type { ProxyOptions, ProxyServer, UpstreamKind } from './proxy.ts';
 import { startFakeUpstream } from './test-utils/fake-openai.ts';
 import type { FakeUpstream, FakeUpstreamOptions } from './test-utils/fake-openai.ts';
@@ -80,14 +80,23 @@ function post(body: unknown, token = TOKEN): Promise<Response> {
   });
 }
 
+// An identity sampler, pinned: the fake upstreams report raw logprobs, as llama-server and vLLM do by default, and
+// those are μ only when nothing tempers or truncates the distribution (proxy.ts pinnedSampling).
+const IDENTITY = { temperature: 1, top_p: 1, top_k: 0, min_p: 0 };
 const chat = (extra: Record<string, unknown> = {}) => ({
   model: 'fake-model',
   messages: [
     { role: 'system', content: 'Be brief.' },
     { role: 'user', content: 'What is the answer?' },
   ],
+  ...IDENTITY,
   ...extra,
 });
+
+const policyOf = (t: Turn): unknown => {
+  const row = core.store.stmt<{ policy: string | null }>('SELECT policy FROM turns WHERE id = ?').get(t.id)!;
+  return row.policy === null ? null : JSON.parse(row.policy);
+};
 
 async function storedTurn(): Promise<Turn> {
   await proxy!.idle();
@@ -96,7 +105,7 @@ async function storedTurn(): Promise<Turn> {
   return core.call('getTurn', { turnId: page.items[0]!.id }, 'test');
 }
 
-function expectOnPolicy(t: Turn, version: number): void {
+function expectOnPolicy(t: Turn, version: number, sampling = { temperature: 1, topP: 1 }): void {
   expect(t.source).toBe('proxy');
   expect(t.prompt).toBe('What is the answer?');
   expect(t.context).toEqual([{ role: 'system', content: 'Be brief.' }]);
@@ -105,6 +114,7 @@ function expectOnPolicy(t: Turn, version: number): void {
   expect(t.logprobs).toEqual(upstream!.logprobs.map(Math.fround));
   expect(t.adapterVersion).toBe(version);
   expect(t.onPolicy).toBe(true);
+  expect(policyOf(t)).toEqual({ modelId: 'default', ...sampling });
 }
 
 /** The content and logprobs fields of every data chunk of an SSE body. */
@@ -182,10 +192,30 @@ describe('capture proxy', () => {
     expectOnPolicy(await storedTurn(), 0);
   });
 
-  it('the version comes from the embedded server header, or from a publish record', async () => {
-    await setup('llama-server', 'rein', { headers: { [ADAPTER_VERSION_HEADER]: '3' } });
-    await (await post(chat())).json();
-    expectOnPolicy(await storedTurn(), 3);
+  it('the version, model and sampling come from the embedded server headers: its logprobs are of what it sampled', async () => {
+    const headers = { [ADAPTER_VERSION_HEADER]: '3', [MODEL_ID_HEADER]: 'default', [SAMPLING_HEADER]: JSON.stringify({ temperature: 0.7, topP: 0.9 }) };
+    await setup('llama-server', 'rein', { headers });
+    await (await post(chat({ temperature: 0.7, top_p: 0.9, top_k: undefined, min_p: undefined }))).json();
+    expectOnPolicy(await storedTurn(), 3, { temperature: 0.7, topP: 0.9 });
+  });
+
+  it('another upstream sampling at temperature 0.7 or its defaults reports raw logprobs: stored off-policy, with the reason', async () => {
+    // Even with Rein's headers: only Rein's own server (kind 'rein') is taken at its word.
+    const headers = { [ADAPTER_VERSION_HEADER]: '0', [MODEL_ID_HEADER]: 'default', [SAMPLING_HEADER]: JSON.stringify({ temperature: 0.7, topP: 1 }) };
+    await setup('llama-server', 'llama-server', { headers });
+    await (await post(chat({ temperature: 0.7 }))).json();
+    await (await post(chat({ temperature: undefined, top_p: undefined, top_k: undefined, min_p: undefined }))).json();
+    await proxy!.idle();
+    const page = await core.call('listTurns', {}, 'test');
+    expect(page.total).toBe(2);
+    for (const s of page.items) {
+      const t = await core.call('getTurn', { turnId: s.id }, 'test');
+      expect([t.tokens, t.logprobs, policyOf(t), t.onPolicy]).toEqual([null, null, null, false]);
+    }
+    const off = logs.filter((l) => l.includes('off-policy'));
+    expect(off).toHaveLength(2);
+    expect(off[0]).toMatch(/raw logprobs.*temperature 0\.7 \(needs 1\)/);
+    expect(off[1]).toMatch(/temperature "unset" \(needs 1\), top_p "unset" \(needs 1\), top_k "unset" \(needs 0 or -1\), min_p "unset" \(needs 0\)/);
   });
 
   it('a published alias maps to the active version', async () => {

@@ -29,6 +29,7 @@ import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from 
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
 import type { VocabLike } from './tokens.ts';
+import type { Producer } from './producer.ts';
 
 export type UpstreamKind = 'openai' | 'ollama' | 'vllm' | 'llama-server' | 'lmstudio' | 'rein';
 
@@ -45,6 +46,51 @@ export interface Upstream {
 
 /** The response header by which Rein's own model server names the adapter version that produced a reply. */
 export const ADAPTER_VERSION_HEADER = 'x-rein-adapter-version';
+/** ... and the model (its id, as ratings name it) whose weights and tokenizer produced it. */
+export const MODEL_ID_HEADER = 'x-rein-model-id';
+/**
+ * ... and the distribution it sampled from, `{"temperature":T,"topP":p}` (what it applied, defaults included): its
+ * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
+ */
+export const SAMPLING_HEADER = 'x-rein-sampling';
+
+export interface Sampling {
+  temperature: number;
+  topP: number;
+}
+
+/**
+ * The sampling a reply from another upstream was drawn with when its reported logprobs are μ, or why they are not.
+ * Those servers report the model's raw distribution, not the one they sampled from: llama-server reads its
+ * probabilities from the logits before the samplers (`post_sampling_probs` is false by default, tools/server/README.md)
+ * and samples at temperature 0.8, top_k 40, top_p 0.95 and min_p 0.05 unless told otherwise; vLLM's `--logprobs-mode`
+ * is `raw_logprobs` by default (before temperature and truncation) and its sampling defaults come from the model's
+ * generation_config.json; Ollama and LM Studio wrap llama.cpp with their own defaults; OpenAI documents neither. Raw
+ * logprobs equal the sampled ones only when the sampler is the identity, so the request must pin it: temperature 1
+ * and top_p 1, and for the llama.cpp and vLLM families also top_k off (0 or -1) and min_p 0.
+ */
+export function pinnedSampling(body: Record<string, unknown>, kind: UpstreamKind): Sampling | { reason: string } {
+  const unpinned: string[] = [];
+  if (body.temperature !== 1) unpinned.push(`temperature ${JSON.stringify(body.temperature ?? 'unset')} (needs 1)`);
+  if (body.top_p !== 1) unpinned.push(`top_p ${JSON.stringify(body.top_p ?? 'unset')} (needs 1)`);
+  if (kind !== 'openai') {
+    if (body.top_k !== 0 && body.top_k !== -1) unpinned.push(`top_k ${JSON.stringify(body.top_k ?? 'unset')} (needs 0 or -1)`);
+    if (body.min_p !== 0) unpinned.push(`min_p ${JSON.stringify(body.min_p ?? 'unset')} (needs 0)`);
+  }
+  if (unpinned.length === 0) return { temperature: 1, topP: 1 };
+  return { reason: `the upstream reports the model's raw logprobs, which are the sampled distribution's only at an identity sampler: ${unpinned.join(', ')}` };
+}
+
+function parseSampling(v: unknown): Sampling | null {
+  if (typeof v !== 'string') return null;
+  try {
+    const s = JSON.parse(v) as Partial<Sampling>;
+    const ok = typeof s.temperature === 'number' && s.temperature >= 0 && typeof s.topP === 'number' && s.topP >= 0 && s.topP <= 1;
+    return ok ? { temperature: s.temperature!, topP: s.topP! } : null;
+  } catch {
+    return null;
+  }
+}
 
 export interface ProxyOptions {
   core: Core;
@@ -59,7 +105,7 @@ export interface ProxyOptions {
    * The adapter version (0 = the base) that produced a reply of `model`, or null when unknown; the proxy asks after
    * the reply ended. A reply with no known producer is stored as off-policy text.
    */
-  producer: (model: string | null) => Promise<number | null>;
+  producer: (model: string | null) => Promise<Producer | null>;
   maxBodyBytes?: number;
   /** How long no chat request must have been in flight before a turn is stored (default QUIET_MS). */
   captureQuietMs?: number;
@@ -131,7 +177,10 @@ interface ReplyCopy {
   stream: boolean;
   /** The reply's bytes as the upstream sent them (with the logprobs a rewritten reply no longer has). */
   raw: Buffer[];
-  headerVersion: number | null;
+  /** Rein's own model server names what produced the reply (all three, or the reply is not its own). */
+  headerProducer: Producer | null;
+  headerSampling: Sampling | null;
+  kind: UpstreamKind;
   session: string | undefined;
 }
 
@@ -325,11 +374,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const t = turnText(chat);
     const first = choices[0]![1];
     const model = first.model ?? chat.model ?? null;
-    let version = copy.headerVersion;
-    if (version === null && t.offPolicyReason === null) {
+    let producer = copy.headerProducer;
+    if (producer === null && t.offPolicyReason === null) {
       await quietly();
-      version = await opts.producer(chat.model ?? first.model);
+      producer = await opts.producer(chat.model ?? first.model);
     }
+    const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
     const id = `proxy-${randomUUID()}`;
     const single = choices.length === 1 && choices[0]![0] === 0;
     for (const [index, rec] of choices) {
@@ -344,7 +394,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
         ...(model === null ? {} : { model }),
       };
       let offPolicy = t.offPolicyReason;
-      if (offPolicy === null && version === null) offPolicy = `which adapter produced model ${JSON.stringify(chat.model ?? first.model)} is unknown`;
+      if (offPolicy === null && producer === null) offPolicy = `which adapter produced model ${JSON.stringify(chat.model ?? first.model)} is unknown`;
+      if (offPolicy === null && 'reason' in sampling) offPolicy = sampling.reason;
       if (offPolicy === null && !rec.logprobsComplete) offPolicy = 'the upstream did not return logprobs for every chunk';
       if (offPolicy === null) {
         const m = mapTokens(rec.entries, rec.content, opts.vocab());
@@ -355,7 +406,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
         else {
           input.tokens = m.ids;
           input.logprobs = lps;
-          input.adapterVersion = version!;
+          input.adapterVersion = producer!.version;
+          input.policy = { modelId: producer!.modelId, ...(sampling as Sampling) };
         }
       }
       if (offPolicy !== null) log(`rein proxy: stored as off-policy text${single ? '' : ` (choice ${index})`}: ${offPolicy}`);
@@ -413,8 +465,13 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const ok = status >= 200 && status < 300;
     const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     const headerVersion = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
+    const headerModel = upRes.headers[MODEL_ID_HEADER];
+    // Only Rein's own server is trusted to say what it sampled from; the headers of any other upstream are its own.
+    const own = up.kind === 'rein' && headerVersion !== null && typeof headerModel === 'string' && headerModel !== '';
+    const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
+    const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerVersion, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerProducer, headerSampling, kind: up.kind, session };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Token } from 'node-llama-cpp';
 import { Rng } from '../../common/engine/rng.ts';
-import { logSoftmax, pick } from './embedded.ts';
+import { pick } from '../../common/engine/sampling.ts';
+import { logSoftmax } from './embedded.ts';
 
 function refLogSoftmax(logits: Map<Token, number>, V: number): Float64Array {
   const out = new Float64Array(V).fill(-Infinity);
@@ -110,6 +111,28 @@ describe('sampler', () => {
       }
     }
     expect(cases).toBeGreaterThan(10_000);
+  });
+
+  it("reports the drawn token's log probability under the distribution it was drawn from: softmax(logp/T) renormalised over the top-p set; 0 when greedy", () => {
+    let cases = 0;
+    for (const shape of ['flat', 'peaked', 'ties', 'masked'] as const) {
+      const logits = logitsRow(5000, 31, shape);
+      if (shape === 'masked') logits.set(0 as Token, 0);
+      const logp = logSoftmax(logits, 5000);
+      for (const [temperature, topP] of [[0.7, 0.9], [1, 1], [0.3, 0.95], [1.5, 0.5], [0.7, 0.01], [0, 1], [0.8, 0]] as const) {
+        const set = refSet(logp, temperature, topP);
+        for (let seed = 0; seed < 20; seed++) {
+          const out = { logprob: NaN };
+          const id = pick(logp, temperature, topP, new Rng(seed), out);
+          // Greedy draws its token with probability 1.
+          const want = temperature <= 0 || topP <= 0 ? 0 : Math.log(set.p[id]! / set.mass);
+          expect(out.logprob, `${shape} T ${temperature} top_p ${topP} seed ${seed}`).toBeCloseTo(want, 12);
+          expect(out.logprob).toBeLessThanOrEqual(0);
+          cases++;
+        }
+      }
+    }
+    expect(cases).toBe(4 * 7 * 20);
   });
 
   it('top_p 0 is greedy (the smallest set with a zero share of the mass is the top token), as temperature 0 is', () => {

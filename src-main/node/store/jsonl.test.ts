@@ -37,7 +37,7 @@ async function populate(core: ReinCore): Promise<void> {
         response: `response ${i}`,
         context: [{ role: 'system', content: `ctx ${i}`, name: 'sys', extra: { n: i } }],
         ...(i === 0 ? {} : { model: 'qwen3' }),
-        ...(i === 1 ? { tokens: [5, 4294967295, 0], logprobs: [-0.1, -2.5, -1e-3] } : {}),
+        ...(i === 1 ? { tokens: [5, 4294967295, 0], logprobs: [-0.1, -2.5, -1e-3], policy: { modelId: 'default', temperature: 0.7, topP: 0.9 } } : {}),
         adapterVersion: i === 1 ? 2 : undefined,
         createdAt: 1_600_000_000_000 + i,
       } as never,
@@ -82,7 +82,7 @@ describe('JSONL export and import', () => {
     const ex = await a.call('exportData', { path: file }, 'cli');
     expect(ex).toEqual({ path: file, turns: 6, ratings: 4 });
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    expect(lines[0]).toMatchObject({ type: 'header', format: 'rein-export', schemaVersion: 1 });
+    expect(lines[0]).toMatchObject({ type: 'header', format: 'rein-export', schemaVersion: 2 });
     expect(lines.filter((l) => l.type === 'turn')).toHaveLength(6);
 
     const b = newCore();
@@ -95,6 +95,10 @@ describe('JSONL export and import', () => {
     const sa = await snapshot(a);
     const sc = await snapshot(c);
     expect(sc.turns).toEqual(sa.turns);
+    // What each turn's μ is of (migration 0002), which no view shows.
+    const policies = (core: ReinCore) => core.store.db.prepare('SELECT source, event_id, policy FROM turns ORDER BY source, event_id').all();
+    expect(policies(c)).toEqual(policies(a));
+    expect(policies(c).filter((r) => (r as { policy: string | null }).policy !== null)).toHaveLength(1);
     expect(sc.ratings).toEqual(sa.ratings);
     expect(sc.runs).toEqual(sa.runs);
     expect(sc.status).toEqual(sa.status);

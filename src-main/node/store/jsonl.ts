@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
-import { ContextMessageSchema } from '../../common/api.ts';
+import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { redact } from '../../common/redact.ts';
 import { rewardOf } from '../../common/rewards.ts';
@@ -39,6 +39,8 @@ const TurnRecord = z.strictObject({
   tokens: z.array(z.number().int().nonnegative()).nullable(),
   logprobs: z.array(z.number().max(0)).nullable(),
   adapterVersion: z.number().int().nonnegative().nullable(),
+  /** Since schema 2 (migration 0002); a file from schema 1 has none: its μ is of unknown provenance. */
+  policy: TurnPolicy.nullable().optional(),
   state: z.enum(['unrated', 'rated', 'ignored', 'expired']),
   truncated: z.boolean(),
 });
@@ -122,6 +124,7 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
             tokens: decodeTokens(t.tokens),
             logprobs: decodeLogprobs(t.logprobs),
             adapterVersion: t.adapter_version,
+            policy: t.policy === null ? null : TurnPolicy.parse(JSON.parse(t.policy)),
             state: t.state,
             truncated: t.truncated === 1,
           };
@@ -267,8 +270,8 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
     const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, turnIds: [], ratingIds: [] };
     const insertTurn = store.stmt<{ id: number }>(
       `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
-         adapter_version, state, truncated)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
+         adapter_version, policy, state, truncated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
     );
     for (const t of turns) {
       let cut = false;
@@ -292,6 +295,7 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         t.tokens === null ? null : encodeTokens(t.tokens),
         t.logprobs === null ? null : encodeLogprobs(t.logprobs),
         t.adapterVersion,
+        t.policy === undefined || t.policy === null || t.tokens === null ? null : JSON.stringify(t.policy),
         state,
         t.truncated || cut ? 1 : 0,
       );

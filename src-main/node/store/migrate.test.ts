@@ -7,6 +7,7 @@ import { openDatabase } from './db.ts';
 import { checkOrder, migrate, MigrationOrderError, SchemaTooNewError, userVersion } from './migrate.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import * as m0001 from './migrations/0001-init.ts';
+import * as m0002 from './migrations/0002-turn-policy.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -51,7 +52,7 @@ describe('migration runner', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(SchemaTooNewError);
-    expect((err as SchemaTooNewError).message).toMatch(/schema version 99, newer than this Rein knows \(1\)/);
+    expect((err as SchemaTooNewError).message).toMatch(/schema version 99, newer than this Rein knows \(2\)/);
   });
 
   it('checks the numbering', () => {
@@ -65,7 +66,7 @@ describe('migration runner', () => {
     expect(() => migrate(db, broken)).toThrow();
     expect(userVersion(db)).toBe(0);
     expect(db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get()).toEqual({ n: 0 });
-    expect(migrate(db, MIGRATIONS)).toEqual([1]);
+    expect(migrate(db, MIGRATIONS)).toEqual([1, 2]);
     db.close();
   });
 });
@@ -152,6 +153,20 @@ describe('migration 0001-init', () => {
       /INDEX ema_events_rating \(rating_id=\?\)/,
     );
     expect(plan(db, `SELECT * FROM adapters WHERE model_id = ? AND status = 'active'`, 'm')).toMatch(/INDEX adapters_one_active/);
+    db.close();
+  });
+});
+
+describe('migration 0002-turn-policy', () => {
+  it('adds turns.policy, NULL on the rows it finds (their μ is of unknown provenance), and keeps every row', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001])).toEqual([1]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response, tokens, logprobs) VALUES ('proxy', 'e', 1, 'p', 'r', x'01000000', x'00000000')`).run();
+    expect(migrate(db, [m0001, m0002])).toEqual([2]);
+    expect(db.prepare('SELECT source, prompt, response, hex(tokens) AS tokens, policy FROM turns').all()).toEqual([{ source: 'proxy', prompt: 'p', response: 'r', tokens: '01000000', policy: null }]);
+    db.prepare(`UPDATE turns SET policy = '{"modelId":"m","temperature":0.7,"topP":0.9}'`).run();
+    expect(JSON.parse((db.prepare('SELECT policy FROM turns').get() as { policy: string }).policy)).toEqual({ modelId: 'm', temperature: 0.7, topP: 0.9 });
     db.close();
   });
 });

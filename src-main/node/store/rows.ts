@@ -15,12 +15,14 @@ export interface TurnRow {
   tokens: Buffer | null;
   logprobs: Buffer | null;
   adapter_version: number | null;
+  /** JSON of a TurnPolicy (common/api.ts), or null. */
+  policy: string | null;
   state: TurnState;
   truncated: number;
 }
 
 /** The columns a summary needs: previews instead of the full text. */
-export type TurnSummaryRow = Omit<TurnRow, 'prompt' | 'response' | 'context' | 'tokens' | 'logprobs' | 'truncated'> & {
+export type TurnSummaryRow = Omit<TurnRow, 'prompt' | 'response' | 'context' | 'tokens' | 'logprobs' | 'policy' | 'truncated'> & {
   prompt_preview: string;
   response_preview: string;
   on_policy: number;

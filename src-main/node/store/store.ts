@@ -36,6 +36,8 @@ export interface NewTurn {
   tokens: Buffer | null;
   logprobs: Buffer | null;
   adapterVersion: number | null;
+  /** JSON of CaptureTurnInput.policy, or null. */
+  policy: string | null;
   truncated: boolean;
 }
 
@@ -191,8 +193,8 @@ export class Store {
     return this.write(() => {
       const inserted = this.stmt<{ id: number }>(
         `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
-           adapter_version, truncated)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           adapter_version, policy, truncated)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
       ).get(
         t.source,
@@ -206,6 +208,7 @@ export class Store {
         t.tokens,
         t.logprobs,
         t.adapterVersion,
+        t.policy,
         t.truncated ? 1 : 0,
       );
       if (inserted !== undefined) {

@@ -1,13 +1,18 @@
 // Data selection and the round's baseline against a real store: every pending rating trains, the gate's turns are
 // older ratings that were not replayed, and the baseline is the bias-corrected EMA of the live rewards.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { emaFold } from '../../common/rewards.ts';
 import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
+import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
+import { writeTinyModel } from '../engine/tiny.ts';
 import { resolveHome } from '../home.ts';
-import { roundBaseline, selectRound } from './data.ts';
+import { createClaudeHooks } from '../integrations/claude/handler.ts';
+import { readTranscriptLines } from '../integrations/claude/transcript.ts';
+import { memoryLog } from '../integrations/shared/log.ts';
+import { encodeRound, roundBaseline, selectRound } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-data-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -76,6 +81,91 @@ describe('a round selects', () => {
       } finally {
         solo.close();
       }
+    } finally {
+      core.close();
+    }
+  });
+});
+
+describe('a round encodes', () => {
+  const modelDir = path.join(root, 'tiny');
+  writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
+  const tok: ReinTokenizer = loadTokenizer(modelDir);
+  const opts = { modelId: DEFAULT_MODEL_ID, baseline: 0, advantageClip: 2, maxTokens: 256 };
+
+  it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'honest') }) });
+    try {
+      const response = tok.encode('Sure, here it is.');
+      const mu = response.map(() => -0.5);
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 0.7, topP: 0.9 };
+      const cases: [string, Record<string, unknown>, string][] = [
+        ['honest', { tokens: response, logprobs: mu, policy }, 'mispo'],
+        ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
+        ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
+        ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
+      ];
+      for (const [name, extra] of cases) {
+        const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
+        await core.call('rate', { turnId: turn.id, value: 'good' }, 'test');
+      }
+      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      const { sequences, skipped } = encodeRound(turns, tok, opts);
+      expect(skipped).toEqual([]);
+      expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
+      // The cut prompt still trains, as text within the budget.
+      expect(sequences[3]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
+      expect(Array.from(sequences[0]!.mu!)).toEqual(mu);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('skips a turn with a token id outside the vocabulary, with its reason, and encodes the others', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'oov') }) });
+    try {
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
+      const good = tok.encode('fine');
+      const a = await core.call('captureTurn', { source: 'proxy', eventId: 'oov', prompt: 'p', response: 'x', tokens: [tok.size + 7], logprobs: [-1], policy }, 'test');
+      const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
+      const ra = await core.call('rate', { turnId: a.turn.id, value: 'bad' }, 'test');
+      const rb = await core.call('rate', { turnId: b.turn.id, value: 'good' }, 'test');
+      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }), tok, opts);
+      expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
+      expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('a Claude tool turn in the order it happened: prompt, its tool call, the tool result, then the answer, which alone trains', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'claude') }) });
+    try {
+      // The real Claude Code 2.1.330 run (integrations/fixtures/claude: its hook payloads and transcript), captured
+      // through the real hooks.
+      const fix = path.join(import.meta.dirname, '../integrations/fixtures/claude');
+      const payloads = JSON.parse(readFileSync(path.join(fix, 'payloads.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+      const hooks = createClaudeHooks(core, { log: memoryLog(), readTranscript: () => readTranscriptLines(path.join(fix, 'tool-turn.jsonl')) });
+      await hooks.handle(payloads['user-prompt-submit']);
+      await hooks.handle(payloads.stop);
+      const page = await core.call('listTurns', {}, 'test');
+      expect(page.total).toBe(1);
+      await core.call('rate', { turnId: page.items[0]!.id, value: 'good' }, 'test');
+      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      const { sequences, skipped } = encodeRound(turns, tok, opts);
+      expect(skipped).toEqual([]);
+      expect(sequences).toHaveLength(1);
+      const q = sequences[0]!;
+      expect(q.kind).toBe('kto');
+      const before = tok.decode(q.tokens.slice(0, q.start));
+      const prompt = payloads['user-prompt-submit']!.prompt as string;
+      const at = [prompt, 'echo rein-e2e-tool-output', '\nrein-e2e-tool-output'].map((x) => before.indexOf(x));
+      expect(at.every((i) => i >= 0), before).toBe(true);
+      expect(at).toEqual([...at].sort((x, y) => x - y));
+      // The trained part is the final answer (after the template's empty think block), and it is not in the context.
+      const answer = (payloads.stop!.last_assistant_message as string).trim();
+      expect(tok.decode(q.tokens.slice(q.start), { skipSpecialTokens: true }).trim().endsWith(answer)).toBe(true);
+      expect(before).not.toContain(answer);
     } finally {
       core.close();
     }

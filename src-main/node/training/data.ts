@@ -4,6 +4,7 @@
 // last before a round always waited a round). Those older turns were trained in earlier rounds, so on them the gate
 // checks that the candidate keeps what the user already taught (against the active adapter); the first round has
 // none, and its gate scores the trained turns themselves (scope 'trained', gate.ts says so in its reason).
+import type { TurnPolicy } from '../../common/api.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
@@ -11,6 +12,7 @@ import { EMA_DECAY, advantage } from '../../common/rewards.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
+import { CLAUDE_SOURCE } from '../integrations/claude/handler.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';
 
@@ -18,6 +20,7 @@ export interface RatedTurn {
   ratingId: number;
   turnId: number;
   role: SampleRole;
+  source: string;
   reward: number;
   correction: string | null;
   context: ContextMessage[];
@@ -25,8 +28,11 @@ export interface RatedTurn {
   response: string;
   tokens: number[] | null;
   logprobs: number[] | null;
+  /** What `logprobs` are the logprobs of (migration 0002), or null when unknown. */
+  policy: TurnPolicy | null;
   createdAt: number;
 }
+
 
 interface Row {
   rating_id: number;
@@ -39,9 +45,11 @@ interface Row {
   response: string;
   tokens: Buffer | null;
   logprobs: Buffer | null;
+  source: string;
+  policy: string | null;
 }
 
-const SELECT = `SELECT r.id AS rating_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs
+const SELECT = `SELECT r.id AS rating_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
 
 function toTurn(r: Row, role: SampleRole): RatedTurn {
@@ -49,6 +57,7 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
     ratingId: r.rating_id,
     turnId: r.turn_id,
     role,
+    source: r.source,
     reward: r.value,
     correction: r.correction,
     context: JSON.parse(r.context) as ContextMessage[],
@@ -56,6 +65,7 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
     response: r.response,
     tokens: decodeTokens(r.tokens),
     logprobs: decodeLogprobs(r.logprobs),
+    policy: r.policy === null ? null : (JSON.parse(r.policy) as TurnPolicy),
     createdAt: r.created_at,
   };
 }
@@ -106,11 +116,21 @@ export interface TrainSequence {
   desirable: boolean;
 }
 
-function messages(t: RatedTurn): ContextMessage[] {
-  return [...t.context, { role: 'user', content: t.prompt }];
+/**
+ * Sources whose `context` holds the turn's own steps, after the prompt: the Claude transcript gives the assistant's
+ * text, its tool calls and their results between the human prompt and the final answer (integrations/claude/
+ * transcript.ts). Every other source stores the conversation before the prompt (the proxy: the request's earlier
+ * messages).
+ */
+const STEPS_AFTER_PROMPT = new Set([CLAUDE_SOURCE]);
+
+/** The chat up to the response, in the order it happened. */
+export function turnMessages(t: Pick<RatedTurn, 'source' | 'context' | 'prompt'>): ContextMessage[] {
+  const prompt: ContextMessage = { role: 'user', content: t.prompt };
+  return STEPS_AFTER_PROMPT.has(t.source) ? [prompt, ...t.context] : [...t.context, prompt];
 }
 
-function fit(promptIds: number[], responseIds: number[], maxTokens: number): { tokens: number[]; start: number; cut: number } | null {
+function fit(promptIds: number[], responseIds: number[], maxTokens: number): { tokens: number[]; start: number; cut: number; promptCut: boolean } | null {
   if (responseIds.length === 0) return null;
   // Keep the whole response when possible, cutting the prompt from the left; a response alone longer than the
   // budget keeps its beginning (at least one prompt token is needed to score the first response token).
@@ -118,52 +138,89 @@ function fit(promptIds: number[], responseIds: number[], maxTokens: number): { t
   const keepPrompt = Math.max(1, Math.min(promptIds.length, maxTokens - resp.length));
   const prompt = promptIds.slice(promptIds.length - keepPrompt);
   if (prompt.length === 0) return null;
-  return { tokens: [...prompt, ...resp], start: prompt.length, cut: responseIds.length - resp.length };
+  return { tokens: [...prompt, ...resp], start: prompt.length, cut: responseIds.length - resp.length, promptCut: prompt.length < promptIds.length };
 }
 
 /**
- * Turns rated turns into sequences. On-policy turns (stored tokens and μ) train with MIS-PO; off-policy text trains
- * with KTO (a scale rating of 3, reward 0, is neither desirable nor undesirable and trains nothing); a correction adds
- * the corrected text as desirable and the original as undesirable, whatever the rating said.
+ * Why a turn's stored tokens and μ cannot train it on-policy for `modelId`, or null when they can. MIS-PO's ratio
+ * π/μ is only an importance weight when μ is the probability the token was drawn with, under the same tokenizer
+ * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer and base
+ * weights) and the distribution its logprobs are of (migration 0002; older rows do not say).
  */
-export function encodeRound(turns: readonly RatedTurn[], tok: ReinTokenizer, o: { baseline: number; advantageClip: number; maxTokens: number }): { sequences: TrainSequence[]; skipped: { ratingId: number; why: string }[] } {
+function offPolicyReason(t: RatedTurn, modelId: string): string | null {
+  if (t.tokens === null || t.logprobs === null || t.tokens.length === 0) return 'no stored tokens and logprobs';
+  if (t.policy === null) return 'the turn does not say which distribution its logprobs are of';
+  if (t.policy.modelId !== modelId) return `sampled by model ${t.policy.modelId}, not ${modelId}`;
+  if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
+  return null;
+}
+
+function checkIds(ids: readonly number[], tok: ReinTokenizer, what: string): void {
+  const bad = ids.findIndex((id) => !Number.isInteger(id) || id < 0 || id >= tok.size);
+  if (bad >= 0) throw new BadInputError(`${what} token ${bad} has id ${ids[bad]}, outside the vocabulary (size ${tok.size})`);
+}
+
+export interface SkippedTurn {
+  ratingId: number;
+  turnId: number;
+  why: string;
+}
+
+/**
+ * Turns rated turns into sequences. A turn whose stored tokens and μ are honest for `modelId` (offPolicyReason) and
+ * whose prompt fits whole trains with MIS-PO; everything else trains its text with KTO (a scale rating of 3, reward
+ * 0, is neither desirable nor undesirable and trains nothing): a prompt cut from the left would condition π on a
+ * context μ never saw. A correction adds the corrected text as desirable and the original as undesirable, whatever
+ * the rating said. A turn that cannot be encoded (an id outside the vocabulary, text that encodes to nothing) is
+ * skipped with its reason and never stops the round.
+ */
+export function encodeRound(
+  turns: readonly RatedTurn[],
+  tok: ReinTokenizer,
+  o: { modelId: string; baseline: number; advantageClip: number; maxTokens: number },
+): { sequences: TrainSequence[]; skipped: SkippedTurn[] } {
   const sequences: TrainSequence[] = [];
-  const skipped: { ratingId: number; why: string }[] = [];
+  const skipped: SkippedTurn[] = [];
   for (const t of turns) {
     const base = { ratingId: t.ratingId, role: t.role };
-    try {
-      if (t.correction !== null) {
-        for (const [text, desirable] of [
-          [t.correction, true],
-          [t.response, false],
-        ] as const) {
-          const e = tok.encodeTurn(messages(t), text);
-          const f = fit(e.promptIds, e.responseIds, o.maxTokens);
-          if (f !== null) sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'kto', mu: null, advantage: 0, desirable });
-        }
-        continue;
-      }
-      if (t.tokens !== null && t.logprobs !== null && t.tokens.length > 0) {
-        const promptIds = tok.encodeChat(messages(t), { addGenerationPrompt: true });
-        const f = fit(promptIds, t.tokens, o.maxTokens);
-        if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
-        const mu = Float64Array.from(t.logprobs.slice(0, f.tokens.length - f.start));
-        // When every rating so far is the same, r − b is float residue (~1e-16), not a signal; it is zero.
-        const a = advantage(t.reward, o.baseline, o.advantageClip);
-        sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
-        continue;
-      }
-      if (t.reward === 0) {
-        skipped.push({ ratingId: t.ratingId, why: 'a neutral (3 of 5) rating of off-policy text carries no preference' });
-        continue;
-      }
-      const e = tok.encodeTurn(messages(t), t.response);
+    const msgs = turnMessages(t);
+    // The text of a turn with KTO: the chat as it happened, the response (or `text`) trains.
+    const offPolicy = (text: string, desirable: boolean): void => {
+      const e = tok.encodeTurn(msgs, text);
+      checkIds(e.promptIds, tok, 'prompt');
+      checkIds(e.responseIds, tok, 'response');
       const f = fit(e.promptIds, e.responseIds, o.maxTokens);
       if (f === null) throw new BadInputError('the response encodes to no tokens');
-      sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'kto', mu: null, advantage: 0, desirable: t.reward > 0 });
+      sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'kto', mu: null, advantage: 0, desirable });
+    };
+    try {
+      if (t.correction !== null) {
+        offPolicy(t.correction, true);
+        offPolicy(t.response, false);
+        continue;
+      }
+      if (offPolicyReason(t, o.modelId) === null) {
+        checkIds(t.tokens!, tok, 'stored response');
+        const promptIds = tok.encodeChat(msgs, { addGenerationPrompt: true });
+        checkIds(promptIds, tok, 'prompt');
+        const f = fit(promptIds, t.tokens!, o.maxTokens);
+        if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
+        if (!f.promptCut) {
+          const mu = Float64Array.from(t.logprobs!.slice(0, f.tokens.length - f.start));
+          // When every rating so far is the same, r − b is float residue (~1e-16), not a signal; it is zero.
+          const a = advantage(t.reward, o.baseline, o.advantageClip);
+          sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
+          continue;
+        }
+      }
+      if (t.reward === 0) {
+        skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: 'a neutral (3 of 5) rating of off-policy text carries no preference' });
+        continue;
+      }
+      offPolicy(t.response, t.reward > 0);
     } catch (e) {
-      // Recorded in the run's metrics with its reason: a turn the tokenizer cannot encode is reported, not dropped silently.
-      skipped.push({ ratingId: t.ratingId, why: (e as Error).message });
+      // Kept in the run's metrics with its reason; the rating stays visible and the round trains the rest.
+      skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: (e as Error).message });
     }
   }
   return { sequences, skipped };

@@ -113,7 +113,7 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
     // The baseline from the ratings made before the round, bias-corrected (data.ts roundBaseline); the round never
     // moves it (ratings do, one by one).
     const baseline = roundBaseline(store, modelId) ?? 0;
-    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { baseline, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baseline, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
     const trainSeqs = sequences.filter((s) => s.role !== 'heldout');
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);

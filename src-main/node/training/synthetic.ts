@@ -6,9 +6,10 @@ import { Rng } from '../../common/engine/rng.ts';
 import { wilson } from '../../common/training/gate.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ReinCore } from '../core/core.ts';
+import { activeModelId } from '../serving/producer.ts';
 import { demoPrompt } from './demo-model.ts';
 
-export const SAMPLE_OPTS = { temperature: 1, maxTokens: 6 } as const;
+export const SAMPLE_OPTS = { temperature: 1, topP: 1, maxTokens: 6 } as const;
 
 export interface SampledTurn {
   prompt: string;
@@ -40,10 +41,20 @@ export function preferredRate(turns: readonly SampledTurn[], rule: (text: string
 /** Stores the turns through the core as on-policy captures and rates each one by the rule. */
 export async function captureAndRate(core: ReinCore, turns: readonly SampledTurn[], rule: (text: string) => boolean, tag: string): Promise<{ good: number; bad: number }> {
   let good = 0;
+  // sampleTurns draws from the active model; its id is what the round trains.
+  const modelId = activeModelId(core);
   for (const [i, t] of turns.entries()) {
     const { turn } = await core.call(
       'captureTurn',
-      { source: 'api', eventId: `${tag}-${i}`, prompt: t.prompt, response: t.text, tokens: t.tokens, logprobs: t.logprobs.map((x) => Math.min(0, x)) },
+      {
+        source: 'api',
+        eventId: `${tag}-${i}`,
+        prompt: t.prompt,
+        response: t.text,
+        tokens: t.tokens,
+        logprobs: t.logprobs.map((x) => Math.min(0, x)),
+        policy: { modelId, temperature: SAMPLE_OPTS.temperature, topP: SAMPLE_OPTS.topP },
+      },
       'test',
     );
     const ok = rule(t.text);

@@ -1,5 +1,6 @@
 // The ordered list of frozen migrations. Append only.
 import * as m0001 from './0001-init.ts';
+import * as m0002 from './0002-turn-policy.ts';
 
 export interface Migration {
   version: number;
@@ -7,4 +8,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [m0001];
+export const MIGRATIONS: readonly Migration[] = [m0001, m0002];
