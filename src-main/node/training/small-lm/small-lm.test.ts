@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Engine } from '../../engine/engine.ts';
 import { hfToGguf } from '../../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../../engine/llamacpp.ts';
 import { loadTokenizer } from '../../engine/tokenizer.ts';
@@ -81,14 +82,34 @@ describe('small LM tokenizer', () => {
     expect(preTokenize('a  b').length).toBe(3);
   });
 
-  it('converts to GGUF and llama.cpp tokenizes exactly as the engine does', async () => {
+  it('converts to GGUF; llama.cpp tokenizes exactly as the engine does and its logits match our forward', async () => {
     const gguf = path.join(tmp, 'model.gguf');
     hfToGguf(dir, gguf);
-    const ref = await LlamaCppReferee.open(gguf);
+    const ref = await LlamaCppReferee.open(gguf, { contextSize: 64, threads: 1 });
     const tok = loadTokenizer(dir);
     for (const t of texts) {
       expect(ref.tokenize(t, true), JSON.stringify(t)).toEqual(tok.encode(t));
       expect(ref.detokenize(tok.encode(t))).toBe(t);
     }
+    // Logits parity at the tolerance of engine/test-utils/parity.ts (fp32 both sides, compared as log-softmax).
+    const tokens = tok.encode(texts[0]!).slice(0, 40);
+    const engine = Engine.load(dir, { threads: 1, buckets: [64] });
+    const ours = await engine.driver.positionLogprobs(tokens, null);
+    const theirs = await ref.logits(tokens);
+    let worst = 0;
+    let spread = 0;
+    for (const [t, row] of theirs.entries()) {
+      let mx = -Infinity;
+      for (const v of row) mx = Math.max(mx, v);
+      let z = 0;
+      for (const v of row) z += Math.exp(v - mx);
+      const lse = mx + Math.log(z);
+      for (let i = 0; i < row.length; i++) {
+        worst = Math.max(worst, Math.abs(row[i]! - lse - ours[t]![i]!));
+        spread = Math.max(spread, Math.abs(ours[t]![i]! + Math.log(row.length)));
+      }
+    }
+    expect(worst).toBeLessThan(1e-4);
+    expect(spread).toBeGreaterThan(1e-2); // the distributions are far from uniform, so a wrong weight would show
   }, 120_000);
 });
