@@ -1,7 +1,8 @@
 // The small LM's corpus, tokenizer and files: the corpus shows its documented style rates, independent of each
 // other and of the prompt; the BPE tokenizer we train loads through the engine's tokenizer, round-trips text, and
 // the GGUF writer's vocabulary tokenizes identically in llama.cpp.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -82,7 +83,8 @@ describe('small LM tokenizer', () => {
     expect(preTokenize('a  b').length).toBe(3);
   });
 
-  it('converts to GGUF; llama.cpp tokenizes exactly as the engine does and its logits match our forward', async () => {
+  it('converts to GGUF (the committed, trained model); llama.cpp tokenizes exactly as the engine does and its logits match our forward', async () => {
+    const dir = path.resolve('resources/small-lm');
     const gguf = path.join(tmp, 'model.gguf');
     hfToGguf(dir, gguf);
     const ref = await LlamaCppReferee.open(gguf, { contextSize: 64, threads: 1 });
@@ -112,4 +114,17 @@ describe('small LM tokenizer', () => {
     expect(worst).toBeLessThan(1e-4);
     expect(spread).toBeGreaterThan(1e-2); // the distributions are far from uniform, so a wrong weight would show
   }, 120_000);
+});
+
+describe('the committed small LM (resources/small-lm, built by npm run build:small-lm)', () => {
+  const dir = path.resolve('resources/small-lm');
+  const build = JSON.parse(readFileSync(path.join(dir, 'BUILD.json'), 'utf8')) as { sha256: string; seed: number; steps: number; batch: number };
+
+  it('is the file its build recorded, with the tokenizer the build trains from the same seed', () => {
+    expect(createHash('sha256').update(readFileSync(path.join(dir, 'model.safetensors'))).digest('hex')).toBe(build.sha256);
+    const fresh = path.join(tmp, 'fresh');
+    writeSmallLm(fresh, { seed: build.seed });
+    expect(readFileSync(path.join(fresh, 'tokenizer.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'));
+    expect(readFileSync(path.join(fresh, 'config.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'config.json'), 'utf8'));
+  });
 });
