@@ -1,8 +1,8 @@
 // The small LM's files in the Hugging Face layout: config.json (a Llama from the engine's parameter table),
 // tokenizer.json (byte-level BPE trained on the corpus by bpe.ts), tokenizer_config.json with a ChatML chat
-// template, generation_config.json, and model.safetensors. The weights are random here (seeded, the same init as
-// every Llama in the table); pretraining them on the corpus is not built yet.
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+// template, generation_config.json, and model.safetensors. writeSmallLm writes the seeded initial weights (the same
+// init as every Llama in the table); pretrain.ts trains them.
+import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConflictError } from '../../../common/errors.ts';
 import { llamaParams, parseLlamaConfig } from '../../../common/engine/models/llama.ts';
@@ -17,6 +17,28 @@ export const SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as
 export const CHAT_TEMPLATE =
   "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/** The committed, pretrained small LM (npm run build:small-lm writes it; BUILD.json records the build). */
+export const SMALL_LM_DIR = path.resolve(import.meta.dirname, '../../../../resources/small-lm');
+
+/** Copies the committed small LM to `dir` (staged, then renamed into place), e.g. into a Rein home for the wizard. */
+export function installSmallLm(dir: string): string {
+  const target = path.resolve(dir);
+  if (!existsSync(path.join(SMALL_LM_DIR, 'model.safetensors'))) {
+    throw new ConflictError(`the small LM is missing from ${SMALL_LM_DIR} (npm run build:small-lm writes it)`, { dir: SMALL_LM_DIR });
+  }
+  const stage = `${target}.tmp-${process.pid}`;
+  rmSync(stage, { recursive: true, force: true });
+  try {
+    cpSync(SMALL_LM_DIR, stage, { recursive: true });
+    if (existsSync(target)) rmSync(target, { recursive: true, force: true });
+    renameSync(stage, target);
+  } catch (e) {
+    rmSync(stage, { recursive: true, force: true });
+    throw e;
+  }
+  return target;
+}
 
 /** One dialogue as the chat template renders it (the text the tokenizer and the model are trained on). */
 export function renderDialogue(d: Dialogue): string {
