@@ -65,6 +65,11 @@ export interface SequenceGrad extends SequenceForward {
   grads: { a: FArray; b: FArray }[];
 }
 
+/** Gradients of every weight, shaped like DriverWeights (lmHead is absent when the embeddings are tied: embed has both). */
+export interface FullGrad extends SequenceForward {
+  grads: { layers: Record<string, Float64Array>[]; embed: Float64Array; norm: Float64Array; lmHead: Float64Array | null };
+}
+
 export class Driver {
   readonly config: ModelConfig;
   readonly dtype: FloatDType;
@@ -79,6 +84,7 @@ export class Driver {
   private readonly headGrad: Graph;
   private readonly logits: Graph;
   private readonly loraGraphs = new Map<string, LoraGraphs>();
+  private fullGraphs: { layer: VjpSplit; head: VjpSplit } | null = null;
   private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
   /** The family's graphs and per-layer tables (models/registry.ts). */
   private readonly family: ModelGraphs;
@@ -100,6 +106,11 @@ export class Driver {
     this.head = this.family.head(this.dtype, 'none');
     this.headGrad = this.family.head(this.dtype, this.headGradMode);
     this.logits = this.family.logits(this.dtype);
+  }
+
+  /** The weights the graphs are fed; pretraining (training/small-lm) updates them in place. */
+  get weights(): DriverWeights {
+    return this.w;
   }
 
   /** The padded length for n tokens. */
@@ -322,4 +333,83 @@ export class Driver {
     }
     return { logp, grads };
   }
+
+  /**
+   * Full-parameter gradient, for pretraining: as `grad`, but toward every weight rather than a LoRA adapter. The
+   * layer graph's weights are graph inputs, so the same autodiff splits it over them; the head (norm, lm_head) is
+   * differentiated by its own split, recomputed per chunk so no [T, V] value is kept. Tied embeddings get the
+   * lm_head gradient plus the scatter of the input gradient into the rows of the tokens read.
+   */
+  async fullGrad(tokens: readonly number[], start: number, cotangent: (logp: Float64Array) => Float64Array): Promise<FullGrad> {
+    this.checkSpan(tokens, start);
+    const T = this.bucket(tokens.length);
+    const H = this.config.hiddenSize;
+    const L = this.config.numLayers;
+    const names = Object.keys(this.w.layers[0]!);
+    this.fullGraphs ??= {
+      layer: vjpSplit(this.baseLayer, { outputs: ['y'], wrt: ['x', ...names] }),
+      head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
+    };
+    const { layer, head } = this.fullGraphs;
+    const bind = { T };
+    const saved: Record<string, Feed>[] = [];
+    let x = this.embed(tokens, T);
+    for (let i = 0; i < L; i++) {
+      const tab = this.shapeTables(T, i);
+      const out = await this.rt.run(layer.forward, bind, { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]! });
+      const res: Record<string, Feed> = { x };
+      for (const r of layer.residuals) res[r] = out[r]!.data;
+      saved.push(res);
+      x = out['y']!.data as FArray;
+    }
+    const rows = tokens.length - start;
+    const hRows = x.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray;
+    const targets = tokens.slice(start);
+    const logp = await this.headRows(hRows, rows, targets, null);
+    const dlogp = cotangent(logp);
+    if (dlogp.length !== rows) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${rows} tokens`, 'objective');
+
+    const V = this.config.vocabSize;
+    const gNorm = new Float64Array(H);
+    const gHead = new Float64Array(V * H);
+    let dy = this.alloc(T * H);
+    const C = this.headChunk;
+    for (let r0 = 0; r0 < rows; r0 += C) {
+      const n = Math.min(C, rows - r0);
+      const hc = this.alloc(C * H);
+      hc.set(hRows.subarray(r0 * H, (r0 + n) * H));
+      const tg = new BigInt64Array(C);
+      const d = this.alloc(C);
+      for (let i = 0; i < n; i++) {
+        tg[i] = BigInt(targets[r0 + i]!);
+        d[i] = dlogp[r0 + i]!;
+      }
+      const out = await this.rt.run(head.backward, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg, [head.cotangents['logp']!]: d });
+      dy.set((out[head.gradients['h']!]!.data as FArray).subarray(0, n * H), (start - 1 + r0) * H);
+      addInto(gNorm, out[head.gradients['norm']!]!.data as FArray);
+      addInto(gHead, out[head.gradients['lm_head']!]!.data as FArray);
+    }
+
+    const gLayers: Record<string, Float64Array>[] = Array.from({ length: L }, () => ({}));
+    for (let i = L - 1; i >= 0; i--) {
+      const tab = this.shapeTables(T, i);
+      const out = await this.rt.run(layer.backward, bind, { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...saved[i]!, d_y: dy });
+      saved[i] = {};
+      for (const nm of names) gLayers[i]![nm] = Float64Array.from(out[layer.gradients[nm]!]!.data as FArray);
+      dy = out[layer.gradients['x']!]!.data as FArray;
+    }
+    // The embedding is a row copy (scaled for Gemma), so its gradient is the input gradient added into each token's row.
+    const scale = this.family.embedScale(this.dtype);
+    const tied = this.w.lmHead === this.w.embed;
+    const gEmbed = tied ? gHead : new Float64Array(this.w.embed.length);
+    for (let t = 0; t < tokens.length; t++) {
+      const o = tokens[t]! * H;
+      for (let j = 0; j < H; j++) gEmbed[o + j]! += scale * dy[t * H + j]!;
+    }
+    return { logp, grads: { layers: gLayers, embed: gEmbed, norm: gNorm, lmHead: tied ? null : gHead } };
+  }
+}
+
+function addInto(acc: Float64Array, a: ArrayLike<number>): void {
+  for (let i = 0; i < acc.length; i++) acc[i]! += a[i]!;
 }

@@ -8,7 +8,7 @@ import { BadInputError, NotAvailableError, ReinError } from '../../common/errors
 import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
 import { readServerInfo } from '../server/info.ts';
-import { writeDemoModel } from '../training/demo-model.ts';
+import { installSmallLm } from '../training/small-lm/model.ts';
 import { connectAgent, detectAgents, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, discoverModels } from './models.ts';
@@ -47,8 +47,9 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
 
     useDemoModel: () => {
       const dir = demoModelDir(d.home);
-      // Written once per home; the same seed gives the same weights, so a second wizard run changes nothing.
-      if (!existsSync(path.join(dir, 'config.json'))) writeDemoModel(dir, { seed: 0, overwrite: true });
+      // The committed small LM (training/small-lm), copied once per home: servable (byte-level BPE, GGUF) and
+      // pretrained on coding dialogues, so a second wizard run changes nothing.
+      if (!existsSync(path.join(dir, 'config.json'))) installSmallLm(dir);
       const model = describeHfDir(dir, 'Rein demo model', 'demo');
       // The balanced preset, as `rein demo` trains it: the same trust region and LR size rule as any model (presets.ts).
       const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'balanced' });

@@ -9,6 +9,7 @@ import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { runServe } from '../serve.ts';
 import { writeDemoModel } from '../training/demo-model.ts';
+import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
 import { linuxGpus } from './hardware.ts';
 
 let root: string;
@@ -75,6 +76,8 @@ describe('model discovery', () => {
     expect(r.settings['training.preset']).toBe('balanced');
     expect(c.status().model).toEqual({ id: r.model.path, configured: true });
     const before = readFileSync(path.join(r.model.path, 'model.safetensors'));
+    // The committed, pretrained small LM (servable: byte-level BPE), not random weights.
+    expect(before.equals(readFileSync(path.join(SMALL_LM_DIR, 'model.safetensors')))).toBe(true);
     await c.call('useDemoModel', {}, 'test');
     expect(readFileSync(path.join(r.model.path, 'model.safetensors')).equals(before)).toBe(true);
     // The presets resolve for it: training can start from here.
