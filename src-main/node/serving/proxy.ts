@@ -63,6 +63,8 @@ export interface ProxyOptions {
   maxBodyBytes?: number;
   /** How long no chat request must have been in flight before a turn is stored (default QUIET_MS). */
   captureQuietMs?: number;
+  /** How long the upstream may stay silent, before its headers or between two chunks (default UPSTREAM_IDLE_MS). */
+  upstreamIdleMs?: number;
   log?: (line: string) => void;
 }
 
@@ -74,6 +76,12 @@ export interface ProxyServer {
   idle(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** A local model may think for minutes before its first token on a long prompt; silence past this is a hung server,
+ *  and the client gets a 504 instead of waiting forever (issue #21 item 6). */
+export const UPSTREAM_IDLE_MS = 10 * 60_000;
+
+class UpstreamTimeoutError extends Error {}
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 
@@ -210,7 +218,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     if (Object.hasOwn(changed, 'proxy.upstreamApiKey')) settingKey = changed['proxy.upstreamApiKey'] ?? null;
   });
 
-  function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null): Promise<IncomingMessage> {
+  const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
+
+  /** `signal` is the client's: aborted when it goes away, at any point, so no upstream socket outlives it. */
+  function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
     const url = new URL(up.baseUrl.replace(/\/+$/, '') + sub);
     const https = url.protocol === 'https:';
     // Built from scratch: nothing of the client's headers (its Authorization is the Rein token) goes upstream.
@@ -221,10 +232,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     return new Promise((resolve, reject) => {
       const send = (again: boolean) => {
         let answered = false;
-        const r = (https ? httpsRequest : httpRequest)(url, { method, headers: h, agent: https ? agents.https : agents.http }, (upRes) => {
+        const r = (https ? httpsRequest : httpRequest)(url, { method, headers: h, agent: https ? agents.https : agents.http, signal }, (upRes) => {
           answered = true;
           resolve(upRes);
         });
+        // Socket inactivity: before the headers and between body chunks alike; the reply then ends cut (upstreamEnded).
+        r.setTimeout(idleMs, () => r.destroy(new UpstreamTimeoutError(`the upstream model server sent nothing for ${idleMs / 1000} s`)));
         r.on('error', (e: NodeJS.ErrnoException) => {
           // A kept-alive connection the upstream closed as it was being reused (its idle timeout): nothing was
           // answered on it, so the request goes once more, on a new connection.
@@ -395,20 +408,28 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
 
-    let upRes: IncomingMessage;
-    try {
-      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add));
-    } catch (e) {
-      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
-    }
-    // The client went away: stop the upstream too, and store nothing.
+    // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
     let aborted = false;
+    const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) {
         aborted = true;
-        upRes.destroy();
+        abort.abort();
       }
     });
+    let upRes: IncomingMessage;
+    try {
+      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add), abort.signal);
+    } catch (e) {
+      if (aborted) return;
+      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
+      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
+    }
+    if (aborted) {
+      upRes.destroy();
+      return;
+    }
+    abort.signal.addEventListener('abort', () => upRes.destroy());
     const status = upRes.statusCode ?? 502;
     const ok = status >= 200 && status < 300;
     const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
@@ -484,6 +505,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     try {
       upRes = await upstreamCall(up, 'GET', '/models', { accept: 'application/json' }, null);
     } catch (e) {
+      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
       return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
     }
     res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
@@ -510,7 +532,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     return sendError(res, 404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions and GET /v1/models)`, 'not_found');
   }
 
-  const server: Server = createServer({ requestTimeout: 0, headersTimeout: 20_000 }, (req, res) => {
+  const server: Server = createServer({ requestTimeout: 120_000, headersTimeout: 20_000 }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       log(`rein proxy: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
       sendError(res, 500, 'internal error (see the Rein log)', 'internal_error');
