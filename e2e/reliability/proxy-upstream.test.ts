@@ -48,7 +48,51 @@ async function startAgainst(url: string, upstreamIdleMs?: number): Promise<Proxy
 
 const chat = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
 
+/** An upstream streaming `total` bytes of SSE chat chunks, generated as the client reads (never held whole). */
+async function startHuge(total: number): Promise<string> {
+  const content = 'x'.repeat(64 * 1024);
+  const ev = Buffer.from(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content } }] })}\n\n`);
+  silent = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    let sent = 0;
+    const pump = (): void => {
+      while (sent < total) {
+        sent += ev.length;
+        if (!res.write(ev)) return void res.once('drain', pump);
+      }
+      res.end(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+    };
+    pump();
+  });
+  await new Promise<void>((r) => silent!.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
+}
+
 describe('proxy upstream bounds (issue #21 item 6)', () => {
+  it('a 2 GB streamed reply passes through whole with bounded memory, and the stored turn is capped', async () => {
+    const total = 2 * 1024 ** 3;
+    const p = await startAgainst(await startHuge(total));
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+    const t0 = performance.now();
+    const r = await fetch(`${p.url}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    let got = 0;
+    for await (const c of r.body!) got += (c as Uint8Array).length;
+    const s = (performance.now() - t0) / 1000;
+    await p.idle();
+    clearInterval(sampler);
+    const turns = await core!.call('listTurns', { limit: 5 }, 'test');
+    const turn = turns.items[0] === undefined ? null : await core!.call('getTurn', { turnId: turns.items[0].id }, 'test');
+    const mb = (n: number) => (n / 1024 ** 2).toFixed(0);
+    console.log(`2 GB SSE reply: ${mb(got)} MB to the client in ${s.toFixed(1)} s, RSS ${mb(rss0)} MB → peak ${mb(peak)} MB; stored turns ${turns.items.length}, response ${turn?.response.length ?? 0} chars`);
+    expect(got).toBeGreaterThan(total);
+    expect(peak - rss0).toBeLessThan(400 * 1024 ** 2);
+    expect(turns.items).toHaveLength(1);
+    expect(turn!.response.length).toBeLessThanOrEqual(1_000_000);
+  });
+
   it('a silent upstream: a 504 naming the timeout, in bounded time', async () => {
     const up = await startSilent();
     const p = await startAgainst(up.url, 1500);

@@ -83,6 +83,19 @@ export const UPSTREAM_IDLE_MS = 10 * 60_000;
 
 class UpstreamTimeoutError extends Error {}
 
+/** The most of one streamed reply kept to read its turn from; the client still gets every byte. A turn's text is
+ *  capped far below this when stored (capture.maxTextChars), so a 2 GB reply need not cost 2 GB of memory. */
+export const COPY_MAX_BYTES = 32 * 1024 * 1024;
+
+function keep(copy: ReplyCopy, chunk: Buffer): void {
+  if (copy.capped) return;
+  const room = COPY_MAX_BYTES - copy.bytes;
+  if (chunk.length > room) copy.capped = true;
+  const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+  copy.raw.push(part);
+  copy.bytes += part.length;
+}
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 
 function forwardHeaders(h: IncomingHttpHeaders, dropLength: boolean): OutgoingHttpHeaders {
@@ -139,6 +152,9 @@ interface ReplyCopy {
   stream: boolean;
   /** The reply's bytes as the upstream sent them (with the logprobs a rewritten reply no longer has). */
   raw: Buffer[];
+  /** Bytes in raw; past COPY_MAX_BYTES the rest of a streamed reply is forwarded but not kept (capped). */
+  bytes: number;
+  capped: boolean;
   headerVersion: number | null;
   session: string | undefined;
 }
@@ -435,7 +451,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     const headerVersion = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerVersion, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerVersion, session };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);
@@ -446,10 +462,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       res.writeHead(status, forwardHeaders(upRes.headers, true));
       const split = new SseSplitter();
       upRes.on('data', (chunk: Buffer) => {
-        copy.raw.push(chunk);
+        keep(copy, chunk);
         let out = '';
         for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
-        if (out.length > 0) res.write(out);
+        if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
       });
       if (!(await upstreamEnded(upRes))) return cut(res);
       const rest = split.rest();
@@ -476,13 +492,20 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
       res.writeHead(status, forwardHeaders(upRes.headers, false));
       upRes.on('data', (chunk: Buffer) => {
-        res.write(chunk);
-        if (ok) copy.raw.push(chunk);
+        if (!res.write(chunk)) holdFor(res, upRes);
+        if (ok) keep(copy, chunk);
       });
       if (!(await upstreamEnded(upRes))) return cut(res);
       res.end();
       ended();
     }
+  }
+
+  /** A client that reads slower than the upstream sends: pause the upstream until the client has drained, so its
+   *  bytes wait in the kernel's buffers and not in this process's memory. */
+  function holdFor(res: ServerResponse, upRes: IncomingMessage): void {
+    upRes.pause();
+    res.once('drain', () => upRes.resume());
   }
 
   /** True when the upstream's reply ended whole; false when it failed or closed first (or the client went away). */
