@@ -32,13 +32,14 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(dir)).toEqual(['a.bin']);
   });
 
-  it('exclusive refuses a temporary path that already exists (a planted link is never written through)', () => {
+  it('the temporary name is fresh each time, so a link planted at the old `<file>.tmp-<pid>` is never written through', () => {
     const target = path.join(dir, 'victim');
     writeFileSync(target, 'keep');
-    const tmp = path.join(dir, '.c.tmp');
-    symlinkSync(target, tmp);
-    expect(() => writeFileAtomic(path.join(dir, 'c'), (fd) => writeAll(fd, Buffer.from('evil')), { tmp, exclusive: true })).toThrow(/EEXIST/);
+    const file = path.join(dir, 'c');
+    symlinkSync(target, `${file}.tmp-${process.pid}`);
+    writeFileAtomic(file, (fd) => writeAll(fd, Buffer.from('data')));
     expect(readFileSync(target, 'utf8')).toBe('keep');
-    expect(existsSync(path.join(dir, 'c'))).toBe(false);
+    expect(readFileSync(file, 'utf8')).toBe('data');
+    expect(existsSync(`${file}.tmp-${process.pid}`)).toBe(true);
   });
 });

@@ -42,6 +42,9 @@ export const DEFAULT_MODEL_ID = 'default';
 
 /** Room left for a string in a context whose shared budget ran out: enough for the truncation marker. */
 const MIN_CONTEXT_STRING = 64;
+/** How far past the server clock a capture's createdAt may lie (clock skew between a hook and the server). Further
+ *  would make a turn "the latest" for good, the target of every `/rl good` (issue #21 item 12). */
+export const MAX_CREATED_AT_AHEAD_MS = 24 * 3600 * 1000;
 
 export function zodToBadInput(verb: string, err: z.ZodError): BadInputError {
   const issue = err.issues[0]!;
@@ -109,6 +112,10 @@ export function createCore(opts: CoreOptions): ReinCore {
   }
 
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
+    const at = now();
+    if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
+      throw new BadInputError(`captureTurn: createdAt ${input.createdAt} is more than a day past the server clock (${at})`, 'createdAt');
+    }
     let truncated = false;
     const cap = (s: string, max: number): string => {
       const r = capText(redact(s), max);
@@ -135,7 +142,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       source: input.source,
       session: input.session ?? null,
       eventId: input.eventId,
-      createdAt: input.createdAt ?? now(),
+      createdAt: input.createdAt ?? at,
       prompt,
       context,
       response,

@@ -109,6 +109,8 @@ export interface ProxyOptions {
   maxBodyBytes?: number;
   /** How long no chat request must have been in flight before a turn is stored (default QUIET_MS). */
   captureQuietMs?: number;
+  /** How long the upstream may stay silent, before its headers or between two chunks (default UPSTREAM_IDLE_MS). */
+  upstreamIdleMs?: number;
   log?: (line: string) => void;
 }
 
@@ -119,6 +121,25 @@ export interface ProxyServer {
   /** Settles when every capture started so far is stored (tests, shutdown). */
   idle(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A local model may think for minutes before its first token on a long prompt; silence past this is a hung server,
+ *  and the client gets a 504 instead of waiting forever (issue #21 item 6). */
+export const UPSTREAM_IDLE_MS = 10 * 60_000;
+
+class UpstreamTimeoutError extends Error {}
+
+/** The most of one streamed reply kept to read its turn from; the client still gets every byte. A turn's text is
+ *  capped far below this when stored (capture.maxTextChars), so a 2 GB reply need not cost 2 GB of memory. */
+export const COPY_MAX_BYTES = 32 * 1024 * 1024;
+
+function keep(copy: ReplyCopy, chunk: Buffer): void {
+  if (copy.capped) return;
+  const room = COPY_MAX_BYTES - copy.bytes;
+  if (chunk.length > room) copy.capped = true;
+  const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+  copy.raw.push(part);
+  copy.bytes += part.length;
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
@@ -181,6 +202,9 @@ interface ReplyCopy {
   headerProducer: Producer | null;
   headerSampling: Sampling | null;
   kind: UpstreamKind;
+  /** Bytes in raw; past COPY_MAX_BYTES the rest of a streamed reply is forwarded but not kept (capped). */
+  bytes: number;
+  capped: boolean;
   session: string | undefined;
 }
 
@@ -259,7 +283,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     if (Object.hasOwn(changed, 'proxy.upstreamApiKey')) settingKey = changed['proxy.upstreamApiKey'] ?? null;
   });
 
-  function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null): Promise<IncomingMessage> {
+  const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
+
+  /** `signal` is the client's: aborted when it goes away, at any point, so no upstream socket outlives it. */
+  function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
     const url = new URL(up.baseUrl.replace(/\/+$/, '') + sub);
     const https = url.protocol === 'https:';
     // Built from scratch: nothing of the client's headers (its Authorization is the Rein token) goes upstream.
@@ -270,10 +297,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     return new Promise((resolve, reject) => {
       const send = (again: boolean) => {
         let answered = false;
-        const r = (https ? httpsRequest : httpRequest)(url, { method, headers: h, agent: https ? agents.https : agents.http }, (upRes) => {
+        const r = (https ? httpsRequest : httpRequest)(url, { method, headers: h, agent: https ? agents.https : agents.http, signal }, (upRes) => {
           answered = true;
           resolve(upRes);
         });
+        // Socket inactivity: before the headers and between body chunks alike; the reply then ends cut (upstreamEnded).
+        r.setTimeout(idleMs, () => r.destroy(new UpstreamTimeoutError(`the upstream model server sent nothing for ${idleMs / 1000} s`)));
         r.on('error', (e: NodeJS.ErrnoException) => {
           // A kept-alive connection the upstream closed as it was being reused (its idle timeout): nothing was
           // answered on it, so the request goes once more, on a new connection.
@@ -447,20 +476,28 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
 
-    let upRes: IncomingMessage;
-    try {
-      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add));
-    } catch (e) {
-      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
-    }
-    // The client went away: stop the upstream too, and store nothing.
+    // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
     let aborted = false;
+    const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) {
         aborted = true;
-        upRes.destroy();
+        abort.abort();
       }
     });
+    let upRes: IncomingMessage;
+    try {
+      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add), abort.signal);
+    } catch (e) {
+      if (aborted) return;
+      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
+      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
+    }
+    if (aborted) {
+      upRes.destroy();
+      return;
+    }
+    abort.signal.addEventListener('abort', () => upRes.destroy());
     const status = upRes.statusCode ?? 502;
     const ok = status >= 200 && status < 300;
     const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
@@ -471,7 +508,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
     const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerProducer, headerSampling, kind: up.kind, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, session };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);
@@ -482,10 +519,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       res.writeHead(status, forwardHeaders(upRes.headers, true));
       const split = new SseSplitter();
       upRes.on('data', (chunk: Buffer) => {
-        copy.raw.push(chunk);
+        keep(copy, chunk);
         let out = '';
         for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
-        if (out.length > 0) res.write(out);
+        if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
       });
       if (!(await upstreamEnded(upRes))) return cut(res);
       const rest = split.rest();
@@ -512,13 +549,20 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
       res.writeHead(status, forwardHeaders(upRes.headers, false));
       upRes.on('data', (chunk: Buffer) => {
-        res.write(chunk);
-        if (ok) copy.raw.push(chunk);
+        if (!res.write(chunk)) holdFor(res, upRes);
+        if (ok) keep(copy, chunk);
       });
       if (!(await upstreamEnded(upRes))) return cut(res);
       res.end();
       ended();
     }
+  }
+
+  /** A client that reads slower than the upstream sends: pause the upstream until the client has drained, so its
+   *  bytes wait in the kernel's buffers and not in this process's memory. */
+  function holdFor(res: ServerResponse, upRes: IncomingMessage): void {
+    upRes.pause();
+    res.once('drain', () => upRes.resume());
   }
 
   /** True when the upstream's reply ended whole; false when it failed or closed first (or the client went away). */
@@ -541,6 +585,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     try {
       upRes = await upstreamCall(up, 'GET', '/models', { accept: 'application/json' }, null);
     } catch (e) {
+      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
       return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
     }
     res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
@@ -567,7 +612,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     return sendError(res, 404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions and GET /v1/models)`, 'not_found');
   }
 
-  const server: Server = createServer({ requestTimeout: 0, headersTimeout: 20_000 }, (req, res) => {
+  const server: Server = createServer({ requestTimeout: 120_000, headersTimeout: 20_000 }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       log(`rein proxy: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
       sendError(res, 500, 'internal error (see the Rein log)', 'internal_error');

@@ -2,7 +2,7 @@
 // timeout so concurrent writers (app, CLI, hooks) queue instead of failing, foreign keys on (they are off by
 // default in SQLite), and synchronous=NORMAL, which in WAL mode is durable across application crashes.
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, constants, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { MIGRATIONS } from './migrations/index.ts';
 import { migrate } from './migrate.ts';
@@ -11,6 +11,11 @@ export const BUSY_TIMEOUT_MS = 5000;
 
 export function openDatabase(file: string): Database.Database {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // The turns are the user's prompts and answers: owner-only even when REIN_HOME already exists as 0755 (mkdir's mode
+  // then does nothing). SQLite creates the -wal and -shm files with the database file's mode (os_unix.c
+  // findCreateFileMode), so creating the file 0600 first covers all three.
+  closeSync(openSync(file, constants.O_RDWR | constants.O_CREAT, 0o600));
+  chmodSync(file, 0o600);
   const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);

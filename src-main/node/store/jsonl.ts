@@ -2,7 +2,6 @@
 // {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
 // writing anything, skips turns already present (by source + event id) together with their ratings,
 // remaps turn, run and rating ids, and writes everything in one transaction.
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
@@ -14,6 +13,7 @@ import { MIGRATIONS } from './migrations/index.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
 import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
+import { readRegularFile } from '../fs-read.ts';
 
 export const EXPORT_FORMAT = 'rein-export';
 const SCHEMA_VERSION = MIGRATIONS.length;
@@ -190,10 +190,13 @@ export interface ImportResult {
   ratingIds: number[];
 }
 
+/** V8 strings stop near 2^29 characters; an export this large would need a streaming reader. */
+export const IMPORT_MAX_BYTES = 500 * 1024 * 1024;
+
 function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[] } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegularFile(file, IMPORT_MAX_BYTES);
   } catch (e) {
     throw new BadInputError(`importData: cannot read ${file}: ${(e as Error).message}`, 'path');
   }

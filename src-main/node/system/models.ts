@@ -6,7 +6,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { LocalModel, ModelSource } from '../../common/system.ts';
-import { modelShape } from '../training/model.ts';
+import { CONFIG_JSON_MAX_BYTES, modelShape } from '../training/model.ts';
+import { readRegularFile } from '../fs-read.ts';
 
 const MAX_FOLDER_ENTRIES = 500;
 
@@ -37,7 +38,7 @@ export function describeHfDir(dir: string, name: string, source: ModelSource): L
   const base: LocalModel = { name, path: dir, source, arch: null, params: null, trainable: false, why: null, bytes: dirBytes(dir) };
   let config: Record<string, unknown>;
   try {
-    config = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    config = JSON.parse(readRegularFile(path.join(dir, 'config.json'), CONFIG_JSON_MAX_BYTES)) as Record<string, unknown>;
   } catch (e) {
     return { ...base, why: `config.json cannot be read: ${(e as Error).message}` };
   }

@@ -1,12 +1,13 @@
 // Which model directory a round trains, and its shape for the presets. A model id is registered in the `models`
 // table (id → path, by the wizard or `rein model add`); an absolute path to an HF directory is accepted as its own id.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NotAvailableError } from '../../common/errors.ts';
 import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
 import { numel } from '../../common/engine/models/params.ts';
 import type { ModelShape } from '../../common/training/presets.ts';
 import type { Store } from '../store/store.ts';
+import { readRegularFile } from '../fs-read.ts';
 
 export function resolveModelDir(store: Store, modelId: string): string {
   const row = store.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId);
@@ -20,9 +21,12 @@ export function resolveModelDir(store: Store, modelId: string): string {
   return dir;
 }
 
+/** An HF config.json is a few KB; a larger one is not a config. */
+export const CONFIG_JSON_MAX_BYTES = 1024 * 1024;
+
 /** Parameter counts from config.json through the model's parameter table. */
 export function modelShape(dir: string): ModelShape {
-  const raw = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const raw = JSON.parse(readRegularFile(path.join(dir, 'config.json'), CONFIG_JSON_MAX_BYTES)) as Record<string, unknown>;
   const total = modelParams(parseModelConfig(raw)).reduce((s, p) => s + numel(p.shape), 0);
   const experts = Number(raw['num_local_experts'] ?? raw['num_experts'] ?? 0);
   const perTok = Number(raw['num_experts_per_tok'] ?? 0);

@@ -25,7 +25,7 @@
 //   Q    NH · D,  KV  KVH · D
 //   W    sliding window of local layers   (sliding_window): query i sees keys j with i − W < j ≤ i
 import { z } from 'zod';
-import { ModelConfigError, resolveParams } from './params.ts';
+import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
 import { causalMask, loraInputNames, ropeTables } from './llama.ts';
 import type { FloatDType, HeadGrad, LayerLora, LlamaConfig, RopeScaling } from './llama.ts';
@@ -67,7 +67,7 @@ const hfGemmaSchema = z.looseObject({
   vocab_size: posInt,
   hidden_size: posInt,
   intermediate_size: posInt,
-  num_hidden_layers: posInt,
+  num_hidden_layers: posInt.max(MAX_LAYERS),
   num_attention_heads: posInt,
   num_key_value_heads: posInt.optional(),
   head_dim: posInt.optional(),

@@ -16,7 +16,7 @@
 //   KV   key/value projection width = KVH · D
 //   W    sliding attention window (Mistral sliding_window): query i sees keys j with i − W < j ≤ i
 import { z } from 'zod';
-import { ModelConfigError, resolveParams } from './params.ts';
+import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
 import { Graph, GraphError } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
@@ -90,7 +90,7 @@ const hfConfigSchema = z.looseObject({
   vocab_size: posInt,
   hidden_size: posInt,
   intermediate_size: posInt,
-  num_hidden_layers: posInt,
+  num_hidden_layers: posInt.max(MAX_LAYERS),
   num_attention_heads: posInt,
   num_key_value_heads: posInt.optional(),
   head_dim: posInt.nullish(),

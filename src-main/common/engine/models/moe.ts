@@ -23,7 +23,7 @@
 // driver) before training a large one. Ties between probabilities select every tied expert (measure zero with
 // real-valued weights). LoRA goes on the attention projections; the experts and the router stay frozen.
 import { z } from 'zod';
-import { ModelConfigError, resolveParams } from './params.ts';
+import { MAX_EXPERTS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
 import { llamaLayerGraph } from './llama.ts';
 import type { FloatDType, LayerLora, LayerVariant, LlamaConfig } from './llama.ts';
@@ -52,8 +52,8 @@ export function moeDims(c: MoeConfig): Record<MoeDim, number> {
 
 const posInt = z.number().int().positive();
 const hfMoeSchema = z.looseObject({
-  num_experts: posInt.optional(),
-  num_local_experts: posInt.optional(),
+  num_experts: posInt.max(MAX_EXPERTS).optional(),
+  num_local_experts: posInt.max(MAX_EXPERTS).optional(),
   num_experts_per_tok: posInt,
   moe_intermediate_size: posInt.optional(),
   norm_topk_prob: z.boolean().optional(),

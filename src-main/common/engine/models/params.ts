@@ -54,6 +54,12 @@ export function modulePath(hfKey: string): string {
   return hfKey.replace(/\.(weight|bias)$/, '');
 }
 
+/** Bounds on the counts a config.json sets and resolveParams enumerates, far above any released model (Llama 3.1
+ *  405B has 126 layers, Qwen3 MoE 128 experts). Unbounded, `num_hidden_layers: 2000000000` built a 3 GB table while
+ *  the server stalled (issue #21 item 7). */
+export const MAX_LAYERS = 1024;
+export const MAX_EXPERTS = 1024;
+
 export function resolveParams<C, D extends string>(
   rows: readonly ParamRow<C, D>[],
   config: C,

@@ -3,11 +3,12 @@
 // blocks: text, thinking, tool_use, tool_result). Tool results arrive as `type:"user"` lines, so the human prompt
 // is the last user line whose content is a string or text blocks, with no tool_result, not isMeta (or a
 // sidechain, except in a subagent's own transcript, where every line is one).
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { ContextMessage } from '../../../common/domain.ts';
 import { BadInputError } from '../../../common/errors.ts';
 import { isRecord, truncate } from '../shared/text.ts';
+import { FileReadError, openRegular } from '../../fs-read.ts';
 
 /** Transcripts can grow to many MB; only the tail holds the current turn. */
 export const TRANSCRIPT_TAIL_BYTES = 16 * 1024 * 1024;
@@ -23,12 +24,17 @@ export interface TranscriptTurn {
 /** Read the tail of a transcript file as lines (the first, possibly cut, line is dropped when the tail is partial). */
 export function readTranscriptLines(file: string): string[] {
   if (path.extname(file) !== '.jsonl') throw new BadInputError(`not a transcript (.jsonl) path: ${file}`, 'transcript_path');
-  const fd = openSync(file, 'r');
+  let opened: { fd: number; size: number };
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new BadInputError(`transcript is not a regular file: ${file}`, 'transcript_path');
-    const start = Math.max(0, st.size - TRANSCRIPT_TAIL_BYTES);
-    const buf = Buffer.alloc(st.size - start);
+    opened = openRegular(file);
+  } catch (e) {
+    if (e instanceof FileReadError) throw new BadInputError(`transcript is not a regular file: ${file}`, 'transcript_path');
+    throw e;
+  }
+  const { fd, size } = opened;
+  try {
+    const start = Math.max(0, size - TRANSCRIPT_TAIL_BYTES);
+    const buf = Buffer.alloc(size - start);
     let off = 0;
     while (off < buf.length) {
       const n = readSync(fd, buf, off, buf.length - off, start + off);

@@ -12,7 +12,96 @@ interface KeySpan {
   comment: string;
 }
 
-const HEADER = /^\s*\[/;
+/**
+ * Which lines start outside every value (not inside a multi-line string, nor an array or inline table spanning lines),
+ * and which of those are table headers. Judging `[` line by line took a top-level nested array's `[` line, or
+ * `[IMPORTANT]` inside a """…""" string, for a header and wrote into the middle of a value (issue #21 item 5).
+ * Strings, comments and brackets follow toml.io v1.0.0; a file whose strings or brackets never close is refused.
+ */
+function scanLines(text: string): { clean: boolean[]; header: boolean[] } {
+  const clean: boolean[] = [];
+  const header: boolean[] = [];
+  let depth = 0;
+  let lineStart = true;
+  const fail = (what: string): never => {
+    throw new ReinError('conflict', `config.toml: ${what} never ends (line ${clean.length}); Rein will not edit a file it cannot read: fix it, or edit it by hand`);
+  };
+  for (let i = 0; i < text.length; i++) {
+    if (lineStart) {
+      lineStart = false;
+      clean.push(depth === 0);
+      const m = /^[ \t]*/.exec(text.slice(i, i + 256))!;
+      const isHeader = depth === 0 && text[i + m[0].length] === '[';
+      header.push(isHeader);
+      if (isHeader) {
+        // A header ([a."b"] or [[a]]) ends its line; its quoted keys cannot hold a newline.
+        const nl = text.indexOf('\n', i);
+        if (nl < 0) break;
+        i = nl;
+        lineStart = true;
+        continue;
+      }
+    }
+    const c = text[i]!;
+    if (c === '\n') {
+      lineStart = true;
+    } else if (c === '#') {
+      const nl = text.indexOf('\n', i);
+      if (nl < 0) break;
+      i = nl - 1;
+    } else if (c === '"' || c === "'") {
+      const triple = c.repeat(3);
+      if (text.startsWith(triple, i)) {
+        let j = i + 3;
+        for (;;) {
+          const k = text.indexOf(triple, j);
+          if (k < 0) fail('a multi-line string');
+          if (c === '"' && isEscaped(text, k)) {
+            j = k + 1;
+            continue;
+          }
+          // Up to two quotes may sit just before the closing delimiter: """a""""" is a"" closed.
+          let end = k + 3;
+          while (end < text.length && text[end] === c && end < k + 5) end++;
+          for (let n = i; n < end; n++) {
+            if (text[n] === '\n') {
+              clean.push(false);
+              header.push(false);
+            }
+          }
+          i = end - 1;
+          break;
+        }
+      } else {
+        let j = i + 1;
+        while (j < text.length && text[j] !== c && text[j] !== '\n') j += c === '"' && text[j] === '\\' ? 2 : 1;
+        if (j >= text.length || text[j] !== c) fail('a string');
+        i = j;
+      }
+    } else if (c === '[' || c === '{') depth++;
+    else if (c === ']' || c === '}') depth = Math.max(0, depth - 1);
+  }
+  if (depth !== 0) fail('an array or inline table');
+  return { clean, header };
+}
+
+/** A backslash-escaped character: an odd run of backslashes before it. */
+function isEscaped(text: string, at: number): boolean {
+  let n = 0;
+  while (at - 1 - n >= 0 && text[at - 1 - n] === '\\') n++;
+  return n % 2 === 1;
+}
+
+/** Refuses (ReinError 'conflict') a file whose strings, arrays or inline tables never close: checked before an edit
+ *  and on the edited text before it is written. */
+export function checkToml(text: string): void {
+  scanLines(text);
+}
+
+function checked(text: string): string {
+  checkToml(text);
+  return text;
+}
 
 /** Scan a value from `text`, returning its length (through the balanced closing bracket for an array). */
 function scanValue(text: string): { len: number; complete: boolean } {
@@ -49,16 +138,18 @@ function scanValue(text: string): { len: number; complete: boolean } {
 }
 
 /** End of the top-level region: the index of the first table header line (or the line count). */
-function topLevelEnd(lines: string[]): number {
-  for (let i = 0; i < lines.length; i++) if (HEADER.test(lines[i]!)) return i;
+function topLevelEnd(lines: string[], header: boolean[]): number {
+  for (let i = 0; i < lines.length; i++) if (header[i] === true) return i;
   return lines.length;
 }
 
 export function findTopLevelKey(text: string, key: string): KeySpan | null {
   const lines = text.split('\n');
-  const end = topLevelEnd(lines);
+  const { clean, header } = scanLines(text);
+  const end = topLevelEnd(lines, header);
   const re = new RegExp(`^\\s*(?:${key}|"${key}")\\s*=\\s*`);
   for (let i = 0; i < end; i++) {
+    if (clean[i] !== true) continue;
     const m = re.exec(lines[i]!);
     if (!m) continue;
     const rest = lines.slice(i).join('\n').slice(m[0].length);
@@ -131,60 +222,62 @@ export function setTopLevelKey(text: string, key: string, value: string | null):
   if (span) {
     const repl = value === null ? [] : [`${key} = ${value}${span.comment ? ' ' + span.comment : ''}`];
     lines.splice(span.start, span.end - span.start, ...repl);
-    return lines.join('\n');
+    return checked(lines.join('\n'));
   }
-  if (value === null) return text;
+  if (value === null) return checked(text);
   const line = `${key} = ${value}`;
-  if (text === '') return line + '\n';
-  const end = topLevelEnd(lines);
+  if (text === '') return checked(line + '\n');
+  const end = topLevelEnd(lines, scanLines(text).header);
   if (end === lines.length) {
     // No tables: append, keeping the file's final newline (or its absence) as it was.
-    return text.endsWith('\n') ? text + line + '\n' : text + '\n' + line;
+    return checked(text.endsWith('\n') ? text + line + '\n' : text + '\n' + line);
   }
   // Before the first table, after the last top-level line that has content, so it cannot fall into a table.
   let at = end;
   while (at > 0 && lines[at - 1]!.trim() === '') at--;
   lines.splice(at, 0, line);
-  return lines.join('\n');
+  return checked(lines.join('\n'));
 }
 
 /** `[hooks.state."<key>"]` with `trusted_hash`, replacing an earlier one for the same key. */
 export function setHookTrust(text: string, key: string, hash: string): string {
   const header = `[hooks.state.${JSON.stringify(key)}]`;
   const lines = text.split('\n');
-  const at = lines.findIndex((l) => l.trim() === header);
+  const isHeader = scanLines(text).header;
+  const at = lines.findIndex((l, i) => isHeader[i] === true && l.trim() === header);
   const body = `trusted_hash = ${JSON.stringify(hash)}`;
   if (at >= 0) {
     let j = at + 1;
-    while (j < lines.length && !HEADER.test(lines[j]!)) {
+    while (j < lines.length && isHeader[j] !== true) {
       if (/^\s*trusted_hash\s*=/.test(lines[j]!)) {
         lines[j] = body;
-        return lines.join('\n');
+        return checked(lines.join('\n'));
       }
       j++;
     }
     lines.splice(at + 1, 0, body);
-    return lines.join('\n');
+    return checked(lines.join('\n'));
   }
   const sep = text === '' ? '' : text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
-  return `${text}${sep}${header}\n${body}\n`;
+  return checked(`${text}${sep}${header}\n${body}\n`);
 }
 
 /** Remove Rein's trust tables (header plus its lines up to the next table), given the keys Rein wrote. */
 export function removeHookTrust(text: string, keys: string[]): string {
   const headers = new Set(keys.map((k) => `[hooks.state.${JSON.stringify(k)}]`));
   const lines = text.split('\n');
+  const isHeader = scanLines(text).header;
   const out: string[] = [];
   for (let i = 0; i < lines.length; i++) {
-    if (!headers.has(lines[i]!.trim())) {
+    if (isHeader[i] !== true || !headers.has(lines[i]!.trim())) {
       out.push(lines[i]!);
       continue;
     }
     let j = i + 1;
-    while (j < lines.length && !HEADER.test(lines[j]!)) j++;
+    while (j < lines.length && isHeader[j] !== true) j++;
     // Keep the blank line that separated the next table, drop the one we added before ours.
     if (out.length > 0 && out[out.length - 1] === '' && j < lines.length) out.pop();
     i = j - 1;
   }
-  return out.join('\n');
+  return checked(out.join('\n'));
 }

@@ -51,7 +51,5 @@ export function writeAtomic(file: string, bytes: Buffer | string | null, mode: n
     return;
   }
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  // A hidden, unpredictable temporary name in the agent's own folder, created exclusively.
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.rein-${process.pid}-${Date.now()}.tmp`);
-  writeFileAtomic(file, (fd) => writeAll(fd, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes), { tmp, mode, exclusive: true, fsync: true });
+  writeFileAtomic(file, (fd) => writeAll(fd, typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes), { mode, fsync: true });
 }

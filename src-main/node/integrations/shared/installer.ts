@@ -107,6 +107,10 @@ export function toChanges(edits: FileEdit[]): Change[] {
     const cur = readState(e.path);
     const after = e.after === null ? null : Buffer.from(e.after, 'utf8');
     const mode = e.mode ?? cur.mode ?? 0o644;
+    // A file its owner made read-only is a file they do not want changed: refuse before anything is written.
+    if (cur.bytes !== null && cur.mode !== null && (cur.mode & 0o200) === 0 && !(cur.bytes.equals(after ?? Buffer.alloc(0)) && cur.mode === mode)) {
+      throw new ReinError('conflict', `${e.path} is read-only (mode ${cur.mode.toString(8)}); Rein will not replace it. Make it writable (chmod u+w) and run setup again, or make the change by hand`);
+    }
     const same = cur.bytes === null ? after === null : after !== null && cur.bytes.equals(after);
     if (same && (after === null || cur.mode === mode)) continue;
     out.push({ path: e.path, before: cur.bytes, after, mode, summary: e.summary });
@@ -152,14 +156,24 @@ export async function install(integration: Integration, env: InstallEnv, opts: {
     if (cs.length === 0) return;
     const b = backup(env.rein, integration.agent, 'install', cs);
     backupDir ??= b.dir;
-    for (const c of cs) {
-      const prev = rec.files[c.path];
-      // A file Rein already wrote keeps its first original; otherwise the current bytes are the original.
-      if (!(prev && prev.written === sha256(c.before))) {
-        rec.files[c.path] = { existed: c.before !== null, mode: readState(c.path).mode, backup: b.copies.get(c.path) ?? null, written: null };
+    // All or nothing: when one write fails, the files already written go back to their bytes and modes before it,
+    // so no agent config is left changed with no install record to undo it.
+    const done: { c: Change; mode: number | null }[] = [];
+    try {
+      for (const c of cs) {
+        const mode = readState(c.path).mode;
+        const prev = rec.files[c.path];
+        // A file Rein already wrote keeps its first original; otherwise the current bytes are the original.
+        if (!(prev && prev.written === sha256(c.before))) {
+          rec.files[c.path] = { existed: c.before !== null, mode, backup: b.copies.get(c.path) ?? null, written: null };
+        }
+        writeAtomic(c.path, c.after, c.mode);
+        done.push({ c, mode });
+        rec.files[c.path]!.written = sha256(c.after);
       }
-      writeAtomic(c.path, c.after, c.mode);
-      rec.files[c.path]!.written = sha256(c.after);
+    } catch (e) {
+      for (const { c, mode } of done.reverse()) writeAtomic(c.path, c.before, mode ?? 0o644);
+      throw e;
     }
     rec.installedAt = Date.now();
     state.agents[integration.agent] = rec;
