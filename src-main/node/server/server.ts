@@ -41,6 +41,11 @@ export interface CaptureServer {
   close(): Promise<void>;
 }
 
+/**
+ * Requests per minute without the token (health checks, the renderer's static files, rejected calls): enough for the
+ * app's own page loads, too few for a web page's flood to cost the CPU that captures need.
+ */
+const ANON_RATE_LIMIT_PER_MINUTE = 600;
 const API_HEADERS = {
   'content-type': 'application/json; charset=utf-8',
   'cache-control': 'no-store',
@@ -59,6 +64,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limiter = new RateLimiter(opts.rateLimitPerMinute);
+  const anonLimiter = new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE);
   const sse = createSseHub(core, { heartbeatMs: opts.heartbeatMs ?? 15_000, headers: { 'x-content-type-options': 'nosniff' } });
   const disposeSettings = core.on('settingsChanged', (changed) => {
     const n = changed['server.rateLimitPerMinute'];
@@ -81,18 +87,23 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     const pathname = (req.url ?? '/').split('?')[0];
     const denied = checkHostAndOrigin(req.headers, port);
     if (denied) return reject(req, res, denied);
-    const wait = limiter.take();
+    const api = pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/');
+    const health = pathname === '/api/health' && (method === 'GET' || method === 'HEAD');
+    // Authenticate before rate limiting: a request without the token (an <img> on any web page sends one) draws on
+    // its own small bucket, so a flood of them can never spend the captures' (issue #21 item 3).
+    const unauthorized = api && !health ? checkToken(req.headers, token) : null;
+    const bucket = api && !health && !unauthorized ? limiter : anonLimiter;
+    const wait = bucket.take();
     if (wait > 0) {
-      const err = new ReinError('rate_limited', `more than ${limiter.limit} requests per minute; retry in ${wait} s`);
+      const err = new ReinError('rate_limited', `more than ${bucket.limit} requests per minute; retry in ${wait} s`);
       return reject(req, res, err, 429, { 'retry-after': String(wait) });
     }
-    if (pathname === '/api/health' && (method === 'GET' || method === 'HEAD')) {
+    if (health) {
       res.writeHead(200, API_HEADERS);
       res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));
       return;
     }
-    if (pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/')) {
-      const unauthorized = checkToken(req.headers, token);
+    if (api) {
       if (unauthorized) return reject(req, res, unauthorized, 401, { 'www-authenticate': 'Bearer realm="rein"' });
       if (pathname === '/api/events' && method === 'GET') return sse.attach(req, res);
       const verb = verbOf(pathname);
