@@ -53,6 +53,11 @@ const API_HEADERS = {
 };
 
 /** Verb names are the keys of VERBS; `Object.hasOwn` keeps `/api/constructor` and friends out. */
+/** Method and path for the log: never the query string, where a client may have put its token (`?token=`). */
+function requestLine(req: IncomingMessage): string {
+  return `${req.method} ${(req.url ?? '').split('?')[0]}`;
+}
+
 function verbOf(pathname: string): VerbName | null {
   if (pathname === '/v1/turns') return 'captureTurn';
   const name = pathname.slice('/api/'.length);
@@ -73,7 +78,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   let port = opts.port;
 
   function reject(req: IncomingMessage, res: ServerResponse, err: ReinError, status = HTTP_STATUS[err.code], extra: Record<string, string> = {}) {
-    log(`rein server: rejected ${req.method} ${(req.url ?? '').split('?')[0]} with ${status} ${err.code}: ${err.message}`);
+    log(`rein server: rejected ${requestLine(req)} with ${status} ${err.code}: ${err.message}`);
     if (res.headersSent) {
       res.destroy();
       return;
@@ -142,7 +147,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   const server: Server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
     handle(req, res).catch((e: unknown) => {
       if (e instanceof ReinError) return reject(req, res, e);
-      log(`rein server: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
+      log(`rein server: internal error on ${requestLine(req)}: ${(e as Error)?.stack ?? String(e)}`);
       reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
     });
   });
