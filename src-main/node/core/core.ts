@@ -4,13 +4,13 @@
 // events only after the transaction committed.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import type { z } from 'zod';
 import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { ContextMessage, Status } from '../../common/domain.ts';
 import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { redact } from '../../common/redact.ts';
+import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
@@ -42,15 +42,6 @@ export const DEFAULT_MODEL_ID = 'default';
 
 /** Room left for a string in a context whose shared budget ran out: enough for the truncation marker. */
 const MIN_CONTEXT_STRING = 64;
-
-export function zodToBadInput(verb: string, err: z.ZodError): BadInputError {
-  const issue = err.issues[0]!;
-  const field = issue.path.map(String).join('.');
-  const where = field.length > 0 ? field : 'input';
-  return new BadInputError(`${verb}: ${where}: ${issue.message}`, field.length > 0 ? field : undefined, {
-    issues: err.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
-  });
-}
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
@@ -266,13 +257,16 @@ export function createCore(opts: CoreOptions): ReinCore {
       const values: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(input.values)) {
         if (!isSettingKey(k)) {
-          throw new BadInputError(`setSettings: unknown setting ${k} (known: ${SETTING_KEYS.join(', ')})`, k);
+          const name = k.length > 100 ? `${k.slice(0, 100)}…` : k;
+          throw new BadInputError(`setSettings: unknown setting ${name} (known: ${SETTING_KEYS.join(', ')})`, name);
         }
         const parsed = SETTINGS[k].schema.safeParse(v);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           const sub = issue.path.length > 0 ? `.${issue.path.map(String).join('.')}` : '';
-          throw new BadInputError(`setSettings: ${k}${sub}: ${issue.message}`, k, { value: v });
+          // The value is echoed only when it is a short scalar: an error never carries unbounded input back.
+          const echo = typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && v.length <= 200);
+          throw new BadInputError(`setSettings: ${k}${sub}: ${issue.message}`, k, echo ? { value: v } : undefined);
         }
         values[k] = parsed.data;
       }
@@ -346,10 +340,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (typeof verb !== 'string' || !Object.hasOwn(VERBS, verb)) {
         throw new BadInputError(`unknown verb ${String(verb)}`, 'verb');
       }
-      const parsed = VERBS[verb].input.safeParse(input ?? {});
-      if (!parsed.success) throw zodToBadInput(verb, parsed.error);
       const handler = handlers[verb] as (i: unknown, a: Actor) => VerbOutputs[V];
-      return handler(parsed.data, actor);
+      return handler(parseVerbInput(verb, input ?? {}), actor);
     },
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),

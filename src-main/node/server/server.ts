@@ -13,7 +13,7 @@ import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.
 import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
 import { createSseHub } from './sse.ts';
 import { serveStatic } from './static.ts';
-import { parseVerbInput } from './validate.ts';
+import { parseVerbInput } from '../../common/verb-input.ts';
 
 export interface CaptureServerOptions {
   core: Core;
@@ -83,8 +83,15 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       res.destroy();
       return;
     }
+    let body: string;
+    try {
+      body = JSON.stringify({ error: err.toBody() });
+    } catch {
+      // A detail that cannot be serialised (too deep, a cycle) must not turn the reply into a crash.
+      body = JSON.stringify({ error: { code: err.code, message: err.message } });
+    }
     res.writeHead(status, { ...API_HEADERS, ...extra });
-    res.end(JSON.stringify({ error: err.toBody() }));
+    res.end(body);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -145,11 +152,16 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   }
 
   const server: Server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (e instanceof ReinError) return reject(req, res, e);
-      log(`rein server: internal error on ${requestLine(req)}: ${(e as Error)?.stack ?? String(e)}`);
-      reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
-    });
+    handle(req, res)
+      .catch((e: unknown) => {
+        if (e instanceof ReinError) return reject(req, res, e);
+        log(`rein server: internal error on ${requestLine(req)}: ${(e as Error)?.stack ?? String(e)}`);
+        reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
+      })
+      .catch(() => {
+        // The error path itself failed (the log, the socket): drop this connection, never the whole server.
+        res.destroy();
+      });
   });
   server.keepAliveTimeout = 10_000;
   // Sockets and their requests in progress. Node's closeIdleConnections() skips a connection that has not sent a
