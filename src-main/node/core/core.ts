@@ -12,7 +12,7 @@ import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts'
 import { redact } from '../../common/redact.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
-import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
+import { redactCapped, encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
@@ -102,7 +102,7 @@ export function createCore(opts: CoreOptions): ReinCore {
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
     let truncated = false;
     const cap = (s: string, max: number): string => {
-      const r = capText(redact(s), max);
+      const r = redactCapped(s, max);
       truncated ||= r.cut;
       return r.text;
     };
