@@ -4,15 +4,15 @@
 // events only after the transaction committed.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import type { z } from 'zod';
 import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { ContextMessage, Status } from '../../common/domain.ts';
 import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { redact } from '../../common/redact.ts';
+import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
-import { capText, encodeLogprobs, encodeTokens } from '../store/codec.ts';
+import { redactCapped, encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
@@ -45,15 +45,6 @@ const MIN_CONTEXT_STRING = 64;
 /** How far past the server clock a capture's createdAt may lie (clock skew between a hook and the server). Further
  *  would make a turn "the latest" for good, the target of every `/rl good` (issue #21 item 12). */
 export const MAX_CREATED_AT_AHEAD_MS = 24 * 3600 * 1000;
-
-export function zodToBadInput(verb: string, err: z.ZodError): BadInputError {
-  const issue = err.issues[0]!;
-  const field = issue.path.map(String).join('.');
-  const where = field.length > 0 ? field : 'input';
-  return new BadInputError(`${verb}: ${where}: ${issue.message}`, field.length > 0 ? field : undefined, {
-    issues: err.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
-  });
-}
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
@@ -118,7 +109,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     }
     let truncated = false;
     const cap = (s: string, max: number): string => {
-      const r = capText(redact(s), max);
+      const r = redactCapped(s, max);
       truncated ||= r.cut;
       return r.text;
     };
@@ -274,13 +265,16 @@ export function createCore(opts: CoreOptions): ReinCore {
       const values: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(input.values)) {
         if (!isSettingKey(k)) {
-          throw new BadInputError(`setSettings: unknown setting ${k} (known: ${SETTING_KEYS.join(', ')})`, k);
+          const name = k.length > 100 ? `${k.slice(0, 100)}…` : k;
+          throw new BadInputError(`setSettings: unknown setting ${name} (known: ${SETTING_KEYS.join(', ')})`, name);
         }
         const parsed = SETTINGS[k].schema.safeParse(v);
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           const sub = issue.path.length > 0 ? `.${issue.path.map(String).join('.')}` : '';
-          throw new BadInputError(`setSettings: ${k}${sub}: ${issue.message}`, k, { value: v });
+          // The value is echoed only when it is a short scalar: an error never carries unbounded input back.
+          const echo = typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && v.length <= 200);
+          throw new BadInputError(`setSettings: ${k}${sub}: ${issue.message}`, k, echo ? { value: v } : undefined);
         }
         values[k] = parsed.data;
       }
@@ -354,10 +348,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (typeof verb !== 'string' || !Object.hasOwn(VERBS, verb)) {
         throw new BadInputError(`unknown verb ${String(verb)}`, 'verb');
       }
-      const parsed = VERBS[verb].input.safeParse(input ?? {});
-      if (!parsed.success) throw zodToBadInput(verb, parsed.error);
       const handler = handlers[verb] as (i: unknown, a: Actor) => VerbOutputs[V];
-      return handler(parsed.data, actor);
+      return handler(parseVerbInput(verb, input ?? {}), actor);
     },
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),

@@ -13,7 +13,7 @@ import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.
 import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
 import { createSseHub } from './sse.ts';
 import { serveStatic } from './static.ts';
-import { parseVerbInput } from './validate.ts';
+import { parseVerbInput } from '../../common/verb-input.ts';
 
 export interface CaptureServerOptions {
   core: Core;
@@ -41,6 +41,11 @@ export interface CaptureServer {
   close(): Promise<void>;
 }
 
+/**
+ * Requests per minute without the token (health checks, the renderer's static files, rejected calls): enough for the
+ * app's own page loads, too few for a web page's flood to cost the CPU that captures need.
+ */
+const ANON_RATE_LIMIT_PER_MINUTE = 600;
 const API_HEADERS = {
   'content-type': 'application/json; charset=utf-8',
   'cache-control': 'no-store',
@@ -48,6 +53,11 @@ const API_HEADERS = {
 };
 
 /** Verb names are the keys of VERBS; `Object.hasOwn` keeps `/api/constructor` and friends out. */
+/** Method and path for the log: never the query string, where a client may have put its token (`?token=`). */
+function requestLine(req: IncomingMessage): string {
+  return `${req.method} ${(req.url ?? '').split('?')[0]}`;
+}
+
 function verbOf(pathname: string): VerbName | null {
   if (pathname === '/v1/turns') return 'captureTurn';
   const name = pathname.slice('/api/'.length);
@@ -59,6 +69,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limiter = new RateLimiter(opts.rateLimitPerMinute);
+  const anonLimiter = new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE);
   const sse = createSseHub(core, { heartbeatMs: opts.heartbeatMs ?? 15_000, headers: { 'x-content-type-options': 'nosniff' } });
   const disposeSettings = core.on('settingsChanged', (changed) => {
     const n = changed['server.rateLimitPerMinute'];
@@ -67,13 +78,20 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   let port = opts.port;
 
   function reject(req: IncomingMessage, res: ServerResponse, err: ReinError, status = HTTP_STATUS[err.code], extra: Record<string, string> = {}) {
-    log(`rein server: rejected ${req.method} ${(req.url ?? '').split('?')[0]} with ${status} ${err.code}: ${err.message}`);
+    log(`rein server: rejected ${requestLine(req)} with ${status} ${err.code}: ${err.message}`);
     if (res.headersSent) {
       res.destroy();
       return;
     }
+    let body: string;
+    try {
+      body = JSON.stringify({ error: err.toBody() });
+    } catch {
+      // A detail that cannot be serialised (too deep, a cycle) must not turn the reply into a crash.
+      body = JSON.stringify({ error: { code: err.code, message: err.message } });
+    }
     res.writeHead(status, { ...API_HEADERS, ...extra });
-    res.end(JSON.stringify({ error: err.toBody() }));
+    res.end(body);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -81,18 +99,23 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     const pathname = (req.url ?? '/').split('?')[0];
     const denied = checkHostAndOrigin(req.headers, port);
     if (denied) return reject(req, res, denied);
-    const wait = limiter.take();
+    const api = pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/');
+    const health = pathname === '/api/health' && (method === 'GET' || method === 'HEAD');
+    // Authenticate before rate limiting: a request without the token (an <img> on any web page sends one) draws on
+    // its own small bucket, so a flood of them can never spend the captures' (issue #21 item 3).
+    const unauthorized = api && !health ? checkToken(req.headers, token) : null;
+    const bucket = api && !health && !unauthorized ? limiter : anonLimiter;
+    const wait = bucket.take();
     if (wait > 0) {
-      const err = new ReinError('rate_limited', `more than ${limiter.limit} requests per minute; retry in ${wait} s`);
+      const err = new ReinError('rate_limited', `more than ${bucket.limit} requests per minute; retry in ${wait} s`);
       return reject(req, res, err, 429, { 'retry-after': String(wait) });
     }
-    if (pathname === '/api/health' && (method === 'GET' || method === 'HEAD')) {
+    if (health) {
       res.writeHead(200, API_HEADERS);
       res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));
       return;
     }
-    if (pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/')) {
-      const unauthorized = checkToken(req.headers, token);
+    if (api) {
       if (unauthorized) return reject(req, res, unauthorized, 401, { 'www-authenticate': 'Bearer realm="rein"' });
       if (pathname === '/api/events' && method === 'GET') return sse.attach(req, res);
       const verb = verbOf(pathname);
@@ -129,11 +152,16 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
   }
 
   const server: Server = createServer({ requestTimeout: 60_000, headersTimeout: 20_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      if (e instanceof ReinError) return reject(req, res, e);
-      log(`rein server: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
-      reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
-    });
+    handle(req, res)
+      .catch((e: unknown) => {
+        if (e instanceof ReinError) return reject(req, res, e);
+        log(`rein server: internal error on ${requestLine(req)}: ${(e as Error)?.stack ?? String(e)}`);
+        reject(req, res, new ReinError('internal', 'internal error (see the server log)'));
+      })
+      .catch(() => {
+        // The error path itself failed (the log, the socket): drop this connection, never the whole server.
+        res.destroy();
+      });
   });
   server.keepAliveTimeout = 10_000;
   // Sockets and their requests in progress. Node's closeIdleConnections() skips a connection that has not sent a

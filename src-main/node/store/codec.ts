@@ -1,5 +1,6 @@
 // Compact encodings for the turns table and the text cap applied at capture.
 import { BadInputError } from '../../common/errors.ts';
+import { redact } from '../../common/redact.ts';
 
 // Token ids as little-endian Uint32 and behaviour logprobs as little-endian Float32 (migration 0001).
 // Every platform Rein ships on (x64, arm64) is little-endian, so the typed arrays' native order is LE.
@@ -57,4 +58,14 @@ export function capText(text: string, max: number): { text: string; cut: boolean
 export function parseJson<T>(text: string | null, fallback: T): T {
   if (text === null) return fallback;
   return JSON.parse(text) as T;
+}
+
+/**
+ * Cap, then redact: redacting all of an 8 MB text to keep its first `max` characters wasted seconds (issue #21). A
+ * marker can be longer than the secret it replaces, so the redacted text is capped once more.
+ */
+export function redactCapped(text: string, max: number): { text: string; cut: boolean } {
+  const first = capText(text, max);
+  const second = capText(redact(first.text), max);
+  return { text: second.text, cut: first.cut || second.cut };
 }

@@ -8,7 +8,7 @@ import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { redact } from '../../common/redact.ts';
 import { rewardOf } from '../../common/rewards.ts';
-import { capText, decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
+import { redactCapped, decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
@@ -279,7 +279,7 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
     for (const t of turns) {
       let cut = false;
       const clean = (s: string): string => {
-        const r = capText(redact(s), maxTextChars);
+        const r = redactCapped(s, maxTextChars);
         cut ||= r.cut;
         return r.text;
       };

@@ -1,0 +1,46 @@
+// Issue #21 item 1: redaction must run in linear time. `"a-" x 50,000` took 30 s and froze the server; an 8 MB
+// adversarial text now redacts in well under a second, and /api/health stays responsive during such a capture.
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { redact } from '../../src-main/common/redact.ts';
+import { startServe } from '../harness.ts';
+import type { ServeChild } from '../harness.ts';
+
+const MB8 = 8 * 1024 * 1024;
+const uuid = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
+const CASES: [string, string][] = [
+  ['"a-" x 4M', 'a-'.repeat(MB8 / 2)],
+  ['hyphenated UUID list', (uuid + ' ').repeat(Math.floor(MB8 / (uuid.length + 1)))],
+  ['UUIDs joined by -', (uuid + '-').repeat(Math.floor(MB8 / (uuid.length + 1)))],
+  ['"x_" x 4M then password', 'x_'.repeat(MB8 / 2) + 'password'],
+  ['"-----BEGIN A " x 600k', '-----BEGIN A '.repeat(Math.floor(MB8 / 13))],
+];
+
+test.each(CASES)('redacts 8 MB of %s in well under 1 s', (name, text) => {
+  const t0 = performance.now();
+  redact(text);
+  const ms = performance.now() - t0;
+  console.log(`redacted 8 MB adversarial text (${name}) in ${ms.toFixed(0)} ms`);
+  expect(ms).toBeLessThan(1_000);
+});
+
+let serve: ServeChild;
+beforeAll(async () => {
+  serve = await startServe();
+});
+afterAll(async () => {
+  await serve.stop();
+});
+
+test('/api/health answers while an adversarial capture is stored', async () => {
+  const capture = serve.post('/v1/turns', { source: 'api', eventId: 'redos-1', prompt: 'a-'.repeat(3_000_000), response: 'r' });
+  await new Promise((r) => setTimeout(r, 20));
+  const t0 = performance.now();
+  const health = await fetch(new URL('/api/health', serve.url));
+  const healthMs = performance.now() - t0;
+  const r = await capture;
+  const captureMs = performance.now() - t0;
+  console.log(`6 MB "a-" capture: HTTP ${r.status} within ${captureMs.toFixed(0)} ms; /api/health meanwhile: ${health.status} in ${healthMs.toFixed(0)} ms`);
+  expect(r.status).toBe(201);
+  expect(health.status).toBe(200);
+  expect(healthMs).toBeLessThan(1_000);
+});
