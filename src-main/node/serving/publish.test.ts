@@ -19,7 +19,7 @@ import { resolveHome } from '../home.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { adapterFacts, lintAdapter } from './lint.ts';
-import { attachPublishers, ensureGgufLora, publishActive } from './publish.ts';
+import { attachPublishers, ensureGgufLora, llamaServerArgs, loraArg, publishActive } from './publish.ts';
 
 interface Seen {
   method: string;
@@ -108,6 +108,15 @@ describe('compatibility lint', () => {
     expect(lintAdapter('llamaServer', adapterFacts({ ...peft, target_modules: ['q_proj', 'embed_tokens'] }, base)).errors.join()).toMatch(/embed_tokens/);
     expect(lintAdapter('lmStudio', adapterFacts(peft, { architectures: ['PhiForCausalLM'] })).errors.join()).toMatch(/no GGUF mapping/);
     expect(lintAdapter('ollama', adapterFacts(peft, base)).warnings.join()).toMatch(/one adapter per model/);
+  });
+});
+
+describe('llama-server arguments', () => {
+  it('quote a path with a comma or a quote as common/arg.cpp parse_csv_row reads it, and keep a drive letter whole', () => {
+    expect(loraArg('C:\\rein\\v1\\adapter.gguf')).toBe('C:\\rein\\v1\\adapter.gguf');
+    expect(loraArg('/a,b/adapter.gguf')).toBe('"/a,b/adapter.gguf"');
+    expect(loraArg('/a"b/x.gguf')).toBe('"/a""b/x.gguf"');
+    expect(llamaServerArgs(['C:\\r\\a.gguf'], '/s')).toEqual(['--slot-save-path', '/s', '--cache-ram', '0', '--lora', 'C:\\r\\a.gguf']);
   });
 });
 
@@ -221,6 +230,9 @@ describe('publishers', () => {
         adapters = adapters.map((x) => ({ ...x, scale: set.find((s) => s.id === x.id)?.scale ?? 0 }));
         return { status: 200, body: { success: true } };
       }
+      // server-context.cpp: GET /slots lists {id, …}; POST /slots/<id>?action=erase answers {id_slot, n_erased}.
+      if (r.url === '/slots' && r.method === 'GET') return { status: 200, body: [{ id: 0 }, { id: 1 }] };
+      if (/^\/slots\/\d\?action=erase$/.test(r.url) && r.method === 'POST') return { status: 200, body: { id_slot: Number(r.url[7]), n_erased: 3 } };
       return { status: 404 };
     });
     try {
@@ -229,17 +241,24 @@ describe('publishers', () => {
       const first = await publishActive(core);
       expect(first.llamaServer!.message).toMatch(/not preloaded.*restart/);
       const args = readFileSync(path.join(root, 'home', 'serving', 'llama-server.args'), 'utf8');
-      expect(args.trim()).toBe(`--lora-scaled ${path.join(a1.path, 'adapter.gguf')} 0 --lora-scaled ${path.join(a2.path, 'adapter.gguf')} 1`);
+      // common/arg.cpp: `--lora FNAME` once per file (`--lora-scaled` takes one FNAME:SCALE value and throws
+      // "lora-scaled format: FNAME:SCALE" on the two-argument form Rein once wrote).
+      const slots = path.join(root, 'home', 'serving', 'llama-server-slots');
+      expect(args.trim()).toBe(`--slot-save-path ${slots} --cache-ram 0 --lora ${path.join(a1.path, 'adapter.gguf')} --lora ${path.join(a2.path, 'adapter.gguf')}`);
       adapters = [
         { id: 0, path: path.join(a1.path, 'adapter.gguf'), scale: 0 },
         { id: 1, path: path.join(a2.path, 'adapter.gguf'), scale: 1 },
       ];
       const dispose = attachPublishers(core, () => {});
       await core.call('rollback', {}, 'test');
-      for (let i = 0; i < 100 && adapters[0]!.scale !== 1; i++) await new Promise((r) => setTimeout(r, 20));
+      const published = () => core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer;
+      for (let i = 0; i < 200 && published() === undefined; i++) await new Promise((r) => setTimeout(r, 20));
       dispose();
       expect(adapters.map((x) => x.scale)).toEqual([1, 0]);
       expect(core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer).toMatchObject({ ok: true });
+      // After the scales, every slot is erased, so no prompt reuses KV computed under the old version.
+      const after = server.seen.slice(server.seen.findLastIndex((x) => x.method === 'POST' && x.url === '/lora-adapters'));
+      expect(after.filter((x) => x.method === 'POST').map((x) => x.url)).toEqual(['/lora-adapters', '/slots/0?action=erase', '/slots/1?action=erase']);
     } finally {
       await server.close();
     }

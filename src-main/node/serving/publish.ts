@@ -2,8 +2,8 @@
 //   Ollama      GGUF LoRA → HEAD/POST /api/blobs/sha256:<digest> → POST /api/create {model, from, adapters}, as a
 //               versioned tag <name>:vN and the stable alias <name> (Ollama's :latest). No hot swap: a new tag.
 //   vLLM        POST /v1/unload_lora_adapter then /v1/load_lora_adapter {lora_name, lora_path} (runtime LoRA).
-//   llama-server --lora-scaled launch arguments for every kept version; with a URL, a scales-only switch through
-//               POST /lora-adapters when the version was preloaded (it cannot load new files at runtime).
+//   llama-server --lora launch arguments for every kept version; with a URL, a scales-only switch through
+//               POST /lora-adapters, then each slot's cache erased (it cannot load new files at runtime).
 //   LM Studio   a merged GGUF (base weights + B·A·α/r fused) in its models folder, one folder per version.
 // Each target runs after activation and after rollback, when enabled in its setting. A failure never blocks
 // activation or training: it is recorded, with the server's own message, in the adapter's `publish` JSON.
@@ -159,30 +159,69 @@ async function publishVllm(job: PublishJob): Promise<Outcome> {
   throw new PublishError('vllm', `loading v${job.adapter.version}: ${msg}`);
 }
 
+/**
+ * One `--lora` value. common/arg.cpp (`--lora`) splits its value with parse_csv_row, so a path with a comma or a
+ * quote is written as a CSV field in double quotes (a quote doubled). `--lora-scaled` is not used: it takes one
+ * `FNAME:SCALE` value and splits it at every `:`, which a Windows drive letter already breaks.
+ */
+export const loraArg = (file: string): string => (/[,"]/.test(file) ? `"${file.replaceAll('"', '""')}"` : file);
+
+/**
+ * The llama-server launch arguments for these adapter files. Every file loads at scale 1 (`--lora`) and llama-server
+ * serves them all until Rein sets the scales through POST /lora-adapters (`--lora-init-without-apply` does not help:
+ * server-context.cpp copies params_base.lora_adapters, still at 1.0, into each slot; llama.cpp issue #28674).
+ * `--slot-save-path` enables POST /slots/<id>?action=erase, which Rein calls after a switch because the switch leaves
+ * each slot's KV cache computed under the old scales (server-context.cpp, SERVER_TASK_TYPE_SET_LORA); `--cache-ram 0`
+ * turns off the host prompt cache, which would restore such a state.
+ */
+export function llamaServerArgs(ggufs: readonly string[], slotDir: string): string[] {
+  return ['--slot-save-path', slotDir, '--cache-ram', '0', ...ggufs.flatMap((g) => ['--lora', loraArg(g)])];
+}
+
 async function publishLlamaServer(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.llamaServer'];
-  // Every version kept on disk is preloaded, at scale 1 for the one to serve and 0 for the others, so a later
-  // rollback among them is a scales-only switch.
+  // Every version kept on disk is preloaded, so a later switch among them is a scales-only switch.
   const kept = job.adapters.filter((a) => a.status !== 'rejected' && existsSync(peftDirOf(a))).sort((a, b) => a.version - b.version);
   const files = kept.map((a) => ({ version: a.version, gguf: ensureGgufLora(a, job.modelDir) }));
-  const args = files.flatMap((f) => ['--lora-scaled', f.gguf, f.version === job.adapter?.version ? '1' : '0']);
   mkdirSync(job.servingDir, { recursive: true });
+  const slotDir = path.join(job.servingDir, 'llama-server-slots');
+  mkdirSync(slotDir, { recursive: true });
+  const args = llamaServerArgs(files.map((f) => f.gguf), slotDir);
   const argsFile = path.join(job.servingDir, 'llama-server.args');
-  writeFileSync(argsFile, args.map((a) => (/[\s"'\\]/.test(a) ? JSON.stringify(a) : a)).join(' ') + '\n');
+  writeFileSync(argsFile, args.map((a) => (/[\s"'\\]/.test(a) ? `'${a.replaceAll("'", "'\\''")}'` : a)).join(' ') + '\n');
   const wanted = job.adapter === null ? null : files.find((f) => f.version === job.adapter!.version)!.gguf;
-  if (s.url === null) return { ok: true, message: `wrote the launch arguments to ${argsFile}; restart llama-server with them` };
+  const which = wanted === null ? 'the base model' : `v${job.adapter!.version}`;
+  if (s.url === null) {
+    return { ok: false, message: `wrote the launch arguments to ${argsFile}, but nothing selects ${which}: start llama-server with them and run rein settings set publish.llamaServer.url http://127.0.0.1:8080` };
+  }
   const root = s.url.replace(/\/+$/, '');
+  const restart = `restart it with: llama-server -m <model.gguf> $(cat ${argsFile})`;
   const g = await call('llamaServer', 'GET', `${root}/lora-adapters`, undefined, job.timeoutMs);
   if (g.status !== 200) throw new PublishError('llamaServer', `reading /lora-adapters: ${serverMessage(g.status, g.text)}`);
   const loaded = JSON.parse(g.text) as { id: number; path: string; scale: number }[];
   const hit = wanted === null ? null : loaded.find((l) => path.resolve(l.path) === path.resolve(wanted));
   if (wanted !== null && hit === undefined) {
-    throw new PublishError('llamaServer', `v${job.adapter!.version} is not preloaded (llama-server cannot load adapter files at runtime): restart it with the arguments in ${argsFile}`);
+    throw new PublishError('llamaServer', `${which} is not preloaded (llama-server cannot load adapter files at runtime): ${restart}`);
   }
+  // server-context.cpp parse_lora_request: [{id, scale}]; an adapter left out of the list gets scale 0.
   const scales = loaded.map((l) => ({ id: l.id, scale: hit != null && l.id === hit.id ? 1 : 0 }));
   const p = await call('llamaServer', 'POST', `${root}/lora-adapters`, scales, job.timeoutMs);
   if (p.status !== 200) throw new PublishError('llamaServer', `setting adapter scales: ${serverMessage(p.status, p.text)}`);
-  return { ok: true, message: `scales set (${wanted === null ? 'base model' : `v${job.adapter!.version}`}); launch arguments in ${argsFile}` };
+  const check = await call('llamaServer', 'GET', `${root}/lora-adapters`, undefined, job.timeoutMs);
+  const now = check.status === 200 ? (JSON.parse(check.text) as { id: number; scale: number }[]) : [];
+  const wrong = scales.filter((w) => now.find((l) => l.id === w.id)?.scale !== w.scale);
+  if (wrong.length > 0) throw new PublishError('llamaServer', `the scales did not apply (asked ${JSON.stringify(scales)}, serving ${check.text.slice(0, 200)})`);
+  // Slots keep KV computed under the old scales, and a prompt sharing their prefix would reuse it (llama.cpp issue
+  // #26207): erase each (server-context.cpp handle_slots_erase; GET /slots lists them).
+  const sl = await call('llamaServer', 'GET', `${root}/slots`, undefined, job.timeoutMs);
+  if (sl.status !== 200) throw new PublishError('llamaServer', `listing slots to clear their cache: ${serverMessage(sl.status, sl.text)}`);
+  for (const slot of JSON.parse(sl.text) as { id: number }[]) {
+    const e = await call('llamaServer', 'POST', `${root}/slots/${slot.id}?action=erase`, {}, job.timeoutMs);
+    if (e.status !== 200) {
+      throw new PublishError('llamaServer', `erasing slot ${slot.id} after the switch (it would serve the old version's cache): ${serverMessage(e.status, e.text)}; ${restart}`);
+    }
+  }
+  return { ok: true, message: `serving ${which} at ${root} (scales set, slot caches erased); launch arguments in ${argsFile}` };
 }
 
 /** Base weights with the adapter fused in (W + (α/r)·B·A), written as an HF directory, then converted to GGUF. */
