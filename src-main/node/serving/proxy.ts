@@ -60,6 +60,8 @@ export interface ProxyOptions {
    * the reply ended. A reply with no known producer is stored as off-policy text.
    */
   producer: (model: string | null) => Promise<number | null>;
+  /** The model name to send upstream in place of the client's, or null to keep it (producer.ts upstreamModelResolver). */
+  upstreamModel?: (model: string) => string | null;
   maxBodyBytes?: number;
   /** How long no chat request must have been in flight before a turn is stored (default QUIET_MS). */
   captureQuietMs?: number;
@@ -132,6 +134,8 @@ interface ReplyCopy {
   /** The reply's bytes as the upstream sent them (with the logprobs a rewritten reply no longer has). */
   raw: Buffer[];
   headerVersion: number | null;
+  /** The model name sent upstream in place of the client's, which names the producer exactly. */
+  upstreamModel: string | null;
   session: string | undefined;
 }
 
@@ -328,7 +332,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     let version = copy.headerVersion;
     if (version === null && t.offPolicyReason === null) {
       await quietly();
-      version = await opts.producer(chat.model ?? first.model);
+      version = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
     }
     const id = `proxy-${randomUUID()}`;
     const single = choices.length === 1 && choices[0]![0] === 0;
@@ -394,10 +398,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
+    const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
+    const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
     let upRes: IncomingMessage;
     try {
-      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add));
+      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(sent, mapped === null ? body : { ...body, model: mapped }, add));
     } catch (e) {
       return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
     }
@@ -414,7 +420,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     const headerVersion = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerVersion, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], headerVersion, upstreamModel: mapped, session };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);

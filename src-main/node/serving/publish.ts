@@ -1,7 +1,7 @@
 // Publishing the active adapter to the user's model servers (SPECS.md: Ollama, vLLM, GGUF and llama.cpp sections):
 //   Ollama      GGUF LoRA → HEAD/POST /api/blobs/sha256:<digest> → POST /api/create {model, from, adapters}, as a
 //               versioned tag <name>:vN and the stable alias <name> (Ollama's :latest). No hot swap: a new tag.
-//   vLLM        POST /v1/unload_lora_adapter then /v1/load_lora_adapter {lora_name, lora_path} (runtime LoRA).
+//   vLLM        POST /v1/load_lora_adapter {lora_name: <name>-vN, lora_path}, then the other versions unloaded.
 //   llama-server --lora launch arguments for every kept version; with a URL, a scales-only switch through
 //               POST /lora-adapters, then each slot's cache erased (it cannot load new files at runtime).
 //   LM Studio   a merged GGUF (base weights + B·A·α/r fused) in its models folder, one folder per version.
@@ -25,7 +25,7 @@ import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
 import { resolveModelDir } from '../training/model.ts';
 import { GGUF_LORA } from '../training/versions.ts';
-import { adapterFacts, lintAdapter, PUBLISH_TARGETS } from './lint.ts';
+import { adapterFacts, lintAdapter, PUBLISH_TARGETS, vllmRankFor } from './lint.ts';
 import type { PublishTarget } from './lint.ts';
 import { activeModelId } from './producer.ts';
 
@@ -139,24 +139,44 @@ async function publishOllama(job: PublishJob): Promise<Outcome> {
   return { ok: true, message: `created ${tag} and ${name} from ${s.base}${adapters ? ` with adapter ${adapters['adapter.gguf']}` : ' (no adapter)'}`, model: tag };
 }
 
+/**
+ * The name vLLM serves one version under. vLLM keys its prefix cache by lora_name (v1/core/kv_cache_utils.py,
+ * the extra keys of a block hash), so reloading new weights under one name would serve the new version from blocks
+ * the old one computed (vLLM issue #42125): each version gets its own name, and the proxy maps `publish.vllm.name`
+ * to the active one (producer.ts upstreamModelResolver).
+ */
+export const vllmVersionName = (name: string, version: number): string => `${name}-v${version}`;
+
 async function publishVllm(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.vllm'];
   const root = s.url.replace(/\/+$/, '');
   const auth: Record<string, string> = s.apiKey ? { authorization: `Bearer ${s.apiKey}` } : {};
   const runtimeOff = 'vLLM has no runtime LoRA endpoints: start it with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora';
-  const un = await call('vllm', 'POST', `${root}/v1/unload_lora_adapter`, { lora_name: s.name }, job.timeoutMs, auth);
-  if (un.status === 404 && !/lora|adapter/i.test(un.text)) throw new PublishError('vllm', `${runtimeOff} (${serverMessage(un.status, un.text)})`);
-  // Any other refusal of the unload means the name was not loaded, which is fine.
-  if (job.adapter === null) return { ok: true, message: `unloaded ${s.name}; requests for it now fail, the base serves under its own name` };
-  const r = await call('vllm', 'POST', `${root}/v1/load_lora_adapter`, { lora_name: s.name, lora_path: peftDirOf(job.adapter) }, job.timeoutMs, auth);
-  if (r.status === 200) return { ok: true, message: `loaded v${job.adapter.version} as ${s.name} (${r.text.trim().slice(0, 200)})`, model: s.name };
-  const msg = serverMessage(r.status, r.text);
-  if (r.status === 404 && !/lora|adapter/i.test(r.text)) throw new PublishError('vllm', `${runtimeOff} (${msg})`);
-  if (/max_lora_rank|max-lora-rank|lora rank/i.test(r.text)) {
-    throw new PublishError('vllm', `the adapter's rank is above vLLM's --max-lora-rank: restart vLLM with a larger --max-lora-rank (${msg})`);
+  // vllm/entrypoints/serve/lora/api_router.py: POST /v1/load_lora_adapter {lora_name, lora_path} and
+  // /v1/unload_lora_adapter {lora_name}; 200 with a text body, or an OpenAI error JSON.
+  const wanted = job.adapter === null ? null : vllmVersionName(s.name, job.adapter.version);
+  if (job.adapter !== null && wanted !== null) {
+    const r = await call('vllm', 'POST', `${root}/v1/load_lora_adapter`, { lora_name: wanted, lora_path: peftDirOf(job.adapter) }, job.timeoutMs, auth);
+    const msg = serverMessage(r.status, r.text);
+    // A name already loaded (this version published before) is the same weights under the same name: fine.
+    if (r.status !== 200 && !/already (been )?loaded/i.test(r.text)) {
+      if (r.status === 404 && !/lora|adapter/i.test(r.text)) throw new PublishError('vllm', `${runtimeOff} (${msg})`);
+      if (/max_lora_rank|max-lora-rank|lora rank/i.test(r.text)) {
+        throw new PublishError('vllm', `the adapter's rank is above vLLM's --max-lora-rank: restart vLLM with --max-lora-rank ${vllmRankFor(Number(readJson(path.join(peftDirOf(job.adapter), 'adapter_config.json')).r))} (${msg})`);
+      }
+      if (/enable.lora|lora is not enabled|LoRA is not enabled/i.test(r.text)) throw new PublishError('vllm', `start vLLM with --enable-lora (${msg})`);
+      throw new PublishError('vllm', `loading v${job.adapter.version}: ${msg}`);
+    }
   }
-  if (/enable.lora|lora is not enabled|LoRA is not enabled/i.test(r.text)) throw new PublishError('vllm', `start vLLM with --enable-lora (${msg})`);
-  throw new PublishError('vllm', `loading v${job.adapter.version}: ${msg}`);
+  // The other versions' names (and the one unversioned name older Rein used) are unloaded after the new one is in,
+  // so a request never finds none. A refusal means the name was not loaded, which is fine.
+  const others = [s.name, ...job.adapters.map((a) => vllmVersionName(s.name, a.version))].filter((n) => n !== wanted);
+  for (const name of others) {
+    const un = await call('vllm', 'POST', `${root}/v1/unload_lora_adapter`, { lora_name: name }, job.timeoutMs, auth);
+    if (un.status === 404 && !/lora|adapter/i.test(un.text)) throw new PublishError('vllm', `${runtimeOff} (${serverMessage(un.status, un.text)})`);
+  }
+  if (wanted === null) return { ok: true, message: `unloaded every ${s.name} version; the base serves under its own name` };
+  return { ok: true, message: `loaded v${job.adapter!.version} as ${wanted} (the proxy maps ${s.name} to it)`, model: wanted };
 }
 
 /**
