@@ -212,10 +212,10 @@ async function publishLlamaServer(job: PublishJob): Promise<Outcome> {
   const wanted = job.adapter === null ? null : files.find((f) => f.version === job.adapter!.version)!.gguf;
   const which = wanted === null ? 'the base model' : `v${job.adapter!.version}`;
   if (s.url === null) {
-    return { ok: false, message: `wrote the launch arguments to ${argsFile}, but nothing selects ${which}: start llama-server with them and run rein settings set publish.llamaServer.url http://127.0.0.1:8080` };
+    return { ok: false, message: `wrote the launch arguments to ${argsFile}, but nothing selects ${which}: start llama-server with them (eval llama-server -m <model.gguf> "$(cat ${argsFile})") and run rein settings set publish.llamaServer.url http://127.0.0.1:8080` };
   }
   const root = s.url.replace(/\/+$/, '');
-  const restart = `restart it with: llama-server -m <model.gguf> $(cat ${argsFile})`;
+  const restart = `restart it with: eval llama-server -m <model.gguf> "$(cat ${argsFile})"`;
   const g = await call('llamaServer', 'GET', `${root}/lora-adapters`, undefined, job.timeoutMs);
   if (g.status !== 200) throw new PublishError('llamaServer', `reading /lora-adapters: ${serverMessage(g.status, g.text)}`);
   const loaded = JSON.parse(g.text) as { id: number; path: string; scale: number }[];
