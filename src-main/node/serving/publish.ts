@@ -102,7 +102,8 @@ async function call(
     });
   } catch (e) {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
-    throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}`);
+    // The record is what the Versions screen shows, so it names the command that retries once the server is up.
+    throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}; start the server, then run: rein publish --target ${target}`);
   }
   return { status: res.status, text: await res.text() };
 }
