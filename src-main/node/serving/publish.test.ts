@@ -127,6 +127,9 @@ describe('llama-server arguments', () => {
 });
 
 describe('publishers', () => {
+  // ollama/ollama api/types.go CreateRequest: {model, from, adapters: {file name: "sha256:<hex>"}, stream}; the blobs
+  // route (server/routes.go HeadBlobHandler / CreateBlobHandler) is /api/blobs/sha256:<hex>, 200 when present, 404
+  // when not; server/create.go reads an adapter given by digest as a GGUF LoRA (the Modelfile ADAPTER line's form).
   it('Ollama: uploads the GGUF blob once, creates the versioned tag and the alias with from and adapters', async () => {
     const blobs = new Map<string, Buffer>();
     const ollama = await fakeServer((r) => {
