@@ -122,7 +122,7 @@ describe('llama-server arguments', () => {
     expect(loraArg('C:\\rein\\v1\\adapter.gguf')).toBe('C:\\rein\\v1\\adapter.gguf');
     expect(loraArg('/a,b/adapter.gguf')).toBe('"/a,b/adapter.gguf"');
     expect(loraArg('/a"b/x.gguf')).toBe('"/a""b/x.gguf"');
-    expect(llamaServerArgs(['C:\\r\\a.gguf'], '/s')).toEqual(['--slot-save-path', '/s', '--cache-ram', '0', '--lora', 'C:\\r\\a.gguf']);
+    expect(llamaServerArgs(['C:\\r\\a.gguf'], '/s')).toEqual(['--slots', '--slot-save-path', '/s', '--cache-ram', '0', '--lora', 'C:\\r\\a.gguf']);
   });
 });
 
@@ -270,7 +270,7 @@ describe('publishers', () => {
       // common/arg.cpp: `--lora FNAME` once per file (`--lora-scaled` takes one FNAME:SCALE value and throws
       // "lora-scaled format: FNAME:SCALE" on the two-argument form Rein once wrote).
       const slots = path.join(root, 'home', 'serving', 'llama-server-slots');
-      expect(args.trim()).toBe(`--slot-save-path ${slots} --cache-ram 0 --lora ${path.join(a1.path, 'adapter.gguf')} --lora ${path.join(a2.path, 'adapter.gguf')}`);
+      expect(args.trim()).toBe(`--slots --slot-save-path ${slots} --cache-ram 0 --lora ${path.join(a1.path, 'adapter.gguf')} --lora ${path.join(a2.path, 'adapter.gguf')}`);
       adapters = [
         { id: 0, path: path.join(a1.path, 'adapter.gguf'), scale: 0 },
         { id: 1, path: path.join(a2.path, 'adapter.gguf'), scale: 1 },

@@ -191,12 +191,12 @@ export const loraArg = (file: string): string => (/[,"]/.test(file) ? `"${file.r
  * The llama-server launch arguments for these adapter files. Every file loads at scale 1 (`--lora`) and llama-server
  * serves them all until Rein sets the scales through POST /lora-adapters (`--lora-init-without-apply` does not help:
  * server-context.cpp copies params_base.lora_adapters, still at 1.0, into each slot; llama.cpp issue #28674).
- * `--slot-save-path` enables POST /slots/<id>?action=erase, which Rein calls after a switch because the switch leaves
+ * `--slots` (GET /slots, on by default) lists the slots and `--slot-save-path` enables POST /slots/<id>?action=erase, which Rein calls after a switch because the switch leaves
  * each slot's KV cache computed under the old scales (server-context.cpp, SERVER_TASK_TYPE_SET_LORA); `--cache-ram 0`
  * turns off the host prompt cache, which would restore such a state.
  */
 export function llamaServerArgs(ggufs: readonly string[], slotDir: string): string[] {
-  return ['--slot-save-path', slotDir, '--cache-ram', '0', ...ggufs.flatMap((g) => ['--lora', loraArg(g)])];
+  return ['--slots', '--slot-save-path', slotDir, '--cache-ram', '0', ...ggufs.flatMap((g) => ['--lora', loraArg(g)])];
 }
 
 async function publishLlamaServer(job: PublishJob): Promise<Outcome> {
