@@ -14,6 +14,9 @@ function def<S extends z.ZodType>(schema: S, dflt: z.infer<S>, group: SettingDef
   return { schema, default: dflt, group, help };
 }
 
+/** vLLM's allowed --max-lora-rank values (vllm/config/lora.py, MaxLoRARanks); it refuses any other at start. */
+export const VLLM_MAX_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
+
 export const SETTINGS = {
   'capture.paused': def(z.boolean(), false, 'capture', 'Stop storing new turns (do not disturb). Ratings still work.'),
   'capture.maxTextChars': def(
@@ -144,11 +147,11 @@ export const SETTINGS = {
       url: z.url({ protocol: /^https?$/ }).max(2048),
       name: z.string().min(1).max(256),
       apiKey: z.string().max(1024).nullable(),
-      maxLoraRank: z.number().int().min(1).max(1024),
+      maxLoraRank: z.number().int().refine((n) => (VLLM_MAX_LORA_RANKS as readonly number[]).includes(n), { message: `vLLM's --max-lora-rank is one of ${VLLM_MAX_LORA_RANKS.join(', ')}` }),
     }),
     { enabled: false, url: 'http://127.0.0.1:8000', name: 'rein', apiKey: null, maxLoraRank: 16 },
     'adapters',
-    'Load each activated version into a running vLLM (runtime LoRA) under this name; vLLM needs --enable-lora, --max-lora-rank (vLLM\'s value, default 16) at least the adapter\'s rank, and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.',
+    'Load each activated version into a running vLLM (runtime LoRA) as <name>-v<N> (the proxy maps <name> to the active one); vLLM needs --enable-lora, --max-lora-rank (one of 1, 8, 16, 32, 64, 128, 256, 320, 512; default 16) at least the adapter\'s rank, and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True.',
   ),
   'publish.llamaServer': def(
     z.strictObject({

@@ -62,3 +62,18 @@ export function rollbackSummary(target: number, active: AdapterView | null): str
   const to = target === 0 ? 'the base model (no adapter)' : `v${target}`;
   return `${from} stops being used and ${to} becomes active; the baseline goes back to the value it had then. Ratings already trained into ${from} are not queued again.`;
 }
+
+const TARGET_NAMES: Record<string, string> = { ollama: 'Ollama', vllm: 'vLLM', llamaServer: 'llama-server', lmStudio: 'LM Studio' };
+
+/** Where a version is published: one line per target, a failure with the server's message and the command that fixes it. */
+export function publishLines(a: AdapterView): string[] {
+  return Object.entries(a.publish).map(([t, p]) =>
+    p.ok ? `${TARGET_NAMES[t] ?? t}: published${p.model ? ` as ${p.model}` : ''}` : `${TARGET_NAMES[t] ?? t}: not served (${p.message})`);
+}
+
+/** The active version and what serves it; never "live" on a model server when no publish to one succeeded. */
+export function servedSummary(active: AdapterView | null): string {
+  if (active === null) return 'Active: base model';
+  const ok = Object.entries(active.publish).filter(([, p]) => p.ok).map(([t]) => TARGET_NAMES[t] ?? t);
+  return `Active in Rein: v${active.version} · ${ok.length === 0 ? 'no model server serves it yet' : `served by ${ok.join(', ')}`}`;
+}

@@ -5,7 +5,7 @@ import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
-import { rollbackSummary, selectActiveAdapter } from './adapters.ts';
+import { publishLines, rollbackSummary, selectActiveAdapter, servedSummary } from './adapters.ts';
 import { createReinStore } from './index.ts';
 import { POPUP_QUEUE_MAX, raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
@@ -194,5 +194,18 @@ describe('training and adapters', () => {
     expect(calls[1]).toEqual(['rollback', { version: 1 }]);
     expect(selectActiveAdapter(store.getState())?.version).toBe(1);
     expect(store.getState().adapterBusy).toBeNull();
+  });
+
+  it('says where the active version is served, never that it is live when no model server serves it', () => {
+    const at = 1;
+    const a = (publish: AdapterView['publish']): AdapterView => ({ id: 3, modelId: 'm', version: 3, status: 'active', path: '/h/v3', runId: 3, parentVersion: null, createdAt: 1, emaValue: 0, metrics: null, reason: null, publish });
+    const failed = { ok: false, message: 'llamaServer: GET http://127.0.0.1:8080/lora-adapters failed: connect ECONNREFUSED; start the server, then run: rein publish --target llamaServer', at };
+    expect(servedSummary(null)).toBe('Active: base model');
+    expect(servedSummary(a({}))).toBe('Active in Rein: v3 · no model server serves it yet');
+    expect(servedSummary(a({ llamaServer: failed }))).toBe('Active in Rein: v3 · no model server serves it yet');
+    expect(publishLines(a({ llamaServer: failed }))).toEqual([`llama-server: not served (${failed.message})`]);
+    const both = a({ llamaServer: failed, vllm: { ok: true, message: 'loaded', at, model: 'rein-v3' } });
+    expect(servedSummary(both)).toBe('Active in Rein: v3 · served by vLLM');
+    expect(publishLines(both)).toEqual([`llama-server: not served (${failed.message})`, 'vLLM: published as rein-v3']);
   });
 });

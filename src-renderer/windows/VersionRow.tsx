@@ -1,7 +1,8 @@
 import type { AdapterView } from '../../src-main/common/domain.ts';
+import { publishLines } from '../store/adapters.ts';
 
 const STATUS_WORDS: Record<AdapterView['status'], string> = {
-  active: 'live',
+  active: 'active',
   inactive: 'kept',
   candidate: 'being checked',
   rejected: 'rejected',
@@ -17,7 +18,7 @@ export function VersionRow(props: {
   onRetrain: () => void;
 }) {
   const a = props.adapter;
-  const publish = Object.entries(a.publish);
+  const publish = publishLines(a);
   return (
     <li className={`version status-${a.status}`} data-version={a.version}>
       <div className="version-head">
@@ -48,7 +49,7 @@ export function VersionRow(props: {
       <p className="muted small">
         {publish.length === 0
           ? 'Not published to a model server (turn publishing on in Settings).'
-          : publish.map(([target, p]) => `${target}: ${p.ok ? `published${p.model ? ` as ${p.model}` : ''}` : `failed (${p.message})`}`).join(' · ')}
+          : publish.join(' · ')}
       </p>
     </li>
   );

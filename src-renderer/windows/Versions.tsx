@@ -4,7 +4,7 @@ import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AdapterView } from '../../src-main/common/domain.ts';
 import { Confirm } from '../components/Confirm.tsx';
-import { rollbackSummary, selectActiveAdapter } from '../store/adapters.ts';
+import { rollbackSummary, selectActiveAdapter, servedSummary } from '../store/adapters.ts';
 import { useRein } from '../store/react.tsx';
 import { gateSentence, runMetrics } from '../store/training.ts';
 import { VersionRow } from './VersionRow.tsx';
@@ -37,7 +37,7 @@ export function Versions() {
         <div className="panel-row">
           <h2 id="versions-title">Adapter versions</h2>
           <span className="muted" data-testid="active-version">
-            Live: {active ? `v${active.version}` : 'base model'}
+            {servedSummary(active)}
           </span>
         </div>
         {folder && (

@@ -21,7 +21,7 @@ registerCommand({
     const { createCore } = await import('../../node/core/core.ts');
     const { readOrCreateToken } = await import('../../node/home.ts');
     const { startProxyServer } = await import('../../node/serving/proxy.ts');
-    const { producerResolver, vocabResolver } = await import('../../node/serving/producer.ts');
+    const { producerResolver, upstreamModelResolver, vocabResolver } = await import('../../node/serving/producer.ts');
     const log = (line: string) => ctx.io.stderr(line + '\n');
     const core = createCore({ home: ctx.home });
     const token = readOrCreateToken(ctx.home);
@@ -34,7 +34,7 @@ registerCommand({
       log(`rein serve-model: model server at ${model.url}`);
     }
     const upstream = upstreamUrl === null ? { baseUrl: model!.url, apiKey: token, kind: 'rein' as const } : { baseUrl: upstreamUrl, kind: s['proxy.upstreamKind'] };
-    const proxy = await startProxyServer({ core, token, port: port ?? s['proxy.port'], upstream: () => upstream, vocab: vocabResolver(core, log), producer: producerResolver(core), log });
+    const proxy = await startProxyServer({ core, token, port: port ?? s['proxy.port'], upstream: () => upstream, vocab: vocabResolver(core, log), producer: producerResolver(core), upstreamModel: upstreamModelResolver(core), log });
     ctx.print(proxy.url, { url: proxy.url, upstream: upstream.baseUrl, pid: process.pid });
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

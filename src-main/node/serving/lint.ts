@@ -1,6 +1,7 @@
 // The compatibility lint run before publishing: what each target accepts, from SPECS.md (PEFT, GGUF and llama.cpp,
 // Ollama, vLLM sections). An error stops that target's publish with a message that names the fix; a warning is
 // recorded beside a successful publish.
+import { VLLM_MAX_LORA_RANKS } from '../../common/config.ts';
 import { GGUF_ARCH } from '../engine/gguf/arch.ts';
 
 export type PublishTarget = 'ollama' | 'vllm' | 'llamaServer' | 'lmStudio';
@@ -37,6 +38,11 @@ export function adapterFacts(peftConfig: Record<string, unknown>, baseConfig: Re
   };
 }
 
+/** The smallest --max-lora-rank vLLM accepts that holds rank r, or null when none does. */
+export function vllmRankFor(r: number): number | null {
+  return VLLM_MAX_LORA_RANKS.find((m) => m >= r) ?? null;
+}
+
 export interface LintLimits {
   /** vLLM's --max-lora-rank. */
   vllmMaxLoraRank?: number;
@@ -52,7 +58,12 @@ export function lintAdapter(target: PublishTarget, f: AdapterFacts, limits: Lint
     if (f.useDora) errors.push('vLLM does not load DoRA adapters (use_dora is true); train without DoRA');
     if (f.modulesToSave.length > 0) errors.push(`vLLM does not load adapters with modules_to_save (${f.modulesToSave.join(', ')})`);
     const max = limits.vllmMaxLoraRank ?? 16;
-    if (f.r > max) errors.push(`the adapter's rank ${f.r} is above vLLM's --max-lora-rank ${max}: start vLLM with --max-lora-rank ${f.r} or more (and set publish.vllm.maxLoraRank)`);
+    if (f.r > max) {
+      const fit = vllmRankFor(f.r);
+      errors.push(fit === null
+        ? `the adapter's rank ${f.r} is above the largest --max-lora-rank vLLM allows (${VLLM_MAX_LORA_RANKS.at(-1)}): train with a smaller rank`
+        : `the adapter's rank ${f.r} is above vLLM's --max-lora-rank ${max}: start vLLM with --max-lora-rank ${fit} and run rein settings set publish.vllm.maxLoraRank ${fit}`);
+    }
   } else {
     // Ollama, llama-server and LM Studio all take llama.cpp's GGUF: the LoRA converter accepts only lora_A/lora_B
     // pairs, so full weights (modules_to_save) and DoRA magnitudes are errors, and Rein's GGUF writer knows only

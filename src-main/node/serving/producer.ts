@@ -48,6 +48,21 @@ export function producerResolver(core: ReinCore): (model: string | null) => Prom
   };
 }
 
+/**
+ * The name to send upstream for a request naming `model`: vLLM serves each version under its own name
+ * (publish.ts vllmVersionName), so `publish.vllm.name` maps to the name the active version was published under.
+ * null: send `model` as it is.
+ */
+export function upstreamModelResolver(core: ReinCore): (model: string) => string | null {
+  return (model) => {
+    const s = core.settings();
+    if (!s['publish.vllm'].enabled || model !== s['publish.vllm'].name) return null;
+    const active = core.store.activeAdapter(s['model.active'] ?? DEFAULT_MODEL_ID);
+    const rec = active?.publish.vllm;
+    return rec?.ok === true && rec.model !== undefined ? rec.model : null;
+  };
+}
+
 /** The active model's tokenizer, loaded once per model directory; null when the model has no tokenizer here. */
 export function vocabResolver(core: ReinCore, log: (line: string) => void): () => ReinTokenizer | null {
   const cache = new Map<string, ReinTokenizer | null>();

@@ -106,6 +106,8 @@ export interface ProxyOptions {
    * the reply ended. A reply with no known producer is stored as off-policy text.
    */
   producer: (model: string | null) => Promise<Producer | null>;
+  /** The model name to send upstream in place of the client's, or null to keep it (producer.ts upstreamModelResolver). */
+  upstreamModel?: (model: string) => string | null;
   maxBodyBytes?: number;
   /** How long no chat request must have been in flight before a turn is stored (default QUIET_MS). */
   captureQuietMs?: number;
@@ -205,6 +207,8 @@ interface ReplyCopy {
   /** Bytes in raw; past COPY_MAX_BYTES the rest of a streamed reply is forwarded but not kept (capped). */
   bytes: number;
   capped: boolean;
+  /** The model name sent upstream in place of the client's, which names the producer exactly. */
+  upstreamModel: string | null;
   session: string | undefined;
 }
 
@@ -406,7 +410,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     let producer = copy.headerProducer;
     if (producer === null && t.offPolicyReason === null) {
       await quietly();
-      producer = await opts.producer(chat.model ?? first.model);
+      producer = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
     }
     const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
     const id = `proxy-${randomUUID()}`;
@@ -475,6 +479,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
+    const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
+    const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
     // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
     let aborted = false;
@@ -487,7 +493,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     });
     let upRes: IncomingMessage;
     try {
-      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(raw, body, add), abort.signal);
+      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(sent, mapped === null ? body : { ...body, model: mapped }, add), abort.signal);
     } catch (e) {
       if (aborted) return;
       if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
@@ -508,7 +514,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
     const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);

@@ -18,8 +18,9 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import { resolveHome } from '../home.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
-import { adapterFacts, lintAdapter } from './lint.ts';
-import { attachPublishers, ensureGgufLora, publishActive } from './publish.ts';
+import { adapterFacts, lintAdapter, vllmRankFor } from './lint.ts';
+import { upstreamModelResolver } from './producer.ts';
+import { attachPublishers, ensureGgufLora, llamaServerArgs, loraArg, publishActive } from './publish.ts';
 
 interface Seen {
   method: string;
@@ -103,6 +104,11 @@ describe('compatibility lint', () => {
     expect(lintAdapter('vllm', adapterFacts({ ...peft, use_dora: true }, base)).errors.join()).toMatch(/DoRA/);
     expect(lintAdapter('vllm', adapterFacts({ ...peft, modules_to_save: ['lm_head'] }, base)).errors.join()).toMatch(/modules_to_save \(lm_head\)/);
     expect(lintAdapter('vllm', adapterFacts({ ...peft, r: 32 }, base), { vllmMaxLoraRank: 16 }).errors.join()).toMatch(/--max-lora-rank 32/);
+    // vllm/config/lora.py MaxLoRARanks: 1, 8, 16, 32, 64, 128, 256, 320, 512; vLLM refuses to start with any other.
+    expect(lintAdapter('vllm', adapterFacts({ ...peft, r: 24 }, base), { vllmMaxLoraRank: 16 }).errors.join()).toMatch(/--max-lora-rank 32 and run rein settings set publish.vllm.maxLoraRank 32/);
+    expect(lintAdapter('vllm', adapterFacts({ ...peft, r: 300 }, base), { vllmMaxLoraRank: 256 }).errors.join()).toMatch(/--max-lora-rank 320/);
+    expect(lintAdapter('vllm', adapterFacts({ ...peft, r: 600 }, base), { vllmMaxLoraRank: 512 }).errors.join()).toMatch(/largest --max-lora-rank vLLM allows \(512\)/);
+    expect([1, 2, 9, 33, 513].map(vllmRankFor)).toEqual([1, 8, 16, 64, null]);
     expect(lintAdapter('vllm', adapterFacts({ ...peft, r: 32 }, base), { vllmMaxLoraRank: 64 }).errors).toEqual([]);
     expect(lintAdapter('ollama', adapterFacts({ ...peft, modules_to_save: ['embed_tokens'] }, base)).errors.join()).toMatch(/full weights/);
     expect(lintAdapter('llamaServer', adapterFacts({ ...peft, target_modules: ['q_proj', 'embed_tokens'] }, base)).errors.join()).toMatch(/embed_tokens/);
@@ -111,7 +117,19 @@ describe('compatibility lint', () => {
   });
 });
 
+describe('llama-server arguments', () => {
+  it('quote a path with a comma or a quote as common/arg.cpp parse_csv_row reads it, and keep a drive letter whole', () => {
+    expect(loraArg('C:\\rein\\v1\\adapter.gguf')).toBe('C:\\rein\\v1\\adapter.gguf');
+    expect(loraArg('/a,b/adapter.gguf')).toBe('"/a,b/adapter.gguf"');
+    expect(loraArg('/a"b/x.gguf')).toBe('"/a""b/x.gguf"');
+    expect(llamaServerArgs(['C:\\r\\a.gguf'], '/s')).toEqual(['--slots', '--slot-save-path', '/s', '--cache-ram', '0', '--lora', 'C:\\r\\a.gguf']);
+  });
+});
+
 describe('publishers', () => {
+  // ollama/ollama api/types.go CreateRequest: {model, from, adapters: {file name: "sha256:<hex>"}, stream}; the blobs
+  // route (server/routes.go HeadBlobHandler / CreateBlobHandler) is /api/blobs/sha256:<hex>, 200 when present, 404
+  // when not; server/create.go reads an adapter given by digest as a GGUF LoRA (the Modelfile ADAPTER line's form).
   it('Ollama: uploads the GGUF blob once, creates the versioned tag and the alias with from and adapters', async () => {
     const blobs = new Map<string, Buffer>();
     const ollama = await fakeServer((r) => {
@@ -162,14 +180,18 @@ describe('publishers', () => {
     }
   });
 
-  it('vLLM: unloads then loads the PEFT directory under the configured name; missing runtime updating and a too-small rank are named', async () => {
+  it('vLLM: loads each version under its own name, then unloads the others; missing runtime updating and a too-small rank are named', async () => {
     let mode: 'ok' | 'no-runtime' | 'rank' = 'ok';
-    const loaded = new Set<string>();
+    const loaded = new Map<string, string>();
+    // The shapes of vllm/entrypoints/openai/serving_models.py (OpenAIServingModels.load_lora_adapter,
+    // unload_lora_adapter, _check_load_lora_adapter_request): {lora_name, lora_path} in; a text body on success; an
+    // ErrorResponse {object: 'error', message, type, code} with the same HTTP status on failure. The engine keys its
+    // prefix cache by lora_name (v1/core/kv_cache_utils.py), which is why a name must never change weights.
     const vllm = await fakeServer((r) => {
       if (mode === 'no-runtime') return { status: 404, body: { detail: 'Not Found' } };
       const b = json(r.body);
       if (r.url === '/v1/unload_lora_adapter') {
-        if (!loaded.delete(String(b.lora_name))) return { status: 400, body: { object: 'error', message: `The lora adapter '${String(b.lora_name)}' cannot be found.`, type: 'NotFoundError', code: 404 } };
+        if (!loaded.delete(String(b.lora_name))) return { status: 404, body: { object: 'error', message: `The lora adapter '${String(b.lora_name)}' cannot be found.`, type: 'NotFoundError', code: 404 } };
         return { status: 200, body: `Success: LoRA adapter '${String(b.lora_name)}' removed successfully.` };
       }
       if (r.url === '/v1/load_lora_adapter') {
@@ -177,34 +199,47 @@ describe('publishers', () => {
         if (typeof b.lora_name !== 'string' || typeof b.lora_path !== 'string' || !existsSync(path.join(b.lora_path, 'adapter_config.json'))) {
           return { status: 400, body: { object: 'error', message: 'bad lora_path', type: 'BadRequestError', code: 400 } };
         }
-        loaded.add(b.lora_name);
+        if (loaded.has(b.lora_name)) return { status: 400, body: { object: 'error', message: `The lora adapter '${b.lora_name}' has already been loaded.`, type: 'InvalidUserInput', code: 400 } };
+        loaded.set(b.lora_name, b.lora_path);
         return { status: 200, body: `Success: LoRA adapter '${b.lora_name}' added successfully.` };
       }
       return { status: 404, body: { detail: 'Not Found' } };
     });
     try {
       await core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url: vllm.url, name: 'my-rein', apiKey: null, maxLoraRank: 16 } } }, 'test');
-      const a = addVersion(1, 'active');
-      expect((await publishActive(core)).vllm).toMatchObject({ ok: true, model: 'my-rein' });
+      const a1 = addVersion(1, 'inactive');
+      const a = addVersion(2, 'active');
+      expect((await publishActive(core)).vllm).toMatchObject({ ok: true, model: 'my-rein-v2' });
       const calls = vllm.seen.map((s) => [s.url, json(s.body)]);
       expect(calls).toEqual([
+        ['/v1/load_lora_adapter', { lora_name: 'my-rein-v2', lora_path: path.join(a.path, 'peft') }],
         ['/v1/unload_lora_adapter', { lora_name: 'my-rein' }],
-        ['/v1/load_lora_adapter', { lora_name: 'my-rein', lora_path: path.join(a.path, 'peft') }],
+        ['/v1/unload_lora_adapter', { lora_name: 'my-rein-v1' }],
       ]);
-      expect(loaded).toEqual(new Set(['my-rein']));
+      // A rollback to v1 loads v1 under its own name: the name v2 served under never changes weights.
+      await core.call('rollback', {}, 'test');
+      expect((await publishActive(core)).vllm).toMatchObject({ ok: true, model: 'my-rein-v1' });
+      expect(loaded).toEqual(new Map([['my-rein-v1', path.join(a1.path, 'peft')]]));
+      // The proxy sends requests for my-rein to the name the active version was published under.
+      expect(upstreamModelResolver(core)('my-rein')).toBe('my-rein-v1');
+      expect(upstreamModelResolver(core)('other')).toBeNull();
+      // Published again: vLLM says the name is loaded, which is the same weights.
+      expect((await publishActive(core)).vllm).toMatchObject({ ok: true, model: 'my-rein-v1' });
       mode = 'no-runtime';
       const off = await publishActive(core);
       expect(off.vllm!.ok).toBe(false);
       expect(off.vllm!.message).toMatch(/VLLM_ALLOW_RUNTIME_LORA_UPDATING=True/);
       mode = 'rank';
       const rank = await publishActive(core);
-      expect(rank.vllm!.message).toMatch(/--max-lora-rank.*max_lora_rank 2/);
-      expect(core.store.listAdapters(modelDir)[0]!.publish.vllm).toMatchObject({ ok: false });
+      expect(rank.vllm!.message).toMatch(/--max-lora-rank 8 .*max_lora_rank 2/);
+      expect(core.store.listAdapters(modelDir).find((x) => x.status === 'active')!.publish.vllm).toMatchObject({ ok: false });
       // The lint stops a rank above the configured limit before any request.
       const before = vllm.seen.length;
-      await core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url: vllm.url, name: 'my-rein', apiKey: null, maxLoraRank: 2 } } }, 'test');
-      expect((await publishActive(core)).vllm!.message).toMatch(/rank 4 is above vLLM's --max-lora-rank 2/);
+      await core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url: vllm.url, name: 'my-rein', apiKey: null, maxLoraRank: 1 } } }, 'test');
+      expect((await publishActive(core)).vllm!.message).toMatch(/rank 4 is above vLLM's --max-lora-rank 1: start vLLM with --max-lora-rank 8/);
       expect(vllm.seen.length).toBe(before);
+      // A value vLLM would refuse at start is refused here, naming the allowed ones.
+      await expect(core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url: vllm.url, name: 'my-rein', apiKey: null, maxLoraRank: 24 } } }, 'test')).rejects.toThrow(/1, 8, 16, 32, 64, 128, 256, 320, 512/);
     } finally {
       await vllm.close();
     }
@@ -221,6 +256,9 @@ describe('publishers', () => {
         adapters = adapters.map((x) => ({ ...x, scale: set.find((s) => s.id === x.id)?.scale ?? 0 }));
         return { status: 200, body: { success: true } };
       }
+      // server-context.cpp: GET /slots lists {id, …}; POST /slots/<id>?action=erase answers {id_slot, n_erased}.
+      if (r.url === '/slots' && r.method === 'GET') return { status: 200, body: [{ id: 0 }, { id: 1 }] };
+      if (/^\/slots\/\d\?action=erase$/.test(r.url) && r.method === 'POST') return { status: 200, body: { id_slot: Number(r.url[7]), n_erased: 3 } };
       return { status: 404 };
     });
     try {
@@ -229,17 +267,24 @@ describe('publishers', () => {
       const first = await publishActive(core);
       expect(first.llamaServer!.message).toMatch(/not preloaded.*restart/);
       const args = readFileSync(path.join(root, 'home', 'serving', 'llama-server.args'), 'utf8');
-      expect(args.trim()).toBe(`--lora-scaled ${path.join(a1.path, 'adapter.gguf')} 0 --lora-scaled ${path.join(a2.path, 'adapter.gguf')} 1`);
+      // common/arg.cpp: `--lora FNAME` once per file (`--lora-scaled` takes one FNAME:SCALE value and throws
+      // "lora-scaled format: FNAME:SCALE" on the two-argument form Rein once wrote).
+      const slots = path.join(root, 'home', 'serving', 'llama-server-slots');
+      expect(args.trim()).toBe(`--slots --slot-save-path ${slots} --cache-ram 0 --lora ${path.join(a1.path, 'adapter.gguf')} --lora ${path.join(a2.path, 'adapter.gguf')}`);
       adapters = [
         { id: 0, path: path.join(a1.path, 'adapter.gguf'), scale: 0 },
         { id: 1, path: path.join(a2.path, 'adapter.gguf'), scale: 1 },
       ];
       const dispose = attachPublishers(core, () => {});
       await core.call('rollback', {}, 'test');
-      for (let i = 0; i < 100 && adapters[0]!.scale !== 1; i++) await new Promise((r) => setTimeout(r, 20));
+      const published = () => core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer;
+      for (let i = 0; i < 200 && published() === undefined; i++) await new Promise((r) => setTimeout(r, 20));
       dispose();
       expect(adapters.map((x) => x.scale)).toEqual([1, 0]);
       expect(core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer).toMatchObject({ ok: true });
+      // After the scales, every slot is erased, so no prompt reuses KV computed under the old version.
+      const after = server.seen.slice(server.seen.findLastIndex((x) => x.method === 'POST' && x.url === '/lora-adapters'));
+      expect(after.filter((x) => x.method === 'POST').map((x) => x.url)).toEqual(['/lora-adapters', '/slots/0?action=erase', '/slots/1?action=erase']);
     } finally {
       await server.close();
     }

@@ -1,9 +1,9 @@
 // Publishing the active adapter to the user's model servers (SPECS.md: Ollama, vLLM, GGUF and llama.cpp sections):
 //   Ollama      GGUF LoRA → HEAD/POST /api/blobs/sha256:<digest> → POST /api/create {model, from, adapters}, as a
 //               versioned tag <name>:vN and the stable alias <name> (Ollama's :latest). No hot swap: a new tag.
-//   vLLM        POST /v1/unload_lora_adapter then /v1/load_lora_adapter {lora_name, lora_path} (runtime LoRA).
-//   llama-server --lora-scaled launch arguments for every kept version; with a URL, a scales-only switch through
-//               POST /lora-adapters when the version was preloaded (it cannot load new files at runtime).
+//   vLLM        POST /v1/load_lora_adapter {lora_name: <name>-vN, lora_path}, then the other versions unloaded.
+//   llama-server --lora launch arguments for every kept version; with a URL, a scales-only switch through
+//               POST /lora-adapters, then each slot's cache erased (it cannot load new files at runtime).
 //   LM Studio   a merged GGUF (base weights + B·A·α/r fused) in its models folder, one folder per version.
 // Each target runs after activation and after rollback, when enabled in its setting. A failure never blocks
 // activation or training: it is recorded, with the server's own message, in the adapter's `publish` JSON.
@@ -25,7 +25,7 @@ import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
 import { resolveModelDir } from '../training/model.ts';
 import { GGUF_LORA } from '../training/versions.ts';
-import { adapterFacts, lintAdapter, PUBLISH_TARGETS } from './lint.ts';
+import { adapterFacts, lintAdapter, PUBLISH_TARGETS, vllmRankFor } from './lint.ts';
 import type { PublishTarget } from './lint.ts';
 import { activeModelId } from './producer.ts';
 
@@ -102,7 +102,8 @@ async function call(
     });
   } catch (e) {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
-    throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}`);
+    // The record is what the Versions screen shows, so it names the command that retries once the server is up.
+    throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}; start the server, then run: rein publish --target ${target}`);
   }
   return { status: res.status, text: await res.text() };
 }
@@ -139,50 +140,109 @@ async function publishOllama(job: PublishJob): Promise<Outcome> {
   return { ok: true, message: `created ${tag} and ${name} from ${s.base}${adapters ? ` with adapter ${adapters['adapter.gguf']}` : ' (no adapter)'}`, model: tag };
 }
 
+/**
+ * The name vLLM serves one version under. vLLM keys its prefix cache by lora_name (v1/core/kv_cache_utils.py,
+ * the extra keys of a block hash), so reloading new weights under one name would serve the new version from blocks
+ * the old one computed (vLLM issue #42125): each version gets its own name, and the proxy maps `publish.vllm.name`
+ * to the active one (producer.ts upstreamModelResolver).
+ */
+export const vllmVersionName = (name: string, version: number): string => `${name}-v${version}`;
+
 async function publishVllm(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.vllm'];
   const root = s.url.replace(/\/+$/, '');
   const auth: Record<string, string> = s.apiKey ? { authorization: `Bearer ${s.apiKey}` } : {};
   const runtimeOff = 'vLLM has no runtime LoRA endpoints: start it with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora';
-  const un = await call('vllm', 'POST', `${root}/v1/unload_lora_adapter`, { lora_name: s.name }, job.timeoutMs, auth);
-  if (un.status === 404 && !/lora|adapter/i.test(un.text)) throw new PublishError('vllm', `${runtimeOff} (${serverMessage(un.status, un.text)})`);
-  // Any other refusal of the unload means the name was not loaded, which is fine.
-  if (job.adapter === null) return { ok: true, message: `unloaded ${s.name}; requests for it now fail, the base serves under its own name` };
-  const r = await call('vllm', 'POST', `${root}/v1/load_lora_adapter`, { lora_name: s.name, lora_path: peftDirOf(job.adapter) }, job.timeoutMs, auth);
-  if (r.status === 200) return { ok: true, message: `loaded v${job.adapter.version} as ${s.name} (${r.text.trim().slice(0, 200)})`, model: s.name };
-  const msg = serverMessage(r.status, r.text);
-  if (r.status === 404 && !/lora|adapter/i.test(r.text)) throw new PublishError('vllm', `${runtimeOff} (${msg})`);
-  if (/max_lora_rank|max-lora-rank|lora rank/i.test(r.text)) {
-    throw new PublishError('vllm', `the adapter's rank is above vLLM's --max-lora-rank: restart vLLM with a larger --max-lora-rank (${msg})`);
+  // vllm/entrypoints/serve/lora/api_router.py: POST /v1/load_lora_adapter {lora_name, lora_path} and
+  // /v1/unload_lora_adapter {lora_name}; 200 with a text body, or an OpenAI error JSON.
+  const wanted = job.adapter === null ? null : vllmVersionName(s.name, job.adapter.version);
+  if (job.adapter !== null && wanted !== null) {
+    const r = await call('vllm', 'POST', `${root}/v1/load_lora_adapter`, { lora_name: wanted, lora_path: peftDirOf(job.adapter) }, job.timeoutMs, auth);
+    const msg = serverMessage(r.status, r.text);
+    // A name already loaded (this version published before) is the same weights under the same name: fine.
+    if (r.status !== 200 && !/already (been )?loaded/i.test(r.text)) {
+      if (r.status === 404 && !/lora|adapter/i.test(r.text)) throw new PublishError('vllm', `${runtimeOff} (${msg})`);
+      if (/max_lora_rank|max-lora-rank|lora rank/i.test(r.text)) {
+        throw new PublishError('vllm', `the adapter's rank is above vLLM's --max-lora-rank: restart vLLM with --max-lora-rank ${vllmRankFor(Number(readJson(path.join(peftDirOf(job.adapter), 'adapter_config.json')).r))} (${msg})`);
+      }
+      if (/enable.lora|lora is not enabled|LoRA is not enabled/i.test(r.text)) throw new PublishError('vllm', `start vLLM with --enable-lora (${msg})`);
+      throw new PublishError('vllm', `loading v${job.adapter.version}: ${msg}`);
+    }
   }
-  if (/enable.lora|lora is not enabled|LoRA is not enabled/i.test(r.text)) throw new PublishError('vllm', `start vLLM with --enable-lora (${msg})`);
-  throw new PublishError('vllm', `loading v${job.adapter.version}: ${msg}`);
+  // The other versions' names (and the one unversioned name older Rein used) are unloaded after the new one is in,
+  // so a request never finds none. A refusal means the name was not loaded, which is fine.
+  const others = [s.name, ...job.adapters.map((a) => vllmVersionName(s.name, a.version))].filter((n) => n !== wanted);
+  for (const name of others) {
+    const un = await call('vllm', 'POST', `${root}/v1/unload_lora_adapter`, { lora_name: name }, job.timeoutMs, auth);
+    if (un.status === 404 && !/lora|adapter/i.test(un.text)) throw new PublishError('vllm', `${runtimeOff} (${serverMessage(un.status, un.text)})`);
+  }
+  if (wanted === null) return { ok: true, message: `unloaded every ${s.name} version; the base serves under its own name` };
+  return { ok: true, message: `loaded v${job.adapter!.version} as ${wanted} (the proxy maps ${s.name} to it)`, model: wanted };
+}
+
+/**
+ * One `--lora` value. common/arg.cpp (`--lora`) splits its value with parse_csv_row, so a path with a comma or a
+ * quote is written as a CSV field in double quotes (a quote doubled). `--lora-scaled` is not used: it takes one
+ * `FNAME:SCALE` value and splits it at every `:`, which a Windows drive letter already breaks.
+ */
+export const loraArg = (file: string): string => (/[,"]/.test(file) ? `"${file.replaceAll('"', '""')}"` : file);
+
+/**
+ * The llama-server launch arguments for these adapter files. Every file loads at scale 1 (`--lora`) and llama-server
+ * serves them all until Rein sets the scales through POST /lora-adapters (`--lora-init-without-apply` does not help:
+ * server-context.cpp copies params_base.lora_adapters, still at 1.0, into each slot; llama.cpp issue #28674).
+ * `--slots` (GET /slots, on by default) lists the slots and `--slot-save-path` enables POST /slots/<id>?action=erase, which Rein calls after a switch because the switch leaves
+ * each slot's KV cache computed under the old scales (server-context.cpp, SERVER_TASK_TYPE_SET_LORA); `--cache-ram 0`
+ * turns off the host prompt cache, which would restore such a state.
+ */
+export function llamaServerArgs(ggufs: readonly string[], slotDir: string): string[] {
+  return ['--slots', '--slot-save-path', slotDir, '--cache-ram', '0', ...ggufs.flatMap((g) => ['--lora', loraArg(g)])];
 }
 
 async function publishLlamaServer(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.llamaServer'];
-  // Every version kept on disk is preloaded, at scale 1 for the one to serve and 0 for the others, so a later
-  // rollback among them is a scales-only switch.
+  // Every version kept on disk is preloaded, so a later switch among them is a scales-only switch.
   const kept = job.adapters.filter((a) => a.status !== 'rejected' && existsSync(peftDirOf(a))).sort((a, b) => a.version - b.version);
   const files = kept.map((a) => ({ version: a.version, gguf: ensureGgufLora(a, job.modelDir) }));
-  const args = files.flatMap((f) => ['--lora-scaled', f.gguf, f.version === job.adapter?.version ? '1' : '0']);
   mkdirSync(job.servingDir, { recursive: true });
+  const slotDir = path.join(job.servingDir, 'llama-server-slots');
+  mkdirSync(slotDir, { recursive: true });
+  const args = llamaServerArgs(files.map((f) => f.gguf), slotDir);
   const argsFile = path.join(job.servingDir, 'llama-server.args');
-  writeFileSync(argsFile, args.map((a) => (/[\s"'\\]/.test(a) ? JSON.stringify(a) : a)).join(' ') + '\n');
+  writeFileSync(argsFile, args.map((a) => (/[\s"'\\]/.test(a) ? `'${a.replaceAll("'", "'\\''")}'` : a)).join(' ') + '\n');
   const wanted = job.adapter === null ? null : files.find((f) => f.version === job.adapter!.version)!.gguf;
-  if (s.url === null) return { ok: true, message: `wrote the launch arguments to ${argsFile}; restart llama-server with them` };
+  const which = wanted === null ? 'the base model' : `v${job.adapter!.version}`;
+  if (s.url === null) {
+    return { ok: false, message: `wrote the launch arguments to ${argsFile}, but nothing selects ${which}: start llama-server with them (eval llama-server -m <model.gguf> "$(cat ${argsFile})") and run rein settings set publish.llamaServer.url http://127.0.0.1:8080` };
+  }
   const root = s.url.replace(/\/+$/, '');
+  const restart = `restart it with: eval llama-server -m <model.gguf> "$(cat ${argsFile})"`;
   const g = await call('llamaServer', 'GET', `${root}/lora-adapters`, undefined, job.timeoutMs);
   if (g.status !== 200) throw new PublishError('llamaServer', `reading /lora-adapters: ${serverMessage(g.status, g.text)}`);
   const loaded = JSON.parse(g.text) as { id: number; path: string; scale: number }[];
   const hit = wanted === null ? null : loaded.find((l) => path.resolve(l.path) === path.resolve(wanted));
   if (wanted !== null && hit === undefined) {
-    throw new PublishError('llamaServer', `v${job.adapter!.version} is not preloaded (llama-server cannot load adapter files at runtime): restart it with the arguments in ${argsFile}`);
+    throw new PublishError('llamaServer', `${which} is not preloaded (llama-server cannot load adapter files at runtime): ${restart}`);
   }
+  // server-context.cpp parse_lora_request: [{id, scale}]; an adapter left out of the list gets scale 0.
   const scales = loaded.map((l) => ({ id: l.id, scale: hit != null && l.id === hit.id ? 1 : 0 }));
   const p = await call('llamaServer', 'POST', `${root}/lora-adapters`, scales, job.timeoutMs);
   if (p.status !== 200) throw new PublishError('llamaServer', `setting adapter scales: ${serverMessage(p.status, p.text)}`);
-  return { ok: true, message: `scales set (${wanted === null ? 'base model' : `v${job.adapter!.version}`}); launch arguments in ${argsFile}` };
+  const check = await call('llamaServer', 'GET', `${root}/lora-adapters`, undefined, job.timeoutMs);
+  const now = check.status === 200 ? (JSON.parse(check.text) as { id: number; scale: number }[]) : [];
+  const wrong = scales.filter((w) => now.find((l) => l.id === w.id)?.scale !== w.scale);
+  if (wrong.length > 0) throw new PublishError('llamaServer', `the scales did not apply (asked ${JSON.stringify(scales)}, serving ${check.text.slice(0, 200)})`);
+  // Slots keep KV computed under the old scales, and a prompt sharing their prefix would reuse it (llama.cpp issue
+  // #26207): erase each (server-context.cpp handle_slots_erase; GET /slots lists them).
+  const sl = await call('llamaServer', 'GET', `${root}/slots`, undefined, job.timeoutMs);
+  if (sl.status !== 200) throw new PublishError('llamaServer', `listing slots to clear their cache: ${serverMessage(sl.status, sl.text)}`);
+  for (const slot of JSON.parse(sl.text) as { id: number }[]) {
+    const e = await call('llamaServer', 'POST', `${root}/slots/${slot.id}?action=erase`, {}, job.timeoutMs);
+    if (e.status !== 200) {
+      throw new PublishError('llamaServer', `erasing slot ${slot.id} after the switch (it would serve the old version's cache): ${serverMessage(e.status, e.text)}; ${restart}`);
+    }
+  }
+  return { ok: true, message: `serving ${which} at ${root} (scales set, slot caches erased); launch arguments in ${argsFile}` };
 }
 
 /** Base weights with the adapter fused in (W + (α/r)·B·A), written as an HF directory, then converted to GGUF. */

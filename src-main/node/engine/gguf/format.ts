@@ -193,6 +193,9 @@ export interface WriteProgress {
  * Write a GGUF file: staged under a temporary name and renamed, so a failure never leaves a half-written file under
  * the final one. Keys keep their insertion order; tensors are written in the given order.
  */
+/** ggml.h: a tensor name is a char[GGML_MAX_NAME], NUL included. */
+export const GGML_MAX_NAME = 64;
+
 export function writeGguf(
   path: string,
   metadata: ReadonlyMap<string, GgufValue>,
@@ -203,7 +206,10 @@ export function writeGguf(
   for (const t of tensors) {
     if (names.has(t.name)) throw new GgufError(`tensor ${t.name} appears twice`, path);
     names.add(t.name);
-    if (Buffer.byteLength(t.name) > 64) throw new GgufError(`tensor name ${t.name} is longer than GGML_MAX_NAME (64 bytes)`, path);
+    // ggml/src/gguf.cpp (gguf_init_from_file_impl) refuses `name.length() >= GGML_MAX_NAME` (64): the name and its
+    // NUL must fit ggml_tensor's char name[64].
+    const bytes = Buffer.byteLength(t.name);
+    if (bytes >= GGML_MAX_NAME) throw new GgufError(`tensor name ${t.name} is ${bytes} bytes; ggml allows at most ${GGML_MAX_NAME - 1} (GGML_MAX_NAME ${GGML_MAX_NAME} with its NUL)`, path);
     if (t.shape.length < 1 || t.shape.length > 4) throw new GgufError(`tensor ${t.name} has ${t.shape.length} dims (1 to 4)`, path);
   }
   const h = new Bytes();

@@ -92,6 +92,12 @@ describe('GGUF container', () => {
     expect(() => writeGguf(file, new Map(), [{ name: 'x', shape: [2], type: 'F32', data: () => Float32Array.from([1, NaN]) }])).toThrow(GgufError);
     expect(() => writeGguf(file, new Map(), [{ name: 'x', shape: [3], type: 'F32', data: one }])).toThrow(/needs 3 values/);
     expect(() => writeGguf(file, new Map([['k', { type: 'u32', value: -1 }]]), [])).toThrow(/not a valid u32/);
+    // ggml/src/gguf.cpp refuses a name of GGML_MAX_NAME (64) bytes or more: 63 is the longest ggml loads.
+    expect(() => writeGguf(file, new Map(), [{ name: 'n'.repeat(64), shape: [1], type: 'F32', data: one }])).toThrow(/64 bytes; ggml allows at most 63/);
+    const ok = path.join(root, 'name63.gguf');
+    writeGguf(ok, new Map(), [{ name: 'n'.repeat(63), shape: [1], type: 'F32', data: one }]);
+    expect(existsSync(ok)).toBe(true);
+    rmSync(ok);
     expect(existsSync(file)).toBe(false);
     expect(readdirSync(root).filter((f) => f.startsWith('bad.gguf'))).toEqual([]);
   });

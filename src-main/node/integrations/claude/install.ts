@@ -5,14 +5,60 @@
 // interpolates `$VAR` in an http hook's header values, but only for variables listed in that hook's
 // `allowedEnvVars` (code.claude.com settings reference, "headers" / "allowedEnvVars"; others become empty strings),
 // and the user's shell profile reads the 0600 token file.
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { ReinError } from '../../../common/errors.ts';
-import { evidence } from '../shared/detect.ts';
+import { evidence, onPath } from '../shared/detect.ts';
 import type { FileEdit, InstallEnv, Integration } from '../shared/installer.ts';
 import { jsonText, parseJsonObject } from '../shared/json-file.ts';
 import { isRecord } from '../shared/text.ts';
 
 export const CLAUDE_EVENTS = ['Stop', 'SubagentStop', 'UserPromptSubmit', 'UserPromptExpansion'] as const;
+export type ClaudeEvent = (typeof CLAUDE_EVENTS)[number];
+
+/** `type: "http"` hooks came in Claude Code 2.1.63; an older one would not call Rein at all. */
+export const CLAUDE_MIN_VERSION = '2.1.63';
+/**
+ * Before 2.1.101 Claude Code dropped the whole settings.json when it held a hook event name it did not know, so an
+ * event newer than the installed version would switch off every hook and setting the user has. From 2.1.101 an
+ * unknown name is skipped. The release that added UserPromptExpansion is not pinned here, so it is written only
+ * from 2.1.101, where writing it is safe either way; below that `/rl` is answered through UserPromptSubmit alone.
+ */
+const EVENT_SINCE: Record<ClaudeEvent, string> = { Stop: CLAUDE_MIN_VERSION, SubagentStop: CLAUDE_MIN_VERSION, UserPromptSubmit: CLAUDE_MIN_VERSION, UserPromptExpansion: '2.1.101' };
+
+const parts = (v: string): number[] => v.split('.').map(Number);
+export function versionAtLeast(v: string, min: string): boolean {
+  const [a, b] = [parts(v), parts(min)];
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
+  return true;
+}
+
+/** The installed Claude Code's version from `claude --version` ("2.1.101 (Claude Code)"), or null when no `claude` is on PATH. */
+export function claudeVersion(env: InstallEnv): string | null {
+  const bin = onPath('claude', env.env);
+  if (bin === null) return null;
+  let out: string;
+  try {
+    out = execFileSync(bin, ['--version'], { env: env.env as NodeJS.ProcessEnv, encoding: 'utf8', timeout: 15_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new ReinError('conflict', `${bin} --version failed, so Rein cannot tell which hooks it supports: ${(e as Error).message}`, { detail: { path: bin } });
+  }
+  const m = /(\d+)\.(\d+)\.(\d+)/.exec(out);
+  if (m === null) throw new ReinError('conflict', `${bin} --version printed no version (${JSON.stringify(out.trim().slice(0, 100))})`, { detail: { path: bin } });
+  return m[0];
+}
+
+/**
+ * The events to write for this Claude Code. No `claude` on PATH (only its config directory): the events every
+ * version with HTTP hooks knows.
+ */
+export function claudeEvents(env: InstallEnv): ClaudeEvent[] {
+  const v = claudeVersion(env);
+  if (v !== null && !versionAtLeast(v, CLAUDE_MIN_VERSION)) {
+    throw new ReinError('conflict', `Claude Code ${v} has no HTTP hooks (they need ${CLAUDE_MIN_VERSION} or newer): update it with \`claude update\`, then run rein setup claude again`, { detail: { version: v } });
+  }
+  return CLAUDE_EVENTS.filter((e) => versionAtLeast(v ?? CLAUDE_MIN_VERSION, EVENT_SINCE[e]));
+}
 export const TOKEN_ENV = 'REIN_TOKEN';
 const OUR_URL = /^http:\/\/127\.0\.0\.1:\d+\/hooks\/claude$/;
 export const RL_MARKER = '<!-- rein: the /rl command; `rein uninstall claude` removes this file -->';
@@ -75,11 +121,11 @@ export function ourHandler(env: InstallEnv): Record<string, unknown> {
   };
 }
 
-export function addOurs(settings: Record<string, unknown>, env: InstallEnv): Record<string, unknown> {
+export function addOurs(settings: Record<string, unknown>, env: InstallEnv, events: readonly ClaudeEvent[]): Record<string, unknown> {
   const out = withoutOurs(settings);
   if (out.hooks !== undefined && !isRecord(out.hooks)) throw new ReinError('conflict', '"hooks" in Claude settings is not an object');
   const hooks = (out.hooks ?? {}) as Record<string, unknown>;
-  for (const event of CLAUDE_EVENTS) {
+  for (const event of events) {
     const groups = hooks[event];
     if (groups !== undefined && !Array.isArray(groups)) throw new ReinError('conflict', `hooks.${event} in Claude settings is not an array`);
     hooks[event] = [...((groups as unknown[] | undefined) ?? []), { hooks: [ourHandler(env)] }];
@@ -96,7 +142,8 @@ export const claudeIntegration: Integration = {
     const rlPath = path.join(claudeDir(env), 'commands', 'rl.md');
     const text = read(settingsPath);
     const before = parseJsonObject(text, settingsPath);
-    const after = addOurs(before, env);
+    const events = claudeEvents(env);
+    const after = addOurs(before, env, events);
     const existing = read(rlPath);
     if (existing !== null && !existing.includes(RL_MARKER)) {
       throw new ReinError('conflict', `${rlPath} exists and is not Rein's; rename it so /rl can be installed`, { detail: { path: rlPath } });
@@ -107,7 +154,7 @@ export const claudeIntegration: Integration = {
         after: jsonText(text, before, after),
         // The literal token must not sit in a file others can read.
         ...(env.options.claudeTokenFromEnv ? {} : { mode: 0o600 }),
-        summary: `http hooks on ${CLAUDE_EVENTS.join(', ')} → 127.0.0.1:${env.port}/hooks/claude`,
+        summary: `http hooks on ${events.join(', ')} → 127.0.0.1:${env.port}/hooks/claude`,
       },
       { path: rlPath, after: rlCommandFile(), summary: 'the /rl slash command (without it Claude answers "Unknown command")' },
     ];

@@ -30,11 +30,19 @@ function sandbox(extra: Record<string, string> = {}): InstallEnv {
   };
 }
 const quiet = { dryRun: false, say: () => {} };
+
+/** A `claude` on PATH that answers `claude --version` as Claude Code prints it ("2.1.101 (Claude Code)"). */
+function withClaude(env: InstallEnv, version: string): InstallEnv {
+  const bin = path.join(env.userHome, 'bin');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(path.join(bin, 'claude'), `#!/bin/sh\necho '${version} (Claude Code)'\n`, { mode: 0o755 });
+  return { ...env, env: { ...env.env, PATH: bin } };
+}
 const bytes = (f: string) => readFileSync(f);
 
 describe('Claude installer', () => {
   it('install → install → uninstall keeps user hooks and restores the file byte for byte', async () => {
-    const env = sandbox();
+    const env = withClaude(sandbox(), '2.1.101');
     const settings = path.join(env.userHome, '.claude/settings.json');
     mkdirSync(path.dirname(settings), { recursive: true });
     cpSync(path.join(FIX, 'claude/settings.json'), settings);
@@ -65,6 +73,24 @@ describe('Claude installer', () => {
     expect(bytes(settings).equals(original)).toBe(true);
     expect(statSync(settings).mode & 0o777).toBe(0o640);
     expect(() => statSync(path.join(env.userHome, '.claude/commands/rl.md'))).toThrow();
+  });
+
+  it('reads claude --version: refuses one without HTTP hooks, and leaves out events an older one would choke on', async () => {
+    // Below 2.1.63 there are no HTTP hooks: refused, naming the version and the fix, and nothing is written.
+    const old = withClaude(sandbox(), '2.1.50');
+    await expect(install(claudeIntegration, old, quiet)).rejects.toThrow(/Claude Code 2\.1\.50 has no HTTP hooks \(they need 2\.1\.63 or newer\): update it with `claude update`/);
+    expect(() => statSync(path.join(old.userHome, '.claude/settings.json'))).toThrow();
+    // Before 2.1.101 an unknown event name made Claude ignore the whole settings.json: UserPromptExpansion stays out.
+    const mid = withClaude(sandbox(), '2.1.80');
+    await install(claudeIntegration, mid, quiet);
+    expect(Object.keys(JSON.parse(readFileSync(path.join(mid.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit']);
+    const now = withClaude(sandbox(), '2.1.101');
+    await install(claudeIntegration, now, quiet);
+    expect(Object.keys(JSON.parse(readFileSync(path.join(now.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit', 'UserPromptExpansion']);
+    // No claude on PATH (only its config directory): the events every version with HTTP hooks knows.
+    const none = sandbox();
+    await install(claudeIntegration, none, quiet);
+    expect(Object.keys(JSON.parse(readFileSync(path.join(none.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit']);
   });
 
   it('with --token-from-env the header reads $REIN_TOKEN and the token stays out of the file', async () => {
