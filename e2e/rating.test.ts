@@ -192,6 +192,53 @@ describe('rating flow in Chromium against rein serve', () => {
     await other.close();
   });
 
+  it('shows the whole answer as rendered markdown: highlighted code, a table, no raw HTML, folded until Show more', async () => {
+    const items = Array.from({ length: 40 }, (_, i) => `- step ${i + 1}: check the lexer output for case ${i + 1}`);
+    const response = [
+      '## Plan',
+      '',
+      '| file | change |',
+      '| --- | --- |',
+      '| lexer.ts | new |',
+      '',
+      '```ts',
+      'export function tokenize(src: string): Token[] {',
+      '  return [];',
+      '}',
+      '```',
+      '',
+      '<img src="x" data-raw-html="1"> raw HTML stays out',
+      '',
+      ...items,
+      '',
+      'Last line: LAST-LINE-MARKER',
+    ].join('\n');
+    expect((await serve.post('/v1/turns', turn(6, { prompt: 'اشرح الدالة tokenize من فضلك', response }))).status).toBe(201);
+    const card = page.getByTestId('rating-card');
+    await card.locator('.md.answer table').waitFor();
+    // Highlighted by rehype-highlight, from the fence's language.
+    expect(await card.locator('.md.answer pre code.language-ts .hljs-keyword').count()).toBeGreaterThan(0);
+    expect(await card.locator('.md.answer th').allTextContents()).toEqual(['file', 'change']);
+    // Raw HTML in an answer is never rendered as HTML.
+    expect(await card.locator('img, [data-raw-html]').count()).toBe(0);
+    // User text reads in its own direction (Arabic right to left).
+    expect(await card.locator('.md.prompt').getAttribute('dir')).toBe('auto');
+    expect(await page.evaluate<string>('getComputedStyle(document.querySelector("[data-testid=rating-card] .md.prompt")).direction')).toBe('rtl');
+    // The full text, far past the 200-character preview, is there; folded, its last line sits below the fold.
+    const marker = card.getByText('LAST-LINE-MARKER', { exact: false });
+    await marker.waitFor({ state: 'attached' });
+    const below = () =>
+      page.evaluate<boolean>(`(() => {
+        const box = document.querySelector('[data-testid=rating-card] .md.answer');
+        return [...box.querySelectorAll('p')].at(-1).getBoundingClientRect().top > box.getBoundingClientRect().bottom;
+      })()`);
+    expect(await below()).toBe(true);
+    await card.getByRole('button', { name: /^Show more/ }).click();
+    expect(await below()).toBe(false);
+    await page.screenshot({ path: artifactPath('markdown-1440.png'), fullPage: true });
+    await card.getByRole('button', { name: 'Show less' }).waitFor();
+  });
+
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });

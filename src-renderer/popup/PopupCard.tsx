@@ -7,7 +7,7 @@ import type { TurnSummary } from '../../src-main/common/domain.ts';
 import { CheckIcon, CrossIcon } from '../components/icons.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPopupTimeout, selectPopupTurn, selectQueueLength } from '../store/popup.ts';
-import { firstLines } from '../store/turns.ts';
+import { Exchange } from '../components/Exchange.tsx';
 import { PopupDetails } from './PopupDetails.tsx';
 
 function useCountdown(turn: TurnSummary | null, seconds: number, onExpire: (id: number) => void): number | null {
@@ -42,11 +42,9 @@ export function PopupCard(props: { floating: boolean }) {
       error: s.popupError,
     })),
   );
-  const [expanded, setExpanded] = useState(false);
   const [more, setMore] = useState(false);
   const left = useCountdown(turn, timeout, dismiss);
   useEffect(() => {
-    setExpanded(false);
     setMore(false);
   }, [turn?.id]);
   if (!turn) {
@@ -56,8 +54,6 @@ export function PopupCard(props: { floating: boolean }) {
       </section>
     );
   }
-  const prompt = firstLines(turn.promptPreview, expanded ? 40 : 2, expanded ? 2000 : 200);
-  const answer = firstLines(turn.responsePreview, expanded ? 80 : 4, expanded ? 2000 : 200);
   return (
     <section className={`popup${props.floating ? ' floating' : ''}`} role="dialog" aria-modal="false" aria-labelledby="popup-title" data-testid="popup" data-turn-id={turn.id}>
       <header className="popup-head">
@@ -69,13 +65,7 @@ export function PopupCard(props: { floating: boolean }) {
         </button>
       </header>
       <div className="popup-text">
-        <pre className="prompt">{prompt.text || '(empty prompt)'}</pre>
-        <pre className="answer">{answer.text || '(empty answer)'}</pre>
-        {(prompt.cut || answer.cut || expanded) && (
-          <button type="button" className="link" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
-            {expanded ? 'Show less' : 'Show more'}
-          </button>
-        )}
+        <Exchange turn={turn} compact />
       </div>
       <div className="actions" role="group" aria-label="Rate this answer">
         <button type="button" className="rate good" onClick={() => void ratePopup(turn.id, { value: 'good' })}>

@@ -111,6 +111,9 @@ export interface RatingsSlice {
   setRatingFilters: (f: Partial<RatingFilters>) => void;
   setRatingPage: (page: number) => void;
   openTurn: (turnId: number | null) => Promise<void>;
+  /** Fetch a turn's full text into turnCache (the card and popup show it; summaries carry 200-character previews). */
+  loadFullTurn: (turnId: number) => Promise<void>;
+  fullTurnError: ApiError | null;
   rerate: (turnId: number, value: 'good' | 'bad' | number) => Promise<void>;
   deleteRating: (ratingId: number) => Promise<void>;
   deleteTurn: (turnId: number) => Promise<void>;
