@@ -239,6 +239,33 @@ describe('rating flow in Chromium against rein serve', () => {
     await card.getByRole('button', { name: 'Show less' }).waitFor();
   });
 
+  it('the card advances to the next turn after a rating; Ignored turns are listed and open on the card to rate', async () => {
+    const card = page.getByTestId('rating-card');
+    const waiting = Number(await card.getAttribute('data-turn-id'));
+    const r7 = await serve.post('/v1/turns', turn(7));
+    const id7 = (r7.body as { turn: { id: number } }).turn.id;
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(id7));
+    await page.keyboard.press('1');
+    // Rated, the card moves on to the answer that still waits, instead of staying on the one just rated.
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(waiting));
+    expect((await serve.call('getTurn', { turnId: id7 })).rating?.kind).toBe('good');
+
+    const r8 = await serve.post('/v1/turns', turn(8));
+    const id8 = (r8.body as { turn: { id: number } }).turn.id;
+    await serve.call('ignoreTurn', { turnId: id8 });
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Ignored' }).click();
+    const row = page.getByTestId('recent-turns').locator(`li[data-turn-id="${id8}"]`);
+    await row.getByRole('button').click();
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(id8));
+    await page.keyboard.press('2');
+    await expect.poll(async () => (await serve.call('getTurn', { turnId: id8 })).rating?.kind).toBe('bad');
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(waiting));
+    // Rated, it has left the Ignored list.
+    await row.waitFor({ state: 'detached' });
+    await page.screenshot({ path: artifactPath('inbox-1440.png'), fullPage: true });
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Recent' }).click();
+  });
+
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });

@@ -88,14 +88,14 @@ function useFirstRun() {
 }
 
 export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
-  // In Electron the popup is its own window near the tray; in a browser it floats over the page.
-  const floatingPopup = props.transport === 'http';
-  useRatingKeys(props.window === 'popup' || floatingPopup);
+  // In Electron the popup is its own window near the tray. A browser has one rating surface, the Rate screen: a
+  // second panel there showed another turn under the same 1/2 keys.
+  useRatingKeys(props.window === 'popup');
   useFirstRun();
   if (props.window === 'popup') {
     return (
       <div className="popup-window">
-        <PopupCard floating={false} />
+        <PopupCard />
       </div>
     );
   }
@@ -106,7 +106,6 @@ export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
       <main className="content">
         <Screen />
       </main>
-      {floatingPopup && <PopupCard floating />}
     </div>
   );
 }

@@ -1,5 +1,5 @@
-// The popup: one captured turn asking for Good or Bad. In Electron it is its own small window near the tray; in the
-// headless web UI it floats over the page. Keys 1 and 2 rate it (App's key handler), the optional 1-5 scale,
+// The popup: one captured turn asking for Good or Bad, in its own small Electron window near the tray (the headless
+// web UI has no popup: its Rate screen is the one rating surface). Keys 1 and 2 rate it (App's key handler), the optional 1-5 scale,
 // correction and tags go with the rating, and closing it (or the timeout) counts the turn as ignored.
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
@@ -31,7 +31,7 @@ function useCountdown(turn: TurnSummary | null, seconds: number, onExpire: (id: 
   return left;
 }
 
-export function PopupCard(props: { floating: boolean }) {
+export function PopupCard() {
   const { turn, waiting, timeout, dismiss, ratePopup, error } = useRein(
     useShallow((s) => ({
       turn: selectPopupTurn(s),
@@ -48,14 +48,14 @@ export function PopupCard(props: { floating: boolean }) {
     setMore(false);
   }, [turn?.id]);
   if (!turn) {
-    return props.floating ? null : (
+    return (
       <section className="popup empty" aria-live="polite">
         <p>Nothing to rate right now.</p>
       </section>
     );
   }
   return (
-    <section className={`popup${props.floating ? ' floating' : ''}`} role="dialog" aria-modal="false" aria-labelledby="popup-title" data-testid="popup" data-turn-id={turn.id}>
+    <section className="popup" role="dialog" aria-modal="false" aria-labelledby="popup-title" data-testid="popup" data-turn-id={turn.id}>
       <header className="popup-head">
         <h2 id="popup-title">{turn.source}</h2>
         {turn.session && <span className="session" title={turn.session}>{turn.session}</span>}
