@@ -266,6 +266,35 @@ describe('rating flow in Chromium against rein serve', () => {
     await page.getByTestId('inbox-filters').getByRole('button', { name: 'Recent' }).click();
   });
 
+  it('the popup never loses typed words: with a correction typed, its timeout does not ignore the turn', async () => {
+    await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 2 } });
+    const other = await browser.newContext({ viewport: { width: 420, height: 640 } });
+    const p = await other.newPage();
+    p.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
+    // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.
+    const hash = serve.openUrl.indexOf('#');
+    await p.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
+    await p.getByText('Nothing to rate right now.').waitFor();
+    const r9 = await serve.post('/v1/turns', turn(9));
+    const id9 = (r9.body as { turn: { id: number } }).turn.id;
+    const popup = p.getByTestId('popup');
+    await popup.waitFor();
+    await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
+    const correction = popup.getByRole('textbox', { name: /Better answer/ });
+    await correction.fill('Keep line:column in every error.');
+    await expect.poll(() => p.getByTestId('popup-timer').textContent()).toMatch(/^Stays open until you save or close/);
+    // Folding the options away keeps the words, and the timeout (2 s) passes without ignoring the turn.
+    await popup.getByRole('button', { name: 'Fewer options' }).click();
+    await p.waitForTimeout(3500);
+    expect((await serve.call('getTurn', { turnId: id9 })).state).toBe('unrated');
+    await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
+    expect(await correction.inputValue()).toBe('Keep line:column in every error.');
+    await popup.getByRole('button', { name: 'Save as Bad' }).click();
+    await expect.poll(async () => (await serve.call('getTurn', { turnId: id9 })).rating?.correction).toBe('Keep line:column in every error.');
+    await other.close();
+    await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 45 } });
+  });
+
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });
