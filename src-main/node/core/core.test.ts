@@ -215,6 +215,16 @@ describe('rate, undo and re-rate', () => {
     expect((await core.call('undo', { session: 'other' }, 'cli')).undone).toBeNull();
   });
 
+  it('re-rating keeps the correction, tags and comment the new rating leaves out, and replaces those it gives', async () => {
+    const core = newCore();
+    const id = await capture(core);
+    await core.call('rate', { turnId: id, value: 2, correction: 'use a map', tags: ['slow'], comment: 'close' }, 'ipc');
+    const again = await core.call('rate', { turnId: id, value: 'good' }, 'ipc');
+    expect(again.rating).toMatchObject({ kind: 'good', correction: 'use a map', tags: ['slow'], comment: 'close' });
+    const third = await core.call('rate', { turnId: id, value: 'bad', tags: ['wrong file'] }, 'ipc');
+    expect(third.rating).toMatchObject({ kind: 'bad', correction: 'use a map', tags: ['wrong file'], comment: 'close' });
+  });
+
   it('undo of a session leaves other sessions alone', async () => {
     const core = newCore();
     const a = await capture(core, { session: 'A' });

@@ -313,15 +313,22 @@ export class Store {
       }
       const now = this.now();
       const replaced: RatingView[] = [];
-      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL').all(turnId)) {
+      let prev: RatingRow | undefined;
+      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id').all(turnId)) {
         this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, old.id);
         this.emaRemove(old, 'undo');
         replaced.push(ratingView({ ...old, undone_at: now }));
+        prev = old;
       }
+      // Changing Good to Bad is not a request to throw away the correction, tags or comment written earlier: what
+      // the new rating leaves out is carried over from the one it replaces.
+      const correction = r.correction ?? prev?.correction ?? null;
+      const tags = r.tags.length > 0 || prev === undefined ? JSON.stringify(r.tags) : prev.tags;
+      const comment = r.comment ?? prev?.comment ?? null;
       const row = this.stmt<RatingRow>(
         `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      ).get(turnId, modelId, kind, reward, scale, r.correction, JSON.stringify(r.tags), r.comment, r.rater, now)!;
+      ).get(turnId, modelId, kind, reward, scale, correction, tags, comment, r.rater, now)!;
       this.emaApply(modelId, row.id, reward, now);
       this.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(turnId);
       this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward, replaced: replaced.map((x) => x.id) });
