@@ -113,8 +113,17 @@ describe('rating flow in Chromium against rein serve', () => {
     expect(await page.getByTestId('card-state').textContent()).toBe('Not rated yet.');
     const ratings = await serve.call('listRatings', {});
     expect(ratings.items.map((r) => r.kind)).toEqual(['good']);
+    const id = await page.getByTestId('rating-card').getAttribute('data-turn-id');
+    expect(await page.getByTestId('undo-note').textContent()).toBe(`Undone · turn ${id}`);
     await page.keyboard.press('2');
     await expect.poll(() => page.getByTestId('count-bad').textContent()).toBe('1');
+    // Bad → Good, then U: the Bad rating comes back (not no rating at all).
+    await page.keyboard.press('1');
+    await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Good.');
+    await page.keyboard.press('u');
+    await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Bad.');
+    expect(await page.getByTestId('count-bad').textContent()).toBe('1');
+    expect((await serve.call('getTurn', { turnId: Number(id) })).rating?.kind).toBe('bad');
   });
 
   it('a rating made elsewhere (the CLI, a hook) reaches the page through the event stream', async () => {

@@ -8,7 +8,7 @@ import { CheckIcon, CrossIcon } from './icons.tsx';
 
 export function RatingCard() {
   const now = useNow();
-  const { turn, loaded, busy, error, rate, undo, turnsError } = useRein(
+  const { turn, loaded, busy, error, rate, undo, turnsError, undoneTurnId } = useRein(
     useShallow((s) => ({
       turn: selectCurrentTurn(s),
       loaded: s.turnsLoaded,
@@ -17,6 +17,7 @@ export function RatingCard() {
       rate: s.rate,
       undo: s.undo,
       turnsError: s.turnsError,
+      undoneTurnId: s.undoneTurnId,
     })),
   );
   if (turnsError) {
@@ -64,8 +65,13 @@ export function RatingCard() {
         )}
       </div>
       <p className="card-state" aria-live="polite" data-testid="card-state">
-        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : 'Bad'}.` : 'Not rated yet.'}
+        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : rated === 'bad' ? 'Bad' : `${turn.rating?.scale}/5`}.` : 'Not rated yet.'}
       </p>
+      {undoneTurnId === turn.id && !error && (
+        <p className="undo-note" role="status" data-testid="undo-note">
+          Undone · turn {turn.id}
+        </p>
+      )}
     </section>
   );
 }

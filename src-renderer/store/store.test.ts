@@ -102,7 +102,7 @@ function fakeClient(turns: TurnSummary[] = []) {
     undo: async () => {
       const r = [...ratings].reverse().find((x) => !x.undone) ?? null;
       if (r) r.undone = true;
-      return { undone: r, status: statusNow() };
+      return { undone: r, restored: null, status: statusNow() };
     },
   };
   const on: Subscribe = (event, fn) => {

@@ -29,6 +29,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     ratingTurnId: null,
     rateError: null,
     cardTurnId: null,
+    undoneTurnId: null,
     inboxFilter: 'all',
     inboxTurns: [],
     inboxTotal: 0,
@@ -53,7 +54,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     rate: async (turnId, value) => {
       if (get().ratingTurnId !== null) return;
-      set({ ratingTurnId: turnId, rateError: null });
+      set({ ratingTurnId: turnId, rateError: null, undoneTurnId: null });
       try {
         const { rating, status } = await client.rate({ turnId, value });
         get().applyRating(rating);
@@ -71,9 +72,14 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     undo: async () => {
       set({ rateError: null });
+      // Only the turn on the card: U never reaches a rating the user cannot see.
+      const turnId = selectCurrentTurn(get())?.id;
+      if (turnId === undefined) return;
       try {
-        const { undone, status } = await client.undo({});
+        const { undone, restored, status } = await client.undo({ turnId });
         if (undone) get().applyRating(undone);
+        if (restored) get().applyRating(restored);
+        set({ undoneTurnId: undone ? undone.turnId : null });
         get().setStatus(status);
       } catch (e) {
         set({ rateError: toApiError(e) });

@@ -32,6 +32,8 @@ export interface TurnsSlice {
   rateError: ApiError | null;
   /** The turn the user opened on the card from a list; null: the card shows the newest turn that asks for a rating. */
   cardTurnId: number | null;
+  /** The turn whose rating the last undo took back (the "Undone · turn 14" note), or null. */
+  undoneTurnId: number | null;
   /** Which turns the "To rate" list shows: the recent ones, or one state fetched from the core. */
   inboxFilter: InboxFilter;
   inboxTurns: TurnSummary[];
