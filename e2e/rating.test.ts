@@ -2,6 +2,7 @@
 // (checked through the API) and the status header updates; key 2 rates the next one Bad; training answers
 // honestly that it is not available yet. Screenshots at 1440 and 360 px go to e2e/artifacts/.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -322,6 +323,19 @@ describe('rating flow in Chromium against rein serve', () => {
     await page.screenshot({ path: artifactPath('dashboard-360-dark.png'), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.screenshot({ path: artifactPath('dashboard-1440-dark.png'), fullPage: true });
+    // Every screen has one h1 naming it, and axe-core finds no serious or critical violation there, in both schemes.
+    await page.evaluate(readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
+    for (const scheme of ['dark', 'light'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const name of ['Training', 'Versions', 'Ratings', 'Setup', 'Settings', 'Rate']) {
+        await page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+        expect(await page.locator('h1').allTextContents()).toEqual([name]);
+        const found = await page.evaluate<string[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')))`);
+        expect(found, `${name} (${scheme})`).toEqual([]);
+      }
+    }
     expect(problems).toEqual([]);
   });
 });

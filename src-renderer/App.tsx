@@ -10,6 +10,7 @@ import type { Transport } from './services/api.ts';
 import { selectPopupTurn } from './store/popup.ts';
 import { useRein } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
+import { VIEWS } from './store/nav.ts';
 import { Ratings } from './windows/Ratings.tsx';
 import { SettingsView } from './windows/Settings.tsx';
 import { Setup } from './windows/Setup.tsx';
@@ -50,6 +51,12 @@ function useRatingKeys(withPopup: boolean) {
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [popupTurn, current, view, rate, ratePopup, undo]);
+}
+
+/** Every screen's h1, for screen readers and the document outline (the tabs show the same name to the eye). */
+function ScreenTitle() {
+  const view = useRein((s) => s.view);
+  return <h1 className="sr-only">{VIEWS.find((v) => v.id === view)?.label}</h1>;
 }
 
 function Screen() {
@@ -104,6 +111,7 @@ export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
       <StatusHeader transport={props.transport} />
       <Nav />
       <main className="content">
+        <ScreenTitle />
         <Screen />
       </main>
     </div>
