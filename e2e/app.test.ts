@@ -1,5 +1,5 @@
 // The app's flows in Chromium against a real `rein serve` (real core, real store, the tiny demo model):
-// the wizard's demo path, a turn captured over HTTP raising the popup, Good with key 1 and the counts following;
+// the wizard's demo path, a turn captured over HTTP taking the Rate card, Good with key 1 and the counts following;
 // Train now with live progress to a new version in the history, rollback, and the status showing the earlier
 // version; delete and re-rate in the ratings history. Screenshots of each screen go to e2e/artifacts/app-*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,35 +59,35 @@ describe('the app in Chromium', () => {
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByRole('button', { name: 'Send a test turn' }).click();
     await expect.poll(() => page.getByTestId('test-result').textContent()).toMatch(/^Capture works: turn \d+/);
-    // The test turn raised the popup; closing it counts the turn as ignored.
-    await page.getByTestId('popup').waitFor();
+    // A browser has one rating surface, the Rate screen: no popup covers the wizard.
     await shot('wizard-test');
-    await page.getByRole('button', { name: 'Close (counts as ignored)' }).click();
-    await expect.poll(async () => (await serve.call('listTurns', { state: 'ignored' })).total).toBe(1);
+    expect(await page.getByTestId('popup').count()).toBe(0);
     await page.getByRole('button', { name: 'Done' }).click();
   });
 
-  it('a captured turn raises the popup at once; key 1 rates it Good and the counts follow', async () => {
+  it('a captured turn takes the Rate card at once; key 1 rates it Good, and the card moves on to the next', async () => {
+    // The tab's name carries its count ("Rate1 unrated").
+    await page.getByRole('button', { name: /^Rate/ }).click();
+    const card = page.getByTestId('rating-card');
     const t0 = Date.now();
     expect((await serve.post('/v1/turns', turn('please run the test again'))).status).toBe(201);
-    const popup = page.getByTestId('popup');
-    await popup.getByText('please run the test again').waitFor();
-    const shownMs = Date.now() - t0;
-    console.log(`popup shown ${shownMs} ms after the POST returned`);
-    await shot('popup-1440');
+    await card.getByText('please run the test again').waitFor();
+    console.log(`card shown ${Date.now() - t0} ms after the POST returned`);
+    expect(await page.getByTestId('popup').count()).toBe(0);
+    await shot('card-1440');
     await page.keyboard.press('1');
     await expect.poll(() => page.getByTestId('count-good').textContent()).toBe('1');
-    await popup.waitFor({ state: 'detached' });
     const ratings = await serve.call('listRatings', {});
     expect(ratings.items[0]).toMatchObject({ kind: 'good' });
+    // The wizard's test turn still waits for a rating: the card shows it now.
+    await card.getByText('please run the test again').waitFor({ state: 'detached' });
     await page.setViewportSize({ width: 360, height: 740 });
     await serve.post('/v1/turns', turn('no that is the error'));
     await serve.post('/v1/turns', turn('thanks the build is done'));
-    await page.getByTestId('popup-queue').waitFor();
-    expect(await page.getByTestId('popup-queue').textContent()).toBe('1 of 2');
-    await shot('popup-360-queue');
+    await card.getByText('thanks the build is done').waitFor();
+    await shot('card-360');
     await page.keyboard.press('2');
-    await page.getByTestId('popup').getByText('thanks the build is done').waitFor();
+    await card.getByText('no that is the error').waitFor();
     await page.keyboard.press('1');
     await expect.poll(() => page.getByTestId('count-good').textContent()).toBe('2');
     await page.setViewportSize({ width: 1440, height: 900 });

@@ -2,6 +2,7 @@
 // (checked through the API) and the status header updates; key 2 rates the next one Bad; training answers
 // honestly that it is not available yet. Screenshots at 1440 and 360 px go to e2e/artifacts/.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -113,8 +114,17 @@ describe('rating flow in Chromium against rein serve', () => {
     expect(await page.getByTestId('card-state').textContent()).toBe('Not rated yet.');
     const ratings = await serve.call('listRatings', {});
     expect(ratings.items.map((r) => r.kind)).toEqual(['good']);
+    const id = await page.getByTestId('rating-card').getAttribute('data-turn-id');
+    expect(await page.getByTestId('undo-note').textContent()).toBe(`Undone · turn ${id}`);
     await page.keyboard.press('2');
     await expect.poll(() => page.getByTestId('count-bad').textContent()).toBe('1');
+    // Bad → Good, then U: the Bad rating comes back (not no rating at all).
+    await page.keyboard.press('1');
+    await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Good.');
+    await page.keyboard.press('u');
+    await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Bad.');
+    expect(await page.getByTestId('count-bad').textContent()).toBe('1');
+    expect((await serve.call('getTurn', { turnId: Number(id) })).rating?.kind).toBe('bad');
   });
 
   it('a rating made elsewhere (the CLI, a hook) reaches the page through the event stream', async () => {
@@ -192,6 +202,109 @@ describe('rating flow in Chromium against rein serve', () => {
     await other.close();
   });
 
+  it('shows the whole answer as rendered markdown: highlighted code, a table, no raw HTML, folded until Show more', async () => {
+    const items = Array.from({ length: 40 }, (_, i) => `- step ${i + 1}: check the lexer output for case ${i + 1}`);
+    const response = [
+      '## Plan',
+      '',
+      '| file | change |',
+      '| --- | --- |',
+      '| lexer.ts | new |',
+      '',
+      '```ts',
+      'export function tokenize(src: string): Token[] {',
+      '  return [];',
+      '}',
+      '```',
+      '',
+      '<img src="x" data-raw-html="1"> raw HTML stays out',
+      '',
+      ...items,
+      '',
+      'Last line: LAST-LINE-MARKER',
+    ].join('\n');
+    expect((await serve.post('/v1/turns', turn(6, { prompt: 'اشرح الدالة tokenize من فضلك', response }))).status).toBe(201);
+    const card = page.getByTestId('rating-card');
+    await card.locator('.md.answer table').waitFor();
+    // Highlighted by rehype-highlight, from the fence's language.
+    expect(await card.locator('.md.answer pre code.language-ts .hljs-keyword').count()).toBeGreaterThan(0);
+    expect(await card.locator('.md.answer th').allTextContents()).toEqual(['file', 'change']);
+    // Raw HTML in an answer is never rendered as HTML.
+    expect(await card.locator('img, [data-raw-html]').count()).toBe(0);
+    // User text reads in its own direction (Arabic right to left).
+    expect(await card.locator('.md.prompt').getAttribute('dir')).toBe('auto');
+    expect(await page.evaluate<string>('getComputedStyle(document.querySelector("[data-testid=rating-card] .md.prompt")).direction')).toBe('rtl');
+    // The full text, far past the 200-character preview, is there; folded, its last line sits below the fold.
+    const marker = card.getByText('LAST-LINE-MARKER', { exact: false });
+    await marker.waitFor({ state: 'attached' });
+    const below = () =>
+      page.evaluate<boolean>(`(() => {
+        const box = document.querySelector('[data-testid=rating-card] .md.answer');
+        return [...box.querySelectorAll('p')].at(-1).getBoundingClientRect().top > box.getBoundingClientRect().bottom;
+      })()`);
+    expect(await below()).toBe(true);
+    await card.getByRole('button', { name: /^Show more/ }).click();
+    expect(await below()).toBe(false);
+    await page.screenshot({ path: artifactPath('markdown-1440.png'), fullPage: true });
+    await card.getByRole('button', { name: 'Show less' }).waitFor();
+  });
+
+  it('the card advances to the next turn after a rating; Ignored turns are listed and open on the card to rate', async () => {
+    const card = page.getByTestId('rating-card');
+    const waiting = Number(await card.getAttribute('data-turn-id'));
+    const r7 = await serve.post('/v1/turns', turn(7));
+    const id7 = (r7.body as { turn: { id: number } }).turn.id;
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(id7));
+    await page.keyboard.press('1');
+    // Rated, the card moves on to the answer that still waits, instead of staying on the one just rated.
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(waiting));
+    expect((await serve.call('getTurn', { turnId: id7 })).rating?.kind).toBe('good');
+
+    const r8 = await serve.post('/v1/turns', turn(8));
+    const id8 = (r8.body as { turn: { id: number } }).turn.id;
+    await serve.call('ignoreTurn', { turnId: id8 });
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Ignored' }).click();
+    const row = page.getByTestId('recent-turns').locator(`li[data-turn-id="${id8}"]`);
+    await row.getByRole('button').click();
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(id8));
+    await page.keyboard.press('2');
+    await expect.poll(async () => (await serve.call('getTurn', { turnId: id8 })).rating?.kind).toBe('bad');
+    await expect.poll(() => card.getAttribute('data-turn-id')).toBe(String(waiting));
+    // Rated, it has left the Ignored list.
+    await row.waitFor({ state: 'detached' });
+    await page.screenshot({ path: artifactPath('inbox-1440.png'), fullPage: true });
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Recent' }).click();
+  });
+
+  it('the popup never loses typed words: with a correction typed, its timeout does not ignore the turn', async () => {
+    await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 2 } });
+    const other = await browser.newContext({ viewport: { width: 420, height: 640 } });
+    const p = await other.newPage();
+    p.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
+    // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.
+    const hash = serve.openUrl.indexOf('#');
+    await p.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
+    await p.getByText('Nothing to rate right now.').waitFor();
+    const r9 = await serve.post('/v1/turns', turn(9));
+    const id9 = (r9.body as { turn: { id: number } }).turn.id;
+    const popup = p.getByTestId('popup');
+    await popup.waitFor();
+    await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
+    const correction = popup.getByRole('textbox', { name: /Better answer/ });
+    await correction.fill('Keep line:column in every error.');
+    await expect.poll(() => p.getByTestId('popup-timer').textContent()).toMatch(/^Stays open until you save or close/);
+    // Folding the options away keeps the words, and the timeout (2 s) passes without ignoring the turn.
+    await popup.getByRole('button', { name: 'Fewer options' }).click();
+    await p.waitForTimeout(3500);
+    expect((await serve.call('getTurn', { turnId: id9 })).state).toBe('unrated');
+    await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
+    expect(await correction.inputValue()).toBe('Keep line:column in every error.');
+    await popup.getByRole('button', { name: 'Save as Bad' }).click();
+    await expect.poll(async () => (await serve.call('getTurn', { turnId: id9 })).rating?.correction).toBe('Keep line:column in every error.');
+    await other.close();
+    await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 45 } });
+  });
+
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });
@@ -210,6 +323,19 @@ describe('rating flow in Chromium against rein serve', () => {
     await page.screenshot({ path: artifactPath('dashboard-360-dark.png'), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.screenshot({ path: artifactPath('dashboard-1440-dark.png'), fullPage: true });
+    // Every screen has one h1 naming it, and axe-core finds no serious or critical violation there, in both schemes.
+    await page.evaluate(readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
+    for (const scheme of ['dark', 'light'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const name of ['Training', 'Versions', 'Ratings', 'Setup', 'Settings', 'Rate']) {
+        await page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+        expect(await page.locator('h1').allTextContents()).toEqual([name]);
+        const found = await page.evaluate<string[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+          .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')))`);
+        expect(found, `${name} (${scheme})`).toEqual([]);
+      }
+    }
     expect(problems).toEqual([]);
   });
 });

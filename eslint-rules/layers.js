@@ -23,6 +23,9 @@ export const PACKAGES = {
   'react-dom': 'renderer',
   zustand: 'renderer',
   recharts: 'renderer',
+  'react-markdown': 'renderer',
+  'remark-gfm': 'renderer',
+  'rehype-highlight': 'renderer',
   electron: 'electron',
   // tooling and tests
   vitest: 'dev',
@@ -31,6 +34,7 @@ export const PACKAGES = {
   'electron-vite': 'dev',
   '@vitejs/plugin-react': 'dev',
   vite: 'dev',
+  'axe-core': 'dev',
 };
 
 const BUILTINS = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)]);

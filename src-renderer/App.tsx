@@ -10,6 +10,7 @@ import type { Transport } from './services/api.ts';
 import { selectPopupTurn } from './store/popup.ts';
 import { useRein } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
+import { VIEWS } from './store/nav.ts';
 import { Ratings } from './windows/Ratings.tsx';
 import { SettingsView } from './windows/Settings.tsx';
 import { Setup } from './windows/Setup.tsx';
@@ -52,6 +53,12 @@ function useRatingKeys(withPopup: boolean) {
   }, [popupTurn, current, view, rate, ratePopup, undo]);
 }
 
+/** Every screen's h1, for screen readers and the document outline (the tabs show the same name to the eye). */
+function ScreenTitle() {
+  const view = useRein((s) => s.view);
+  return <h1 className="sr-only">{VIEWS.find((v) => v.id === view)?.label}</h1>;
+}
+
 function Screen() {
   const view = useRein((s) => s.view);
   switch (view) {
@@ -88,14 +95,14 @@ function useFirstRun() {
 }
 
 export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
-  // In Electron the popup is its own window near the tray; in a browser it floats over the page.
-  const floatingPopup = props.transport === 'http';
-  useRatingKeys(props.window === 'popup' || floatingPopup);
+  // In Electron the popup is its own window near the tray. A browser has one rating surface, the Rate screen: a
+  // second panel there showed another turn under the same 1/2 keys.
+  useRatingKeys(props.window === 'popup');
   useFirstRun();
   if (props.window === 'popup') {
     return (
       <div className="popup-window">
-        <PopupCard floating={false} />
+        <PopupCard />
       </div>
     );
   }
@@ -104,9 +111,9 @@ export function App(props: { transport: Transport; window: 'main' | 'popup' }) {
       <StatusHeader transport={props.transport} />
       <Nav />
       <main className="content">
+        <ScreenTitle />
         <Screen />
       </main>
-      {floatingPopup && <PopupCard floating />}
     </div>
   );
 }

@@ -90,8 +90,8 @@ export const VERBS = {
   captureTurn: { input: CaptureTurnInput, help: 'Store a captured turn (deduplicated per source and event id).' },
   rate: { input: RateInput, help: 'Rate a turn good, bad or 1-5, with an optional correction, tags and comment.' },
   undo: {
-    input: z.strictObject({ session: z.string().min(1).max(512).optional() }),
-    help: 'Undo the newest rating (of a session, or globally).',
+    input: z.strictObject({ session: z.string().min(1).max(512).optional(), turnId: id.optional() }),
+    help: 'Undo the newest rating (of a turn, of a session, or globally); a rating that replaced another restores it.',
   },
   ignoreTurn: { input: z.strictObject({ turnId: id }), help: 'Mark a turn as ignored (popup dismissed).' },
   listTurns: {
@@ -191,6 +191,8 @@ export interface RateResult {
 }
 export interface UndoResult {
   undone: RatingView | null;
+  /** The rating the undone one had replaced, live again (a copy with its own id), or null. */
+  restored: RatingView | null;
   status: Status;
 }
 export interface CaptureResult {

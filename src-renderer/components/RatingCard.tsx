@@ -1,13 +1,14 @@
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
-import { firstLines, selectCurrentTurn } from '../store/turns.ts';
+import { selectCurrentTurn } from '../store/turns.ts';
+import { Exchange } from './Exchange.tsx';
 import { timeAgo } from './format.ts';
 import { useNow } from './useNow.ts';
 import { CheckIcon, CrossIcon } from './icons.tsx';
 
 export function RatingCard() {
   const now = useNow();
-  const { turn, loaded, busy, error, rate, undo, turnsError } = useRein(
+  const { turn, loaded, busy, error, rate, undo, turnsError, undoneTurnId } = useRein(
     useShallow((s) => ({
       turn: selectCurrentTurn(s),
       loaded: s.turnsLoaded,
@@ -16,6 +17,7 @@ export function RatingCard() {
       rate: s.rate,
       undo: s.undo,
       turnsError: s.turnsError,
+      undoneTurnId: s.undoneTurnId,
     })),
   );
   if (turnsError) {
@@ -33,8 +35,6 @@ export function RatingCard() {
       </section>
     );
   }
-  const prompt = firstLines(turn.promptPreview, 3);
-  const answer = firstLines(turn.responsePreview, 6);
   const rated = turn.rating?.kind;
   return (
     <section className="card" aria-labelledby="card-title" data-testid="rating-card" data-turn-id={turn.id}>
@@ -50,12 +50,7 @@ export function RatingCard() {
         {turn.model && <span className="model-tag">{turn.model}</span>}
         <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt, now)}</time>
       </div>
-      <div className="exchange">
-        <p className="label">Prompt</p>
-        <pre className="prompt">{prompt.text || '(empty)'}{prompt.cut && <span className="more">…</span>}</pre>
-        <p className="label">Answer</p>
-        <pre className="answer">{answer.text || '(empty)'}{answer.cut && <span className="more">…</span>}</pre>
-      </div>
+      <Exchange turn={turn} />
       <div className="actions" role="group" aria-label="Rate this answer">
         <button type="button" className="rate good" aria-pressed={rated === 'good'} disabled={busy} onClick={() => void rate(turn.id, 'good')}>
           <CheckIcon /> Good <kbd>1</kbd>
@@ -70,8 +65,13 @@ export function RatingCard() {
         )}
       </div>
       <p className="card-state" aria-live="polite" data-testid="card-state">
-        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : 'Bad'}.` : 'Not rated yet.'}
+        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : rated === 'bad' ? 'Bad' : `${turn.rating?.scale}/5`}.` : 'Not rated yet.'}
       </p>
+      {undoneTurnId === turn.id && !error && (
+        <p className="undo-note" role="status" data-testid="undo-note">
+          Undone · turn {turn.id}
+        </p>
+      )}
     </section>
   );
 }

@@ -1,37 +1,49 @@
-// The popup: one captured turn asking for Good or Bad. In Electron it is its own small window near the tray; in the
-// headless web UI it floats over the page. Keys 1 and 2 rate it (App's key handler), the optional 1-5 scale,
+// The popup: one captured turn asking for Good or Bad, in its own small Electron window near the tray (the headless
+// web UI has no popup: its Rate screen is the one rating surface). Keys 1 and 2 rate it (App's key handler), the optional 1-5 scale,
 // correction and tags go with the rating, and closing it (or the timeout) counts the turn as ignored.
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import type { TurnSummary } from '../../src-main/common/domain.ts';
 import { CheckIcon, CrossIcon } from '../components/icons.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPopupTimeout, selectPopupTurn, selectQueueLength } from '../store/popup.ts';
-import { firstLines } from '../store/turns.ts';
+import { Exchange } from '../components/Exchange.tsx';
 import { PopupDetails } from './PopupDetails.tsx';
 
-function useCountdown(turn: TurnSummary | null, seconds: number, onExpire: (id: number) => void): number | null {
+/**
+ * Seconds left before the popup counts its turn as ignored, or null when it has no timeout. The clock stops while
+ * `held` (pointer over the popup, focus in it, words typed into it) and resumes where it stopped.
+ */
+function useCountdown(turnId: number | null, seconds: number, onExpire: (id: number) => void, held: boolean): number | null {
   const [left, setLeft] = useState<number | null>(null);
+  const leftMs = useRef(0);
   useEffect(() => {
-    if (!turn || seconds <= 0) {
-      setLeft(null);
-      return;
-    }
-    const end = Date.now() + seconds * 1000;
-    setLeft(seconds);
+    leftMs.current = seconds * 1000;
+    setLeft(turnId === null || seconds <= 0 ? null : seconds);
+  }, [turnId, seconds]);
+  useEffect(() => {
+    if (turnId === null || seconds <= 0 || held) return;
+    let last = Date.now();
+    const tick = () => {
+      const now = Date.now();
+      leftMs.current -= now - last;
+      last = now;
+    };
     const t = setInterval(() => {
-      const s = Math.ceil((end - Date.now()) / 1000);
-      if (s <= 0) {
+      tick();
+      if (leftMs.current <= 0) {
         clearInterval(t);
-        onExpire(turn.id);
-      } else setLeft(s);
+        onExpire(turnId);
+      } else setLeft(Math.ceil(leftMs.current / 1000));
     }, 250);
-    return () => clearInterval(t);
-  }, [turn, seconds, onExpire]);
+    return () => {
+      tick();
+      clearInterval(t);
+    };
+  }, [turnId, seconds, held, onExpire]);
   return left;
 }
 
-export function PopupCard(props: { floating: boolean }) {
+export function PopupCard() {
   const { turn, waiting, timeout, dismiss, ratePopup, error } = useRein(
     useShallow((s) => ({
       turn: selectPopupTurn(s),
@@ -42,24 +54,36 @@ export function PopupCard(props: { floating: boolean }) {
       error: s.popupError,
     })),
   );
-  const [expanded, setExpanded] = useState(false);
   const [more, setMore] = useState(false);
-  const left = useCountdown(turn, timeout, dismiss);
+  const [hover, setHover] = useState(false);
+  const [focus, setFocus] = useState(false);
+  // Words typed into the correction or tags: the popup then waits for the user however long it takes.
+  const [draft, setDraft] = useState(false);
+  const left = useCountdown(turn?.id ?? null, timeout, dismiss, hover || focus || draft);
   useEffect(() => {
-    setExpanded(false);
     setMore(false);
+    setDraft(false);
   }, [turn?.id]);
   if (!turn) {
-    return props.floating ? null : (
+    return (
       <section className="popup empty" aria-live="polite">
         <p>Nothing to rate right now.</p>
       </section>
     );
   }
-  const prompt = firstLines(turn.promptPreview, expanded ? 40 : 2, expanded ? 2000 : 200);
-  const answer = firstLines(turn.responsePreview, expanded ? 80 : 4, expanded ? 2000 : 200);
   return (
-    <section className={`popup${props.floating ? ' floating' : ''}`} role="dialog" aria-modal="false" aria-labelledby="popup-title" data-testid="popup" data-turn-id={turn.id}>
+    <section
+      className="popup"
+      role="dialog"
+      aria-modal="false"
+      aria-labelledby="popup-title"
+      data-testid="popup"
+      data-turn-id={turn.id}
+      onPointerEnter={() => setHover(true)}
+      onPointerLeave={() => setHover(false)}
+      onFocus={() => setFocus(true)}
+      onBlur={(e) => setFocus(e.currentTarget.contains(e.relatedTarget))}
+    >
       <header className="popup-head">
         <h2 id="popup-title">{turn.source}</h2>
         {turn.session && <span className="session" title={turn.session}>{turn.session}</span>}
@@ -69,13 +93,7 @@ export function PopupCard(props: { floating: boolean }) {
         </button>
       </header>
       <div className="popup-text">
-        <pre className="prompt">{prompt.text || '(empty prompt)'}</pre>
-        <pre className="answer">{answer.text || '(empty answer)'}</pre>
-        {(prompt.cut || answer.cut || expanded) && (
-          <button type="button" className="link" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
-            {expanded ? 'Show less' : 'Show more'}
-          </button>
-        )}
+        <Exchange turn={turn} compact />
       </div>
       <div className="actions" role="group" aria-label="Rate this answer">
         <button type="button" className="rate good" onClick={() => void ratePopup(turn.id, { value: 'good' })}>
@@ -88,9 +106,20 @@ export function PopupCard(props: { floating: boolean }) {
           {more ? 'Fewer options' : 'Score, correction, tags'}
         </button>
       </div>
-      {more && <PopupDetails turnId={turn.id} />}
+      {/* Hidden, not unmounted: folding the options away keeps what was typed. */}
+      <div hidden={!more}>
+        <PopupDetails key={turn.id} turnId={turn.id} onDraft={setDraft} />
+      </div>
       <p className="popup-foot" aria-live="polite">
-        {error ? <span className="error">{error.message}</span> : left !== null ? <span>Closes in {left} s if you do nothing (counts as ignored).</span> : null}
+        {error ? (
+          <span className="error">{error.message}</span>
+        ) : left === null ? null : draft ? (
+          <span data-testid="popup-timer">Stays open until you save or close: you typed a correction or tags.</span>
+        ) : hover || focus ? (
+          <span data-testid="popup-timer">Paused while you read ({left} s left).</span>
+        ) : (
+          <span data-testid="popup-timer">Closes in {left} s if you do nothing (counts as ignored).</span>
+        )}
       </p>
       {left !== null && <progress className="popup-timer" max={timeout} value={left} aria-hidden="true" />}
     </section>

@@ -1,12 +1,15 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useRein } from '../store/react.tsx';
 
 /** The optional part of a rating: a 1-5 score instead of Good/Bad, a corrected answer, and tags. */
-export function PopupDetails(props: { turnId: number }) {
+export function PopupDetails(props: { turnId: number; onDraft: (typed: boolean) => void }) {
   const ratePopup = useRein((s) => s.ratePopup);
   const [scale, setScale] = useState<number | null>(null);
   const [correction, setCorrection] = useState('');
   const [tags, setTags] = useState('');
+  const typed = correction.trim() !== '' || tags.trim() !== '';
+  const { onDraft } = props;
+  useEffect(() => onDraft(typed), [typed, onDraft]);
   const tagList = [...new Set(tags.split(',').map((t) => t.trim()).filter((t) => t.length > 0))];
   const submit = (value: 'good' | 'bad' | number) =>
     void ratePopup(props.turnId, {

@@ -7,9 +7,6 @@ import { toApiError } from '../services/api.ts';
 import { derive } from './derive.ts';
 import type { PopupSlice, ReinState, Slice } from './types.ts';
 
-/** Longest queue kept: past it the oldest turns drop out of the popup (they stay rateable in the lists). */
-export const POPUP_QUEUE_MAX = 20;
-
 export function raisesPopup(turn: TurnSummary, settings: Settings | null): boolean {
   if (turn.state !== 'unrated') return false;
   if (!settings) return true;
@@ -22,7 +19,7 @@ export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
     popupError: null,
     enqueue: (turn) => {
       if (!raisesPopup(turn, get().settings) || get().queue.some((t) => t.id === turn.id)) return;
-      set((s) => ({ queue: [...s.queue, turn].slice(-POPUP_QUEUE_MAX) }));
+      set((s) => ({ queue: [...s.queue, turn] }));
     },
     settle: (turn) => {
       // Rated, ignored or expired elsewhere (the CLI, a hook, the other window): it no longer asks.

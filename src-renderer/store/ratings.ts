@@ -40,6 +40,7 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
     ratingsError: null,
     turnCache: {},
     openTurnId: null,
+    fullTurnError: null,
     exportResult: null,
     recentRatings: [],
     loadRecentRatings: async () => {
@@ -76,6 +77,15 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
         set((s) => ({ turnCache: { ...s.turnCache, [turnId]: turn } }));
       } catch (e) {
         set({ ratingsError: toApiError(e) });
+      }
+    },
+    loadFullTurn: async (turnId) => {
+      if (turnId in get().turnCache) return;
+      try {
+        const turn = await client.getTurn({ turnId });
+        set((s) => ({ turnCache: { ...s.turnCache, [turnId]: turn }, fullTurnError: null }));
+      } catch (e) {
+        set({ fullTurnError: toApiError(e) });
       }
     },
     rerate: async (turnId, value) => {
@@ -166,3 +176,7 @@ export function perDay(ratings: RatingView[], now = Date.now()): { day: string; 
 }
 
 export const selectPerDay = derive([(s) => s.recentRatings], (ratings) => perDay(ratings));
+
+/** The full text of a turn once loadFullTurn has fetched it, else null (the caller shows the preview meanwhile). */
+export const selectFullTurn = (turnId: number | null) => (s: ReinState): Turn | null =>
+  turnId === null ? null : (s.turnCache[turnId] ?? null);

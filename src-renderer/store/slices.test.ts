@@ -7,7 +7,7 @@ import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common
 import type { ReinClient } from '../services/api.ts';
 import { publishLines, rollbackSummary, selectActiveAdapter, servedSummary } from './adapters.ts';
 import { createReinStore } from './index.ts';
-import { POPUP_QUEUE_MAX, raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
+import { raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
 import { gateSentence, selectLiveProgress } from './training.ts';
 
@@ -82,8 +82,10 @@ describe('popup slice', () => {
     store.setState({ settings: { ...defaultSettings(), 'capture.paused': true } });
     expect(raisesPopup(turn(9), s().settings)).toBe(false);
     store.setState({ settings: defaultSettings() });
-    for (let i = 10; i < 10 + POPUP_QUEUE_MAX + 3; i++) s().enqueue(turn(i));
-    expect(s().queue.length).toBe(POPUP_QUEUE_MAX);
+    // Every waiting turn stays queued: none is dropped for being the 21st.
+    for (let i = 10; i < 60; i++) s().enqueue(turn(i));
+    expect(s().queue.length).toBe(51);
+    expect(s().queue.at(-1)?.id).toBe(59);
   });
 
   it('dismiss counts the turn as ignored; a rating with a correction and tags goes to rate and leaves the queue', async () => {

@@ -102,7 +102,7 @@ function fakeClient(turns: TurnSummary[] = []) {
     undo: async () => {
       const r = [...ratings].reverse().find((x) => !x.undone) ?? null;
       if (r) r.undone = true;
-      return { undone: r, status: statusNow() };
+      return { undone: r, restored: null, status: statusNow() };
     },
   };
   const on: Subscribe = (event, fn) => {
@@ -274,14 +274,19 @@ describe('store', () => {
 });
 
 describe('selectors', () => {
-  it('the card shows the newest turn that is neither ignored nor expired; the list shows the others', () => {
+  it('the card shows the newest turn that asks for a rating, else the newest rated; a row opens its turn there', () => {
     const store = createReinStore(fakeClient().client);
     store.getState().applyTurn(turn(1));
     store.getState().applyTurn(turn(2, { state: 'rated' }));
     store.getState().applyTurn(turn(3, { state: 'ignored' }));
-    const s = store.getState();
-    expect(selectCurrentTurn(s)?.id).toBe(2);
-    expect(selectOtherTurns(s).map((t) => t.id)).toEqual([3, 1]);
+    expect(selectCurrentTurn(store.getState())?.id).toBe(1);
+    expect(selectOtherTurns(store.getState()).map((t) => t.id)).toEqual([3, 2]);
+    store.getState().showTurn(3);
+    expect(selectCurrentTurn(store.getState())?.id).toBe(3);
+    expect(selectOtherTurns(store.getState()).map((t) => t.id)).toEqual([2, 1]);
+    store.getState().showTurn(null);
+    store.getState().applyTurn(turn(1, { state: 'rated' }));
+    expect(selectCurrentTurn(store.getState())?.id).toBe(2);
   });
 
   it('status selectors are null before the status loads, and format the EMA and adapter', () => {

@@ -28,6 +28,22 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     turnsError: null,
     ratingTurnId: null,
     rateError: null,
+    cardTurnId: null,
+    undoneTurnId: null,
+    inboxFilter: 'all',
+    inboxTurns: [],
+    inboxTotal: 0,
+    showTurn: (turnId) => set({ cardTurnId: turnId, rateError: null }),
+    setInboxFilter: async (filter) => {
+      set({ inboxFilter: filter });
+      if (filter === 'all') return set({ inboxTurns: [], inboxTotal: 0 });
+      try {
+        const page = await client.listTurns({ limit: TURNS_LIMIT, state: filter });
+        if (get().inboxFilter === filter) set({ inboxTurns: [...page.items].sort(newestFirst), inboxTotal: page.total, turnsError: null });
+      } catch (e) {
+        set({ turnsError: toApiError(e) });
+      }
+    },
     loadTurns: async () => {
       try {
         const page = await client.listTurns({ limit: TURNS_LIMIT });
@@ -38,11 +54,16 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     rate: async (turnId, value) => {
       if (get().ratingTurnId !== null) return;
-      set({ ratingTurnId: turnId, rateError: null });
+      set({ ratingTurnId: turnId, rateError: null, undoneTurnId: null });
       try {
         const { rating, status } = await client.rate({ turnId, value });
         get().applyRating(rating);
         get().setStatus(status);
+        // Advance: the card moves on to the next turn that asks for a rating, or stays on this one (showing its
+        // rating, with Undo) when none is left.
+        const next = get().turns.some((t) => t.state === 'unrated');
+        set({ cardTurnId: next ? null : turnId });
+        if (get().inboxFilter !== 'all') void get().setInboxFilter(get().inboxFilter);
       } catch (e) {
         set({ rateError: toApiError(e) });
       } finally {
@@ -51,9 +72,14 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     undo: async () => {
       set({ rateError: null });
+      // Only the turn on the card: U never reaches a rating the user cannot see.
+      const turnId = selectCurrentTurn(get())?.id;
+      if (turnId === undefined) return;
       try {
-        const { undone, status } = await client.undo({});
+        const { undone, restored, status } = await client.undo({ turnId });
         if (undone) get().applyRating(undone);
+        if (restored) get().applyRating(restored);
+        set({ undoneTurnId: undone ? undone.turnId : null });
         get().setStatus(status);
       } catch (e) {
         set({ rateError: toApiError(e) });
@@ -61,28 +87,54 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     applyTurn: (turn) => {
       const known = get().turns.some((t) => t.id === turn.id);
-      set((s) => ({ turns: upsert(s.turns, turn), turnsTotal: known ? s.turnsTotal : s.turnsTotal + 1 }));
+      // A new answer that asks for a rating takes the card unless the card's turn still waits for one.
+      const unpin = !known && turn.state === 'unrated' && selectCurrentTurn(get())?.state !== 'unrated';
+      set((s) => ({
+        turns: upsert(s.turns, turn),
+        turnsTotal: known ? s.turnsTotal : s.turnsTotal + 1,
+        inboxTurns: s.inboxTurns.map((t) => (t.id === turn.id ? turn : t)),
+        ...(unpin ? { cardTurnId: null } : {}),
+      }));
     },
     applyRating: (rating) =>
-      set((s) => ({ turns: s.turns.map((t) => (t.id === rating.turnId ? withRating(t, rating) : t)) })),
+      set((s) => ({
+        turns: s.turns.map((t) => (t.id === rating.turnId ? withRating(t, rating) : t)),
+        inboxTurns: s.inboxTurns.map((t) => (t.id === rating.turnId ? withRating(t, rating) : t)),
+      })),
     removeTurn: (turnId) =>
       set((s) => {
         const turns = s.turns.filter((t) => t.id !== turnId);
-        return { turns, turnsTotal: Math.max(0, s.turnsTotal - (s.turns.length - turns.length)) };
+        return {
+          turns,
+          turnsTotal: Math.max(0, s.turnsTotal - (s.turns.length - turns.length)),
+          inboxTurns: s.inboxTurns.filter((t) => t.id !== turnId),
+          ...(s.cardTurnId === turnId ? { cardTurnId: null } : {}),
+        };
       }),
   });
 }
 
 export const selectTurns = (s: ReinState) => s.turns;
 
-/** The rating card's turn: the newest captured turn that is not ignored or expired. */
+/**
+ * The rating card's turn: the one the user opened from a list, else the newest that asks for a rating, else the
+ * newest rated one (so its rating and Undo stay in view).
+ */
 export function selectCurrentTurn(s: ReinState): TurnSummary | null {
-  return s.turns.find((t) => t.state === 'unrated' || t.state === 'rated') ?? null;
+  if (s.cardTurnId !== null) {
+    const opened = s.turns.find((t) => t.id === s.cardTurnId) ?? s.inboxTurns.find((t) => t.id === s.cardTurnId);
+    if (opened) return opened;
+  }
+  return s.turns.find((t) => t.state === 'unrated') ?? s.turns.find((t) => t.state === 'rated') ?? null;
 }
 
-/** The list below the card: every recent turn except the card's own. */
-export const selectOtherTurns = derive([selectTurns, selectCurrentTurn], (turns, current): TurnSummary[] =>
-  current ? turns.filter((t) => t.id !== current.id) : turns,
+/** The list below the card: the recent turns (or those of the chosen state), except the card's own. */
+export const selectOtherTurns = derive(
+  [selectTurns, (s: ReinState) => s.inboxTurns, (s: ReinState) => s.inboxFilter, selectCurrentTurn],
+  (turns, inbox, filter, current): TurnSummary[] => {
+    const shown = filter === 'all' ? turns : inbox;
+    return current ? shown.filter((t) => t.id !== current.id) : shown;
+  },
 );
 
 /** The first `lines` lines of a text, each cut at `width` characters, with a marker when anything was cut. */

@@ -19,6 +19,8 @@ export interface StatusSlice {
   setConnected: (up: boolean) => void;
 }
 
+export type InboxFilter = 'all' | 'unrated' | 'ignored' | 'expired';
+
 export interface TurnsSlice {
   /** Recent turns, newest first, at most TURNS_LIMIT. */
   turns: TurnSummary[];
@@ -28,7 +30,17 @@ export interface TurnsSlice {
   /** The turn whose rating is in flight (buttons disabled meanwhile). */
   ratingTurnId: number | null;
   rateError: ApiError | null;
+  /** The turn the user opened on the card from a list; null: the card shows the newest turn that asks for a rating. */
+  cardTurnId: number | null;
+  /** The turn whose rating the last undo took back (the "Undone · turn 14" note), or null. */
+  undoneTurnId: number | null;
+  /** Which turns the "To rate" list shows: the recent ones, or one state fetched from the core. */
+  inboxFilter: InboxFilter;
+  inboxTurns: TurnSummary[];
+  inboxTotal: number;
   loadTurns: () => Promise<void>;
+  showTurn: (turnId: number | null) => void;
+  setInboxFilter: (filter: InboxFilter) => Promise<void>;
   rate: (turnId: number, value: RatingChoice) => Promise<void>;
   undo: () => Promise<void>;
   applyTurn: (turn: TurnSummary) => void;
@@ -111,6 +123,9 @@ export interface RatingsSlice {
   setRatingFilters: (f: Partial<RatingFilters>) => void;
   setRatingPage: (page: number) => void;
   openTurn: (turnId: number | null) => Promise<void>;
+  /** Fetch a turn's full text into turnCache (the card and popup show it; summaries carry 200-character previews). */
+  loadFullTurn: (turnId: number) => Promise<void>;
+  fullTurnError: ApiError | null;
   rerate: (turnId: number, value: 'good' | 'bad' | number) => Promise<void>;
   deleteRating: (ratingId: number) => Promise<void>;
   deleteTurn: (turnId: number) => Promise<void>;

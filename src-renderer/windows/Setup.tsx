@@ -39,7 +39,7 @@ function TestStep() {
   );
   return (
     <>
-      <p>Send a turn through the capture server, the same way your agent's hook does. It should appear in the rating popup right away.</p>
+      <p>Send a turn through the capture server, the same way your agent's hook does. It should appear right away in the rating popup (desktop app) or on the Rate screen (browser).</p>
       <button type="button" className="primary" onClick={() => void send()} disabled={busy}>
         {busy ? 'Sending…' : 'Send a test turn'}
       </button>

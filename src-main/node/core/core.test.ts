@@ -207,12 +207,47 @@ describe('rate, undo and re-rate', () => {
     ]);
     expect(second.status.ratings.total).toBe(1);
     expect(second.status.ema!.value).toBe(-1);
+    // Undo of the re-rating gives the first rating back; a second undo leaves the turn unrated.
     const u = await core.call('undo', {}, 'cli');
     expect(u.undone!.id).toBe(second.rating.id);
-    expect(u.status.ema).toBeNull();
+    expect(u.restored!.id).toBe(first.rating.id);
+    expect(u.status.ema!.value).toBe(1);
+    const u2 = await core.call('undo', {}, 'cli');
+    expect(u2.undone!.id).toBe(first.rating.id);
+    expect(u2.status.ema).toBeNull();
     expect((await core.call('getTurn', { turnId: id }, 'test')).state).toBe('unrated');
     expect((await core.call('rate', { value: 5 }, 'cli')).rating.turnId).toBe(id);
     expect((await core.call('undo', { session: 'other' }, 'cli')).undone).toBeNull();
+  });
+
+  it('re-rating keeps the correction, tags and comment the new rating leaves out, and replaces those it gives', async () => {
+    const core = newCore();
+    const id = await capture(core);
+    await core.call('rate', { turnId: id, value: 2, correction: 'use a map', tags: ['slow'], comment: 'close' }, 'ipc');
+    const again = await core.call('rate', { turnId: id, value: 'good' }, 'ipc');
+    expect(again.rating).toMatchObject({ kind: 'good', correction: 'use a map', tags: ['slow'], comment: 'close' });
+    const third = await core.call('rate', { turnId: id, value: 'bad', tags: ['wrong file'] }, 'ipc');
+    expect(third.rating).toMatchObject({ kind: 'bad', correction: 'use a map', tags: ['wrong file'], comment: 'close' });
+  });
+
+  it('undo of a re-rating restores the rating it replaced, with its correction; undo of a turn leaves others alone', async () => {
+    const core = newCore();
+    const id = await capture(core);
+    const other = await capture(core, { eventId: 'other' });
+    await core.call('rate', { turnId: id, value: 'bad', correction: 'use a map' }, 'ipc');
+    await core.call('rate', { turnId: id, value: 'good' }, 'ipc');
+    await core.call('rate', { turnId: other, value: 'good' }, 'ipc');
+    const u = await core.call('undo', { turnId: id }, 'ipc');
+    expect(u.undone).toMatchObject({ turnId: id, kind: 'good' });
+    expect(u.restored).toMatchObject({ turnId: id, kind: 'bad', correction: 'use a map', undone: false });
+    expect((await core.call('getTurn', { turnId: id }, 'test')).rating?.kind).toBe('bad');
+    expect((await core.call('getTurn', { turnId: other }, 'test')).rating?.kind).toBe('good');
+    // The baseline holds the live ratings only (bad, good), as if the good re-rating of `id` never happened.
+    expect(u.status.ratings).toMatchObject({ good: 1, bad: 1, total: 2 });
+    // A second undo of the turn takes the restored rating away; with nothing before it, the turn is unrated.
+    const u2 = await core.call('undo', { turnId: id }, 'ipc');
+    expect(u2.restored).toBeNull();
+    expect((await core.call('getTurn', { turnId: id }, 'test')).state).toBe('unrated');
   });
 
   it('undo of a session leaves other sessions alone', async () => {
@@ -347,7 +382,9 @@ describe('events, deletes and the audit log', () => {
       'ratingUndone',
       'ratingAdded',
       'turnUpdated',
+      // Undo of the re-rating: the bad one goes, the good one it replaced is live again.
       'ratingUndone',
+      'ratingAdded',
       'turnUpdated',
       'ratingDeleted',
       'turnUpdated',

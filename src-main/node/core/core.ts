@@ -222,13 +222,14 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     undo: (input, actor) => {
-      const undone = store.undo(input.session ?? null, actor);
+      const out = store.undo({ session: input.session ?? null, turnId: input.turnId ?? null }, actor);
       const st = status();
-      if (undone !== null) {
-        emit('ratingUndone', { rating: undone, status: st });
-        emit('turnUpdated', store.mustTurnSummary(undone.turnId));
+      if (out !== null) {
+        emit('ratingUndone', { rating: out.undone, status: st });
+        if (out.restored) emit('ratingAdded', { rating: out.restored, status: st });
+        emit('turnUpdated', store.mustTurnSummary(out.undone.turnId));
       }
-      return { undone, status: st };
+      return { undone: out?.undone ?? null, restored: out?.restored ?? null, status: st };
     },
 
     ignoreTurn: (input, actor) => {

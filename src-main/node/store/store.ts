@@ -316,38 +316,62 @@ export class Store {
       }
       const now = this.now();
       const replaced: RatingView[] = [];
-      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL').all(turnId)) {
+      let prev: RatingRow | undefined;
+      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id').all(turnId)) {
         this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, old.id);
         this.emaRemove(old, 'undo');
         replaced.push(ratingView({ ...old, undone_at: now }));
+        prev = old;
       }
-      const row = this.stmt<RatingRow>(
-        `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      ).get(turnId, modelId, kind, reward, scale, r.correction, JSON.stringify(r.tags), r.comment, r.rater, now)!;
-      this.emaApply(modelId, row.id, reward, now);
-      this.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(turnId);
+      // Changing Good to Bad is not a request to throw away the correction, tags or comment written earlier: what
+      // the new rating leaves out is carried over from the one it replaces.
+      const correction = r.correction ?? prev?.correction ?? null;
+      const tags = r.tags.length > 0 || prev === undefined ? JSON.stringify(r.tags) : prev.tags;
+      const comment = r.comment ?? prev?.comment ?? null;
+      const row = this.insertRating({ turn_id: turnId, model_id: modelId, kind, value: reward, scale, correction, tags, comment, rater: r.rater }, now);
       this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward, replaced: replaced.map((x) => x.id) });
       return { rating: ratingView(row), replaced };
     });
   }
 
-  /** Undoes the newest live rating (of a session, or of any session). */
-  undo(session: string | null, actor: Actor): RatingView | null {
+  private insertRating(
+    r: Pick<RatingRow, 'turn_id' | 'model_id' | 'kind' | 'value' | 'scale' | 'correction' | 'tags' | 'comment' | 'rater'>,
+    now: number,
+  ): RatingRow {
+    const row = this.stmt<RatingRow>(
+      `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    ).get(r.turn_id, r.model_id, r.kind, r.value, r.scale, r.correction, r.tags, r.comment, r.rater, now)!;
+    this.emaApply(r.model_id, row.id, r.value, now);
+    this.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(r.turn_id);
+    return row;
+  }
+
+  /**
+   * Undoes the newest live rating (of a turn, of a session, or of any). When that rating had replaced another
+   * (rate() marks the replaced one undone at the new one's created_at), the earlier rating is live again, so undo
+   * after Bad→Good gives Bad back instead of no rating. It is revived before the baseline replay, which then counts
+   * it as the live rating it is again (emaRemove replays live ratings only).
+   */
+  undo(scope: { session?: string | null; turnId?: number | null }, actor: Actor): { undone: RatingView; restored: RatingView | null } | null {
     return this.write(() => {
       const row =
-        session === null
-          ? this.stmt<RatingRow>(Q.newestLiveRating).get()
-          : this.stmt<RatingRow>(
-              Q.newestLiveRatingSession,
-            ).get(session);
+        scope.turnId != null
+          ? this.stmt<RatingRow>(Q.liveRatingOfTurn).get(scope.turnId)
+          : scope.session != null
+            ? this.stmt<RatingRow>(Q.newestLiveRatingSession).get(scope.session)
+            : this.stmt<RatingRow>(Q.newestLiveRating).get();
       if (row === undefined) return null;
       const now = this.now();
       this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, row.id);
+      const prev = this.stmt<RatingRow>(
+        'SELECT * FROM ratings WHERE turn_id = ? AND id < ? AND undone_at = ? ORDER BY id DESC LIMIT 1',
+      ).get(row.turn_id, row.id, row.created_at);
+      if (prev !== undefined) this.stmt('UPDATE ratings SET undone_at = NULL WHERE id = ?').run(prev.id);
       this.emaRemove(row, 'undo');
-      this.unrateIfNoLiveRating(row.turn_id);
-      this.audit(actor, 'undo', `rating:${row.id}`, { turnId: row.turn_id });
-      return ratingView({ ...row, undone_at: now });
+      if (prev === undefined) this.unrateIfNoLiveRating(row.turn_id);
+      this.audit(actor, 'undo', `rating:${row.id}`, { turnId: row.turn_id, restored: prev?.id ?? null });
+      return { undone: ratingView({ ...row, undone_at: now }), restored: prev === undefined ? null : ratingView({ ...prev, undone_at: null }) };
     });
   }
 

@@ -120,7 +120,7 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
     undo(input) {
       const r = [...ratings].reverse().find((x) => !x.undone && (input.session === undefined || turns.find((t) => t.id === x.turnId)?.session === input.session));
       if (r) r.undone = true;
-      return { undone: r ?? null, status: status() };
+      return { undone: r ?? null, restored: null, status: status() };
     },
   };
 
