@@ -3,7 +3,6 @@
 // would change and writes nothing.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { SETTINGS } from '../../common/config.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
@@ -17,10 +16,11 @@ import type { AgentName, InstallEnv, Integration } from '../../node/integrations
 import { readServerInfo } from '../../node/server/info.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
+import { resourceDir } from '../../node/resources.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 
-export const PLUGIN_DIR = path.resolve(import.meta.dirname, '../../../resources/openclaw-plugin');
+export const PLUGIN_DIR = resourceDir('openclaw-plugin');
 
 function agentArg(ctx: CommandContext): Integration {
   const a = ctx.args[0];

@@ -15,13 +15,14 @@ import { install, toChanges } from '../integrations/shared/installer.ts';
 import type { Change, InstallEnv, Integration } from '../integrations/shared/installer.ts';
 import { readState } from '../integrations/shared/fs-safe.ts';
 import { readServerInfo } from '../server/info.ts';
+import { resourceDir } from '../resources.ts';
 
 const INTEGRATIONS: Record<AgentId, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 const NAMES: Record<AgentId, string> = { claude: 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw' };
 /** The installer's own reader: a file's text, or null when it does not exist. */
 const readFileText = (file: string): string | null => readState(file).bytes?.toString('utf8') ?? null;
 
-const PLUGIN_DIR = path.resolve(import.meta.dirname, '../../../resources/openclaw-plugin');
+const PLUGIN_DIR = resourceDir('openclaw-plugin');
 
 /**
  * The Node that hooks run with. Inside Electron `process.execPath` is the Electron binary, which would start the app

@@ -11,6 +11,7 @@ import { Rng } from '../../../common/engine/rng.ts';
 import { writeSafetensors, type TensorToWrite } from '../../engine/safetensors.ts';
 import { tokenizerJson, trainBpe, type BpeModel } from './bpe.ts';
 import { corpus, type Dialogue } from './corpus.ts';
+import { resourceDir } from '../../resources.ts';
 
 // ChatML, as Qwen2 writes it; <|im_end|> ends a turn.
 export const SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;
@@ -19,7 +20,7 @@ export const CHAT_TEMPLATE =
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /** The committed, pretrained small LM (npm run build:small-lm writes it; BUILD.json records the build). */
-export const SMALL_LM_DIR = path.resolve(import.meta.dirname, '../../../../resources/small-lm');
+export const SMALL_LM_DIR = resourceDir('small-lm');
 
 /** Copies the committed small LM to `dir` (staged, then renamed into place), e.g. into a Rein home for the wizard. */
 export function installSmallLm(dir: string): string {
