@@ -55,8 +55,8 @@ describe('files and fields (issue #21 items 8, 12)', () => {
       const far = core.call('captureTurn', { source: 'api', eventId: 'far', prompt: 'p', response: 'r', createdAt: 2 ** 53 - 1 }, 'test');
       await expect(far).rejects.toThrow(/createdAt/);
       const ok = await core.call('captureTurn', { source: 'api', eventId: 'near', prompt: 'p', response: 'r', createdAt: now + 3600_000 }, 'test');
-      console.log(`createdAt 2^53-1: refused; now+1h: stored as turn ${ok.turn.id}`);
-      expect(ok.turn.createdAt).toBe(now + 3600_000);
+      console.log(`createdAt 2^53-1: refused; now+1h: stored as turn ${ok.turn!.id}`);
+      expect(ok.turn!.createdAt).toBe(now + 3600_000);
     } finally {
       core.close();
     }

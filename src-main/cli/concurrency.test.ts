@@ -70,7 +70,7 @@ it(
       for (let k = 0; k < 4; k++) {
         for (let i = 0; i < PER_WRITER; i++) {
           const { turn } = await seed.call('captureTurn', { source: 'api', session: `cli-${k}`, eventId: `cli-${k}-${i}`, prompt: `p${i}`, response: `r${i}` }, 'test');
-          cliTurns[k].push(turn.id);
+          cliTurns[k].push(turn!.id);
         }
       }
     } finally {

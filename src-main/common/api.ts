@@ -195,11 +195,22 @@ export interface UndoResult {
   restored: RatingView | null;
   status: Status;
 }
-export interface CaptureResult {
-  turn: TurnSummary;
-  /** false when the same (source, eventId) was already stored. */
-  created: boolean;
-}
+export type CaptureResult =
+  | {
+      turn: TurnSummary;
+      /** false when the same (source, eventId) was already stored. */
+      created: boolean;
+      spooled?: false;
+    }
+  | {
+      /**
+       * Another process held the database's write lock: the turn is in the capture server's durable spool and is
+       * stored, in arrival order, once the database is free (node/core/spool.ts). It has no id yet.
+       */
+      turn: null;
+      created: false;
+      spooled: true;
+    };
 
 /** Output type of each verb. */
 export interface VerbOutputs {
@@ -273,4 +284,5 @@ export const EVENT_NAMES: EventName[] = [
 export type Subscribe = <E extends EventName>(event: E, fn: (payload: Events[E]) => void) => () => void;
 
 /** Which transport or client did something; recorded in the audit log. */
-export type Actor = 'cli' | 'http' | 'ipc' | 'hook' | 'plugin' | 'proxy' | 'system' | 'test';
+export const ACTORS = ['cli', 'http', 'ipc', 'hook', 'plugin', 'proxy', 'system', 'test'] as const;
+export type Actor = (typeof ACTORS)[number];

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'too_large'
   | 'locked'
+  | 'busy'
   | 'internal';
 
 export interface ErrorBody {
@@ -76,17 +77,20 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   conflict: 409,
   too_large: 413,
   locked: 423,
+  // Transient: the database's write lock is held by another process, and the request stored nothing; retry.
+  busy: 503,
   rate_limited: 429,
   internal: 500,
   not_available: 501,
 };
 
-/** CLI exit codes: 0 ok, 1 internal, 2 usage/bad input, 3 not found, 4 conflict/locked, 5 not available, 6 auth. */
+/** CLI exit codes: 0 ok, 1 internal, 2 usage/bad input, 3 not found, 4 conflict/locked/busy, 5 not available, 6 auth. */
 export const EXIT_CODE: Record<ErrorCode, number> = {
   bad_input: 2,
   not_found: 3,
   conflict: 4,
   locked: 4,
+  busy: 4,
   not_available: 5,
   unauthorized: 6,
   forbidden: 6,

@@ -88,7 +88,7 @@ describe('event forwarding', () => {
     expect(core.listenerCount()).toBe(before + EVENT_NAMES.length);
 
     const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'e1', prompt: 'p', response: 'r' }, 'test');
-    await core.call('rate', { turnId: turn.id, value: 'bad' }, 'test');
+    await core.call('rate', { turnId: turn!.id, value: 'bad' }, 'test');
     expect(sent.every((a) => a[0] === EVENT_CHANNEL)).toBe(true);
     const names = sent.map((a) => a[1]);
     expect(names[0]).toBe('turnCaptured');

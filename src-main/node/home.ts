@@ -18,6 +18,8 @@ export interface ReinHome {
   modelsDir: string;
   backupsDir: string;
   logsDir: string;
+  /** Captures the server could not store yet because another process held the write lock (core/spool.ts). */
+  captureSpoolPath: string;
 }
 
 export function resolveHome(env: NodeJS.ProcessEnv = process.env): ReinHome {
@@ -32,6 +34,8 @@ export function resolveHome(env: NodeJS.ProcessEnv = process.env): ReinHome {
     modelsDir: path.join(dir, 'models'),
     backupsDir: path.join(dir, 'backups'),
     logsDir: path.join(dir, 'logs'),
+    // Beside the Codex hook's own client-side spool (integrations/codex/hook-entry.mjs: spool/codex.jsonl).
+    captureSpoolPath: path.join(dir, 'spool', 'captures.jsonl'),
   };
 }
 

@@ -39,7 +39,7 @@ it('writes server.json (0600) and the lock, answers over HTTP with the token, an
   const cap = await client.call('captureTurn', { source: 'api', eventId: 'e1', prompt: 'p', response: 'r' });
   expect(cap.created).toBe(true);
   const rated = await client.call('rate', { value: 'good' });
-  expect(rated.rating.turnId).toBe(cap.turn.id);
+  expect(rated.rating.turnId).toBe(cap.turn!.id);
   expect(rated.status.ratings.good).toBe(1);
 
   await serving.close();

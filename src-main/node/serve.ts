@@ -61,7 +61,8 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
   let server: CaptureServer | null = null;
   try {
     const token = readOrCreateToken(home);
-    core = await createCore({ home });
+    // This process holds core.lock: the one that may spool captures while another process holds the write lock.
+    core = await createCore({ home, spoolCaptures: true });
     attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
     const settings = await core.call('getSettings', {}, 'system');
     server = await startCaptureServer({

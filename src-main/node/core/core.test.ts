@@ -37,7 +37,7 @@ function turn(over: Partial<CaptureTurnInput> = {}): CaptureTurnInput {
 }
 
 async function capture(core: ReinCore, over: Partial<CaptureTurnInput> = {}): Promise<number> {
-  return (await core.call('captureTurn', turn(over), 'test')).turn.id;
+  return (await core.call('captureTurn', turn(over), 'test')).turn!.id;
 }
 
 describe('captureTurn', () => {
@@ -48,8 +48,8 @@ describe('captureTurn', () => {
     const b = await core.call('captureTurn', { ...input, response: 'changed' }, 'hook');
     expect(a.created).toBe(true);
     expect(b.created).toBe(false);
-    expect(b.turn.id).toBe(a.turn.id);
-    const full = await core.call('getTurn', { turnId: a.turn.id }, 'test');
+    expect(b.turn!.id).toBe(a.turn!.id);
+    const full = await core.call('getTurn', { turnId: a.turn!.id }, 'test');
     expect(full).toMatchObject({ prompt: input.prompt, response: input.response, model: 'qwen3', onPolicy: true, truncated: false });
     expect(full.context).toEqual([{ role: 'system', content: 'be brief' }]);
     expect(full.tokens).toEqual([1, 2, 3]);

@@ -14,18 +14,26 @@ import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { redactCapped, encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
+import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
 import { Scheduler } from '../training/scheduler.ts';
 import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
+import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
 
 export interface CoreOptions {
   home: ReinHome;
   /** Clock in Unix milliseconds (tests pass a fake one). */
   now?: () => number;
+  /**
+   * The capture server's core (serve.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
+   * then goes to a durable spool that is stored in order once the database is free (core/spool.ts), so the server's
+   * one thread never sleeps out the 5 s busy timeout. Only the holder of core.lock may set it: one spool writer.
+   */
+  spoolCaptures?: boolean;
 }
 
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
@@ -56,6 +64,15 @@ export function createCore(opts: CoreOptions): ReinCore {
     // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
     console.error(`rein: a ${event} listener threw:`, err);
   });
+  const spool = opts.spoolCaptures
+    ? new CaptureSpool({
+        store,
+        file: home.captureSpoolPath,
+        stored: (r) => {
+          if (r.created) emit('turnCaptured', r.turn);
+        },
+      })
+    : null;
   let closed = false;
   const scheduler = new Scheduler({
     home,
@@ -172,7 +189,8 @@ export function createCore(opts: CoreOptions): ReinCore {
           { field: 'capture.agents' },
         );
       }
-      const result = store.captureTurn(prepareTurn(input, s['capture.maxTextChars']), actor);
+      const turn = prepareTurn(input, s['capture.maxTextChars']);
+      const result = spool === null ? store.captureTurn(turn, actor) : spool.capture(turn, actor);
       if (result.created) emit('turnCaptured', result.turn);
       return result;
     },
@@ -350,7 +368,13 @@ export function createCore(opts: CoreOptions): ReinCore {
         throw new BadInputError(`unknown verb ${String(verb)}`, 'verb');
       }
       const handler = handlers[verb] as (i: unknown, a: Actor) => VerbOutputs[V];
-      return handler(parseVerbInput(verb, input ?? {}), actor);
+      try {
+        return await handler(parseVerbInput(verb, input ?? {}), actor);
+      } catch (e) {
+        // The transaction that met the lock was rolled back: a transient refusal (503), not an internal error.
+        if (isBusyError(e)) throw new ReinError('busy', `${verb}: the database is busy (another process holds its write lock); retry`, { cause: e });
+        throw e;
+      }
     },
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),
@@ -358,6 +382,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (closed) return;
       closed = true;
       scheduler.close();
+      spool?.close();
       hub.clear();
       store.close();
     },

@@ -1,5 +1,6 @@
 // The agent hook routes the capture server mounts under `/hooks/<agent>` (token-checked like the rest). Each is a
-// function from the parsed JSON body to the JSON answer; none throws, so an agent is never blocked by Rein.
+// function from the parsed JSON body to the JSON answer. None blocks an agent: what fails is logged and answered,
+// except a captured turn that was not stored, which throws so that the server answers non-2xx (issue #21 item 4).
 import type { Core } from '../core/types.ts';
 import { createClaudeHooks } from './claude/handler.ts';
 import { createCodexHooks } from './codex/handler.ts';

@@ -1,6 +1,7 @@
 // The hook routes mounted on the real capture server over the real SQLite core: auth, size and shape guards,
 // and the pending-turn model (`/rl good` rates the newest unrated turn of that session).
-import { mkdtempSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,5 +71,39 @@ describe('hook routes on the capture server', () => {
     ]);
     const b = await core.call('listTurns', { session: 'B' }, 'test');
     expect(b.items[0]!.state).toBe('unrated');
+  });
+});
+
+describe('hook captures that are not stored (issue #21 item 4)', () => {
+  it('a turn neither stored nor spooled is answered 503 by both hooks; one refused by the settings is a final 200 {}', async () => {
+    const home = resolveHome({ REIN_HOME: mkdtempSync(path.join(tmpdir(), 'rein-routes-busy-')) });
+    const busyCore = createCore({ home, spoolCaptures: true });
+    const busyServer = await startCaptureServer({ core: busyCore, token: TOKEN, port: 0, rateLimitPerMinute: 10_000, version: 't', log: () => {}, hooks: createHookRoutes(busyCore, memoryLog()) });
+    const other = new Database(home.dbPath);
+    try {
+      const send = (route: string, body: unknown) =>
+        fetch(`${busyServer.url}hooks/${route}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+      const stop = { hook_event_name: 'Stop', session_id: 'busy', prompt_id: 'p', last_assistant_message: 'a' };
+      const notify = { type: 'agent-turn-complete', 'thread-id': 't', 'turn-id': 'u', 'input-messages': ['q'], 'last-assistant-message': 'a' };
+      await send('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'busy', prompt_id: 'p', prompt: 'q' });
+      // Another connection holds the write lock, and a directory stands where the spool file goes.
+      mkdirSync(home.captureSpoolPath, { recursive: true });
+      other.exec('BEGIN IMMEDIATE');
+      expect((await send('claude', stop)).status).toBe(503);
+      expect((await send('codex', notify)).status).toBe(503);
+      other.exec('ROLLBACK');
+      expect(busyCore.status().turns.total).toBe(0);
+      // Paused by the user: a retry must not store it later, so the answer is final.
+      await busyCore.call('setSettings', { values: { 'capture.paused': true } }, 'test');
+      for (const [route, body] of [['claude', stop], ['codex', notify]] as const) {
+        const r = await send(route, body);
+        expect([r.status, await r.json()]).toEqual([200, {}]);
+      }
+      expect(busyCore.status().turns.total).toBe(0);
+    } finally {
+      other.close();
+      await busyServer.close();
+      busyCore.close();
+    }
   });
 });

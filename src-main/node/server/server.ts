@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { VERBS } from '../../common/api.ts';
-import type { VerbName } from '../../common/api.ts';
+import type { CaptureResult, VerbName } from '../../common/api.ts';
 import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.ts';
@@ -137,12 +137,16 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
         throw e;
       }
       if (hook !== undefined) {
+        // The answer first: a hook that throws (a turn it could not store) must get its error status, not a 200.
+        const answer = JSON.stringify(await hook(body));
         res.writeHead(200, API_HEADERS);
-        res.end(JSON.stringify(await hook(body)));
+        res.end(answer);
         return;
       }
       const out = await core.call(verb!, parseVerbInput(verb!, body), 'http');
-      const status = pathname === '/v1/turns' && (out as { created?: boolean }).created === true ? 201 : 200;
+      // 202: the database was busy and the turn is in the durable spool, stored once it is free (core/spool.ts).
+      const captured = pathname === '/v1/turns' ? (out as CaptureResult) : null;
+      const status = captured?.spooled === true ? 202 : captured?.created === true ? 201 : 200;
       res.writeHead(status, API_HEADERS);
       res.end(JSON.stringify(out));
       return;

@@ -9,6 +9,11 @@ import { migrate } from './migrate.ts';
 
 export const BUSY_TIMEOUT_MS = 5000;
 
+/** SQLITE_BUSY or one of its extended codes: another connection holds the lock this statement needed. */
+export function isBusyError(e: unknown): boolean {
+  return e instanceof Database.SqliteError && e.code.startsWith('SQLITE_BUSY');
+}
+
 export function openDatabase(file: string): Database.Database {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   // The turns are the user's prompts and answers: owner-only even when REIN_HOME already exists as 0755 (mkdir's mode

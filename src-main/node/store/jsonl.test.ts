@@ -43,7 +43,7 @@ async function populate(core: ReinCore): Promise<void> {
       } as never,
       'test',
     );
-    ids.push(r.turn.id);
+    ids.push(r.turn!.id);
   }
   await core.call('rate', { turnId: ids[0]!, value: 'good', tags: ['a', 'b'], comment: 'fine', correction: 'fixed' }, 'test');
   await core.call('rate', { turnId: ids[1]!, value: 2, rater: 'alice' }, 'test');

@@ -8,7 +8,7 @@ import type { Actor } from '../../common/api.ts';
 import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, RunView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
 import { ConflictError, NotFoundError } from '../../common/errors.ts';
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
-import { openDatabase } from './db.ts';
+import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import {
   adapterView,
   ratingView,
@@ -157,6 +157,19 @@ export class Store {
   /** Runs `fn` in one IMMEDIATE transaction (nested calls become savepoints). */
   write<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
+  }
+
+  /**
+   * Runs `fn` waiting at most `ms` (not BUSY_TIMEOUT_MS) for a lock another connection holds. The busy handler
+   * sleeps on this thread, so the capture server's request path waits briefly and spools instead (core/spool.ts).
+   */
+  withBusyTimeout<T>(ms: number, fn: () => T): T {
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`);
+    try {
+      return fn();
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   audit(actor: Actor, action: string, target: string | null, detail: unknown = {}): void {

@@ -21,7 +21,7 @@ async function rated(core: ReinCore, values: ('good' | 'bad')[], tag: string): P
   const ids: number[] = [];
   for (const [i, value] of values.entries()) {
     const { turn } = await core.call('captureTurn', { source: 'api', eventId: `${tag}-${i}`, prompt: `p${i}`, response: `r${i}` }, 'test');
-    ids.push((await core.call('rate', { turnId: turn.id, value }, 'test')).rating.id);
+    ids.push((await core.call('rate', { turnId: turn!.id, value }, 'test')).rating.id);
   }
   return ids;
 }
@@ -107,7 +107,7 @@ describe('a round encodes', () => {
       ];
       for (const [name, extra] of cases) {
         const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
-        await core.call('rate', { turnId: turn.id, value: 'good' }, 'test');
+        await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
       }
       const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
       const { sequences, skipped } = encodeRound(turns, tok, opts);
@@ -128,10 +128,10 @@ describe('a round encodes', () => {
       const good = tok.encode('fine');
       const a = await core.call('captureTurn', { source: 'proxy', eventId: 'oov', prompt: 'p', response: 'x', tokens: [tok.size + 7], logprobs: [-1], policy }, 'test');
       const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
-      const ra = await core.call('rate', { turnId: a.turn.id, value: 'bad' }, 'test');
-      const rb = await core.call('rate', { turnId: b.turn.id, value: 'good' }, 'test');
+      const ra = await core.call('rate', { turnId: a.turn!.id, value: 'bad' }, 'test');
+      const rb = await core.call('rate', { turnId: b.turn!.id, value: 'good' }, 'test');
       const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }), tok, opts);
-      expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
+      expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn!.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
       expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
     } finally {
       core.close();

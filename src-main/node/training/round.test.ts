@@ -171,16 +171,16 @@ describe('a training round', () => {
       const size = engine.tokenizer!.size;
       const policy = { modelId: modelDir, temperature: 1, topP: 1 };
       const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'oov', prompt: 'hi', response: 'x', tokens: [size + 5], logprobs: [-1], policy }, 'test');
-      const { rating } = await core.call('rate', { turnId: turn.id, value: 'bad' }, 'test');
+      const { rating } = await core.call('rate', { turnId: turn!.id, value: 'bad' }, 'test');
       for (const tag of ['first', 'next']) {
         await core.call('startTraining', {}, 'test');
         await core.scheduler.idle();
         const run = (await core.call('listRuns', {}, 'test'))[0]!;
         expect(run.status, `${tag} round: ${String(run.error)}`).toBe('succeeded');
         const skipped = (run.metrics as { samples: { skipped: { ratingId: number; why: string }[] } }).samples.skipped;
-        if (tag === 'first') expect(skipped).toEqual([{ ratingId: rating.id, turnId: turn.id, why: `stored response token 0 has id ${size + 5}, outside the vocabulary (size ${size})` }]);
+        if (tag === 'first') expect(skipped).toEqual([{ ratingId: rating.id, turnId: turn!.id, why: `stored response token 0 has id ${size + 5}, outside the vocabulary (size ${size})` }]);
         // The turn and its rating stay visible.
-        expect((await core.call('getTurn', { turnId: turn.id }, 'test')).rating?.id).toBe(rating.id);
+        expect((await core.call('getTurn', { turnId: turn!.id }, 'test')).rating?.id).toBe(rating.id);
         await captureAndRate(core, await sampleTurns(engine, 8, 4), rule, 'b');
       }
       expect((await core.call('listAdapters', {}, 'test')).map((v) => v.version).sort()).toEqual([1, 2]);

@@ -57,6 +57,8 @@ export async function captureAndRate(core: ReinCore, turns: readonly SampledTurn
       },
       'test',
     );
+    // A direct core (the demo, the tests) stores or throws; only the server's core spools.
+    if (turn === null) throw new Error(`captureAndRate: turn ${tag}-${i} was spooled, not stored`);
     const ok = rule(t.text);
     if (ok) good++;
     await core.call('rate', { turnId: turn.id, value: ok ? 'good' : 'bad', rater: 'rule' }, 'test');

@@ -1,12 +1,14 @@
 // The Claude Code `type:"http"` hooks (shared/SPECS.md, notes/REAL_CLIENTS.md). Stop and SubagentStop capture a
 // turn; UserPromptSubmit and UserPromptExpansion answer `/rl …` with a block decision so no model request is made.
-// Whatever happens, the reply is a 2xx JSON object: `{}` lets Claude go on; errors are logged, never raised.
+// The reply is a 2xx JSON object (`{}` lets Claude go on) except for a turn that was not stored: that error is raised,
+// and the server answers non-2xx, which Claude Code reports as a non-blocking hook error (issue #21 item 4).
 import { z } from 'zod';
 import type { ContextMessage } from '../../../common/domain.ts';
 import { parseRl, parseRlArgs } from '../../../common/rl-command.ts';
 import type { RlParse } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from '../shared/log.ts';
+import { refusedForGood } from '../shared/capture.ts';
 import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap, stableHash } from '../shared/text.ts';
 import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
@@ -138,6 +140,10 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
       { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}) },
       'hook',
     );
+    if (r.turn === null) {
+      log('info', 'the database is busy: the Claude Code turn is spooled and stored once it is free', { event: p.hook_event_name, session: p.session_id });
+      return {};
+    }
     if (!subagent) targets.captured(p.session_id, p.cwd, r.turn.id);
     log('info', r.created ? 'captured a Claude Code turn' : 'Claude Code turn already captured', { turnId: r.turn.id, event: p.hook_event_name });
     return {};
@@ -176,6 +182,9 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
         }
       } catch (e) {
         log('error', 'Claude hook failed', { event: p.hook_event_name, message: (e as Error).message });
+        // Never acknowledge a turn that was not stored. An `/rl` still answers 2xx: its failure is in its reason.
+        const capturing = p.hook_event_name === 'Stop' || p.hook_event_name === 'SubagentStop';
+        if (capturing && !refusedForGood(e)) throw e;
         return {};
       }
     },

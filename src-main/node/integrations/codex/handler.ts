@@ -3,11 +3,14 @@
 //   `input-messages` (string[]; the prompt is the last one) and `last-assistant-message` (nullable).
 // - hooks.json (codex-rs/hooks): Stop (`session_id`, `turn_id`, `last_assistant_message`) and
 //   UserPromptSubmit (`prompt`, `turn_id`). Stop and notify of one turn share thread/turn ids, so they make one turn.
-// The answer is a JSON object: `{}` to go on, or a block decision for `/rl`.
+// The answer is a JSON object: `{}` to go on, or a block decision for `/rl`. A turn that was not stored is never
+// answered 2xx: its error is raised, the server answers non-2xx, and the hook entry spools the post and sends it
+// again (codex/hook-entry.mjs; issue #21 item 4).
 import { z } from 'zod';
 import { parseRl } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from '../shared/log.ts';
+import { refusedForGood } from '../shared/capture.ts';
 import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap } from '../shared/text.ts';
 
@@ -52,12 +55,17 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
       { source: CODEX_SOURCE, session: thread, eventId: eventIdOf(thread, turn), prompt, response, ...(model ? { model } : {}) },
       'hook',
     );
+    if (r.turn === null) {
+      log('info', `the database is busy: the Codex turn is spooled and stored once it is free (${via})`, { thread, turn });
+      return;
+    }
     targets.captured(thread, cwd, r.turn.id);
     log('info', r.created ? `captured a Codex turn (${via})` : `Codex turn already captured (${via})`, { turnId: r.turn.id });
   }
 
   return {
     async handle(body) {
+      let capturing = false;
       try {
         const n = NotifyPayload.safeParse(body);
         if (n.success) {
@@ -71,6 +79,7 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
           }
           // A `/rl` typed in Codex is blocked by the prompt hook; one that got through is not a turn either.
           if (parseRl(prompt) !== null) return {};
+          capturing = true;
           await store(p['thread-id'], p['turn-id'], prompt, response, undefined, p.cwd, 'notify');
           return {};
         }
@@ -98,10 +107,13 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
           log('info', 'Codex Stop without a known prompt: left to notify', { session: p.session_id });
           return {};
         }
+        capturing = true;
         await store(p.session_id, p.turn_id, prompt, p.last_assistant_message, p.model, p.cwd, 'Stop hook');
         return {};
       } catch (e) {
         log('error', 'Codex hook failed', { message: (e as Error).message });
+        // Never acknowledge a turn that was not stored; an `/rl` still answers 2xx, its failure is in its reason.
+        if (capturing && !refusedForGood(e)) throw e;
         return {};
       }
     },

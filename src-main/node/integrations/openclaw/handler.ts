@@ -64,7 +64,8 @@ export function createOpenClawHooks(core: Core, opts: { log: HookLog }) {
             },
             'plugin',
           );
-          return { ok: true, turnId: r.turn.id, created: r.created };
+          // Spooled (the database was busy): stored once it is free, with no id yet.
+          return r.turn === null ? { ok: true, turnId: null, created: false, spooled: true } : { ok: true, turnId: r.turn.id, created: r.created };
         }
         if (p.kind === 'command') {
           const text = await runRl(
