@@ -6,6 +6,7 @@ import type {
   AdapterView,
   EmaPoint,
   Page,
+  RatingKind,
   RatingView,
   RunView,
   Status,
@@ -161,6 +162,10 @@ export const VERBS = {
     input: z.strictObject({ confirm: z.literal(true) }),
     help: 'Delete all ratings, runs and adapters of the active model (turns are kept).',
   },
+  testRewardMapper: {
+    input: z.strictObject({ source: z.string().min(1).max(10_000), limit: z.number().int().min(1).max(1000).default(200) }),
+    help: 'Run a reward mapper (training.rewardMapper) on your recent ratings without saving it; a failure names the rating.',
+  },
   exportData: {
     input: z.strictObject({ path: z.string().min(1).max(4096) }),
     help: 'Write turns and ratings to a JSONL file.',
@@ -184,6 +189,11 @@ export const VERBS = {
 
 export type VerbName = keyof typeof VERBS;
 export const VERB_NAMES = Object.keys(VERBS) as VerbName[];
+
+/** A reward mapper run on recent ratings, newest first: the default reward beside the mapper's. */
+export interface RewardMapperTrial {
+  results: { ratingId: number; turnId: number; kind: RatingKind; score: number | null; tags: string[]; source: string; defaultReward: number; reward: number }[];
+}
 
 export interface RateResult {
   rating: RatingView;
@@ -224,6 +234,7 @@ export interface VerbOutputs {
   describePresets: PresetTable;
   rollback: { active: AdapterView | null; status: Status };
   reset: { ratings: number; runs: number; adapters: number };
+  testRewardMapper: RewardMapperTrial;
   exportData: { path: string; turns: number; ratings: number };
   importData: { turns: number; ratings: number; skipped: number };
   detectAgents: AgentInfo[];
