@@ -158,6 +158,7 @@ export const VERBS = {
     input: z.strictObject({ version: z.number().int().nonnegative().optional() }),
     help: 'Make an earlier adapter version active (default: the one before the active one; 0 = base model).',
   },
+  planReset: { input: Empty, help: 'What reset would delete: ratings (undone ones too), runs and adapter versions of the active model.' },
   reset: {
     input: z.strictObject({ confirm: z.literal(true) }),
     help: 'Delete all ratings, runs and adapters of the active model (turns are kept).',
@@ -233,6 +234,7 @@ export interface VerbOutputs {
   cancelTraining: { cancelled: boolean };
   describePresets: PresetTable;
   rollback: { active: AdapterView | null; status: Status };
+  planReset: { ratings: number; undone: number; runs: number; adapters: number };
   reset: { ratings: number; runs: number; adapters: number };
   testRewardMapper: RewardMapperTrial;
   exportData: { path: string; turns: number; ratings: number };

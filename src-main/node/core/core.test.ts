@@ -347,8 +347,21 @@ describe('EMA baseline', () => {
       [2, 'rejected'],
       [1, 'rolled_back'],
     ]);
+    // The confirmation's numbers are what reset deletes: the undone rating too, which the live count (2) left out.
+    const plan = await core.call('planReset', {}, 'ipc');
+    expect((await core.call('status', {}, 'test')).ratings.total).toBe(2);
+    expect(plan).toEqual({ ratings: 3, undone: 1, runs: 1, adapters: 3 });
+    const updated: Events['turnUpdated'][] = [];
+    const offTurns = core.on('turnUpdated', (t) => updated.push(t));
     const res = await core.call('reset', { confirm: true }, 'ipc');
-    expect(res).toEqual({ ratings: 3, runs: 1, adapters: 3 });
+    offTurns();
+    expect(res).toEqual({ ratings: plan.ratings, runs: plan.runs, adapters: plan.adapters });
+    // Every turn that had a rating is announced unrated, so open lists drop their badges without a reload.
+    expect(updated.map((t) => [t.state, t.rating])).toEqual([
+      ['unrated', null],
+      ['unrated', null],
+      ['unrated', null],
+    ]);
     const st = await core.call('status', {}, 'test');
     expect(st.ema).toBeNull();
     expect(st.ratings.total).toBe(0);

@@ -326,12 +326,19 @@ export function createCore(opts: CoreOptions): ReinCore {
       return { active, status: status() };
     },
 
+    planReset: () => store.planReset(modelOf(settings())),
+
     reset: (_input, actor) => {
       const modelId = modelOf(settings());
-      const { ratings, runs, adapters } = store.reset(modelId, actor);
+      const { ratings, runs, adapters, turnIds } = store.reset(modelId, actor);
       removeAdapterDirs(adapters.map((a) => a.path));
       for (const a of adapters.filter((x) => x.status === 'active')) {
         emit('adapterChanged', { modelId, version: a.version, status: 'inactive' });
+      }
+      // Their ratings are gone: every open list shows these turns unrated again, without a reload.
+      for (const id of turnIds) {
+        const t = store.turnSummary(id);
+        if (t) emit('turnUpdated', t);
       }
       return { ratings, runs, adapters: adapters.length };
     },

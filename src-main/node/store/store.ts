@@ -616,7 +616,18 @@ export class Store {
   }
 
   /** Deletes a model's ratings, runs, adapter rows and baseline; its turns stay, back to unrated. */
-  reset(modelId: string, actor: Actor): { ratings: number; runs: number; adapters: AdapterView[] } {
+  /**
+   * What reset(modelId) would delete, counted by the same conditions: every rating of the model (undone ones too;
+   * `undone` says how many of them), its runs and its adapter versions. The confirmation shows these numbers.
+   */
+  planReset(modelId: string): { ratings: number; undone: number; runs: number; adapters: number } {
+    const r = this.stmt<{ n: number; undone: number }>('SELECT count(*) AS n, count(undone_at) AS undone FROM ratings WHERE model_id = ?').get(modelId)!;
+    const runs = this.stmt<{ n: number }>('SELECT count(*) AS n FROM runs WHERE model_id = ?').get(modelId)!.n;
+    const adapters = this.stmt<{ n: number }>('SELECT count(*) AS n FROM adapters WHERE model_id = ?').get(modelId)!.n;
+    return { ratings: r.n, undone: r.undone, runs, adapters };
+  }
+
+  reset(modelId: string, actor: Actor): { ratings: number; runs: number; adapters: AdapterView[]; turnIds: number[] } {
     return this.write(() => {
       const turnIds = this.stmt<{ turn_id: number }>('SELECT DISTINCT turn_id FROM ratings WHERE model_id = ?').all(modelId);
       const ratings = this.stmt('DELETE FROM ratings WHERE model_id = ?').run(modelId).changes;
@@ -627,7 +638,7 @@ export class Store {
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
       this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
-      return { ratings, runs, adapters };
+      return { ratings, runs, adapters, turnIds: turnIds.map((t) => t.turn_id) };
     });
   }
 
