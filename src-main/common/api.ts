@@ -117,14 +117,17 @@ export const VERBS = {
       kind: z.enum(['good', 'bad', 'scale']).optional(),
       source: z.string().max(64).optional(),
       trained: z.boolean().optional(),
-      /** Text in the rated turn's prompt or answer. */
+      /** Text in the rated turn's prompt or answer, or in the rating's comment. */
       search: z.string().max(500).optional(),
+      /** Only ratings carrying this tag. */
+      tag: z.string().min(1).max(64).optional(),
       includeUndone: z.boolean().default(false),
       since: z.number().int().optional(),
       until: z.number().int().optional(),
     }),
     help: 'Ratings, newest first.',
   },
+  listTags: { input: Empty, help: 'The tags on live ratings, with how many carry each, most used first.' },
   deleteRating: { input: z.strictObject({ ratingId: id }), help: 'Delete one rating.' },
   emaHistory: {
     input: z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) }),
@@ -223,6 +226,7 @@ export interface VerbOutputs {
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
   listRatings: Page<RatingView>;
+  listTags: { tag: string; count: number }[];
   deleteRating: { deleted: boolean };
   emaHistory: EmaPoint[];
   getSettings: Settings;

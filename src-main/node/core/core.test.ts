@@ -263,6 +263,31 @@ describe('rate, undo and re-rate', () => {
   });
 });
 
+describe('tags and comments', () => {
+  it('filters ratings by tag, finds a comment by search, and lists the tags in use', async () => {
+    const core = newCore();
+    const a = await capture(core);
+    const b = await capture(core);
+    const c = await capture(core);
+    await core.call('rate', { turnId: a, value: 'bad', tags: ['style', 'wrong'], comment: 'uses var everywhere' }, 'test');
+    await core.call('rate', { turnId: b, value: 'good', tags: ['style'] }, 'test');
+    await core.call('rate', { turnId: c, value: 2, tags: ['slow'] }, 'test');
+    const turnsOf = async (q: { tag?: string; search?: string }) => (await core.call('listRatings', q, 'test')).items.map((r) => r.turnId);
+    expect(await turnsOf({ tag: 'style' })).toEqual([b, a]);
+    expect(await turnsOf({ tag: 'wrong' })).toEqual([a]);
+    expect(await turnsOf({ tag: 'sty' })).toEqual([]);
+    expect(await turnsOf({ search: 'var everywhere' })).toEqual([a]);
+    expect(await core.call('listTags', {}, 'test')).toEqual([
+      { tag: 'style', count: 2 },
+      { tag: 'slow', count: 1 },
+      { tag: 'wrong', count: 1 },
+    ]);
+    // An undone rating's tags are not offered.
+    await core.call('undo', {}, 'test');
+    expect((await core.call('listTags', {}, 'test')).map((t) => t.tag)).toEqual(['style', 'wrong']);
+  });
+});
+
 describe('EMA baseline', () => {
   async function rateAll(core: ReinCore, values: ('good' | 'bad' | number)[]): Promise<number[]> {
     const ids: number[] = [];

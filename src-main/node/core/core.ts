@@ -258,6 +258,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     listRatings: (input) => store.listRatings(input),
+    listTags: () => store.listTags(),
 
     deleteRating: (input, actor) => {
       const removed = store.deleteRating(input.ratingId, actor);

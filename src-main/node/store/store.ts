@@ -67,6 +67,8 @@ export interface RatingQuery {
   source?: string;
   trained?: boolean;
   search?: string;
+  /** Ratings carrying this tag. */
+  tag?: string;
   includeUndone: boolean;
   since?: number;
   until?: number;
@@ -403,8 +405,9 @@ export class Store {
     if (q.trained !== undefined) where.push(q.trained ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL');
     if (q.search !== undefined && q.search.length > 0) {
       const like = `%${likeEscape(q.search)}%`;
-      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\')`, like, like);
+      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\' OR r.comment LIKE ? ESCAPE '\\')`, like, like, like);
     }
+    if (q.tag !== undefined) f.add('EXISTS (SELECT 1 FROM json_each(r.tags) WHERE json_each.value = ?)', q.tag);
     if (q.since !== undefined) f.add('r.created_at >= ?', q.since);
     if (q.until !== undefined) f.add('r.created_at < ?', q.until);
     const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
@@ -416,6 +419,14 @@ export class Store {
       q.offset,
     );
     return { items: rows.map(ratingView), total };
+  }
+
+  /** The tags on live ratings with how many carry each, most used first (the history's tag filter). */
+  listTags(limit = 200): { tag: string; count: number }[] {
+    return this.stmt<{ tag: string; count: number }>(
+      `SELECT j.value AS tag, count(*) AS count FROM ratings r, json_each(r.tags) j WHERE r.undone_at IS NULL
+       GROUP BY j.value ORDER BY count DESC, tag LIMIT ?`,
+    ).all(limit);
   }
 
   ratingsById(ids: readonly number[]): RatingView[] {
