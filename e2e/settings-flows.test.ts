@@ -108,7 +108,11 @@ describe('settings, errors beside the control, and consent', () => {
     const described = await serve.call('describeSettings', {});
     await row('popup.timeoutSeconds').waitFor();
     expect(await page.locator('[data-setting]').count()).toBe(described.length);
-    for (const d of described) expect(await row(d.key).locator('.setting-help').textContent(), d.key).toContain(d.help);
+    // The help text as written in common/config.ts, with `code` shown as code and the CLI's "null" said as "empty".
+    for (const d of described) {
+      const shown = (await row(d.key).locator('.setting-help').textContent())!.replace(/\bempty\b/g, 'null');
+      expect(shown, d.key).toContain(d.help.replaceAll('`', ''));
+    }
     const sections = await page.locator('section.settings h2').allTextContents();
     expect(sections).toEqual(['Capture', 'Popup', 'Training', 'Versions and publishing', 'Server and proxy', 'Model', 'App']);
     // Publishing, the proxy and training are all there.
@@ -164,9 +168,9 @@ describe('settings, errors beside the control, and consent', () => {
     await upstream.fill('');
     await upstream.blur();
     await expect.poll(() => setting('proxy.upstream')).toBe(null);
-    await row('training.preset').locator('select').selectOption('careful');
-    await expect.poll(() => setting('training.preset')).toBe('careful');
-    // An optional field of the custom preset: empty means "from the preset", never 0.
+    await row('training.preset').locator('select').selectOption('custom');
+    await expect.poll(() => setting('training.preset')).toBe('custom');
+    // An optional field of the custom preset (shown once the preset is custom): empty means "from the preset", never 0.
     const steps = row('training.custom').getByLabel('Steps', { exact: true });
     await steps.fill('12');
     await steps.blur();
@@ -335,6 +339,13 @@ describe('settings, errors beside the control, and consent', () => {
     await row('publish.ollama').waitFor();
     await expect.poll(() => page.evaluate<string | null>('document.activeElement?.closest("[data-setting]")?.getAttribute("data-setting") ?? null')).toBe('publish.ollama');
     expect(await page.locator('h1').textContent()).toBe('Settings');
+    // The preset step's "custom" points at the custom fields, opened.
+    await serve.call('setSettings', { values: { 'training.preset': 'balanced' } });
+    await tab('Setup');
+    await page.getByTestId('wizard').getByRole('button', { name: /^4\./ }).click();
+    await page.getByRole('button', { name: 'Custom preset fields in Settings' }).click();
+    await expect.poll(() => page.evaluate<string | null>('document.activeElement?.closest("[data-setting]")?.getAttribute("data-setting") ?? null')).toBe('training.custom');
+    expect(await row('training.custom').locator('details').getAttribute('open')).not.toBeNull();
   });
 
   it('Reset says exactly what it deletes, and Earlier answers drop their badges at once', async () => {

@@ -96,8 +96,9 @@ export function draftOf(spec: FieldSpec, value: unknown): string {
 export function rangeHint(spec: FieldSpec): string {
   if (spec.kind !== 'number') return '';
   const kind = spec.integer ? 'a whole number' : 'a number';
-  if (spec.min !== null && spec.max !== null) return `${kind} from ${spec.min} to ${spec.max}`;
-  if (spec.min !== null) return `${kind}, at least ${spec.min}`;
-  if (spec.max !== null) return `${kind}, at most ${spec.max}`;
+  const n = (x: number) => x.toLocaleString('en-US');
+  if (spec.min !== null && spec.max !== null) return `${kind} from ${n(spec.min)} to ${n(spec.max)}`;
+  if (spec.min !== null) return `${kind}, at least ${n(spec.min)}`;
+  if (spec.max !== null) return `${kind}, at most ${n(spec.max)}`;
   return kind;
 }

@@ -47,7 +47,42 @@ const TITLES: Record<string, string> = {
 const AGENT_NAMES: Record<string, string> = { 'claude-code': 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw', proxy: 'OpenAI proxy', api: 'API / test turns' };
 
 /** Names of the fields inside object settings that a plain split of the camelCase name would read badly. */
-const FIELD_TITLES: Record<string, string> = { url: 'URL', apiKey: 'API key', maxLoraRank: 'Max LoRA rank', modelsDir: 'Models folder', base: 'Base model', lr: 'Learning rate', beta: 'β (KL weight)' };
+const FIELD_TITLES: Record<string, string> = {
+  url: 'URL',
+  apiKey: 'API key',
+  maxLoraRank: 'Max LoRA rank',
+  modelsDir: 'Models folder',
+  base: 'Base model',
+  lr: 'Learning rate',
+  beta: 'β (KL weight)',
+  rank: 'LoRA rank',
+  alpha: 'LoRA alpha',
+  ratioClipLow: 'Ratio clip, low',
+  ratioClipHigh: 'Ratio clip, high',
+  bandLow: 'Drift band, low',
+  bandHigh: 'Drift band, high',
+  ktoBeta: 'KTO β',
+  ktoDesirable: 'KTO weight, Good',
+  ktoUndesirable: 'KTO weight, Bad',
+  klBudget: 'KL budget',
+  maxGradNorm: 'Max gradient norm',
+};
+
+/**
+ * A help text from common/config.ts as the form shows it: `code` in backticks as code, and "null" (the CLI's word
+ * for an empty value) as "empty", which is what the field takes.
+ */
+function HelpText(props: { text: string; nullable: boolean }) {
+  const text = props.nullable ? props.text.replace(/\bnull\b/g, 'empty') : props.text;
+  return (
+    <>
+      {text.split('`').map((part, i) => (i % 2 === 1 ? <code key={i}>{part}</code> : part))}
+    </>
+  );
+}
+
+const isNullable = (spec: FieldSpec): boolean =>
+  ((spec.kind === 'number' || spec.kind === 'text' || spec.kind === 'enum') && spec.nullable) || (spec.kind === 'object' && spec.fields.some((f) => isNullable(f.spec)));
 
 const words = (name: string) => FIELD_TITLES[name] ?? name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
 
@@ -56,13 +91,14 @@ export const settingDomId = (key: string) => `setting-${key}`;
 
 export function SettingRow(props: { d: SettingDescription }) {
   const { d } = props;
-  const { value, error, saved, save, setError } = useRein(
+  const { value, error, saved, save, setError, preset } = useRein(
     useShallow((s) => ({
       value: s.settings ? (s.settings as Record<string, unknown>)[d.key] : undefined,
       error: s.settingErrors[d.key] ?? null,
       saved: s.settingSaved === d.key,
       save: s.saveSettings,
       setError: s.setSettingError,
+      preset: s.settings?.['training.preset'],
     })),
   );
   const spec = fieldSpec(d.jsonSchema);
@@ -79,8 +115,20 @@ export function SettingRow(props: { d: SettingDescription }) {
         return null;
       case 'list':
         return <ListField id={`${id}-input`} value={value as string[]} options={d.default as string[]} onSave={commit} />;
-      case 'object':
-        return <ObjectField id={`${id}-input`} spec={spec} value={(value ?? {}) as Record<string, unknown>} error={error} onSave={commit} onLocal={onLocal} />;
+      case 'object': {
+        const fields = <ObjectField id={`${id}-input`} spec={spec} value={(value ?? {}) as Record<string, unknown>} error={error} onSave={commit} onLocal={onLocal} />;
+        // The custom preset's many fields matter only while the custom preset is chosen (or one of them is set).
+        if (d.key !== 'training.custom') return fields;
+        const set = Object.keys((value ?? {}) as object).length;
+        return (
+          <details className="setting-more" open={preset === 'custom' || set > 0 || error !== null}>
+            <summary>
+              {spec.fields.length} fields{set > 0 ? `, ${set} set` : ''}; each one left empty comes from the preset
+            </summary>
+            {fields}
+          </details>
+        );
+      }
       default:
         return <Control id={`${id}-input`} spec={spec} value={value} empty={emptyOf(spec)} describedBy={described} invalid={error !== null} onSave={commit} onLocal={onLocal} />;
     }
@@ -102,8 +150,8 @@ export function SettingRow(props: { d: SettingDescription }) {
       )}
       {control()}
       <p className="muted small setting-help" id={helpId}>
-        {d.help}
-        {rangeHint(spec) && ` (${rangeHint(spec)}.)`}
+        <HelpText text={d.help} nullable={isNullable(spec)} />
+        {rangeHint(spec) && ` Allowed: ${rangeHint(spec)}.`}
       </p>
       <p className="setting-status small" aria-live="polite">
         {error ? (
@@ -221,9 +269,10 @@ function ObjectField(props: {
         // The core's message names the field ("url: Invalid URL"): it marks that input.
         const mine = props.error?.startsWith(`${f.name}: `) === true;
         const label = words(f.name);
+        const box = f.spec.kind === 'boolean';
         return (
-          <div key={f.name} className="setting-sub">
-            <label htmlFor={fid}>{label}</label>
+          <div key={f.name} className={`setting-sub${box ? ' check-sub' : ''}`}>
+            {!box && <label htmlFor={fid}>{label}</label>}
             <Control
               id={fid}
               spec={f.spec}
@@ -234,6 +283,7 @@ function ObjectField(props: {
               onSave={(v) => saveField(f.name, v)}
               onLocal={props.onLocal}
             />
+            {box && <label htmlFor={fid}>{label}</label>}
             {f.help && (
               <span className="muted small" id={`${fid}-help`}>
                 {f.help}

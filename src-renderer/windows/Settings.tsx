@@ -24,6 +24,7 @@ export function SettingsView() {
     if (!ready || focus === null) return;
     const row = document.getElementById(settingDomId(focus));
     if (!row) return;
+    for (const d of row.querySelectorAll('details')) d.open = true;
     row.scrollIntoView({ block: 'center' });
     row.querySelector<HTMLElement>('input, select, textarea')?.focus({ preventScroll: true });
     row.classList.add('flash');
