@@ -263,6 +263,8 @@ describe('settings, errors beside the control, and consent', () => {
 
   it('Train now asks first, with the rating count and an estimate from the model size; Cancel asks too', async () => {
     await serve.call('useDemoModel', {});
+    // Publishing off (the Settings test turned Ollama on), so the versions say how to turn it on.
+    await serve.call('setSettings', { values: { 'publish.ollama': { enabled: false, url: 'http://127.0.0.1:11434', base: null } } });
     await serve.call('setSettings', { values: { 'popup.enabled': false, 'training.auto': false, 'training.preset': 'custom', 'training.custom': { lr: 0.005, steps: 12, ratioClipHigh: 20, bandHigh: 10, klBudget: 5 } } });
     const good = ['please fix the bug', 'thanks run the test', 'please update the file', 'thanks check this line', 'please try again now'];
     const bad = ['no', 'bug error', 'no the build error', 'remove that file', 'error error again'];
@@ -275,7 +277,7 @@ describe('settings, errors beside the control, and consent', () => {
     await tab('Rate');
     await page.getByRole('button', { name: 'Train now' }).click();
     const dialog = page.getByTestId('confirm');
-    await expect.poll(() => dialog.getByTestId('confirm-text').textContent()).toBe(`It trains on the ${pending} ratings waiting, plus up to ${Math.round(pending * 0.25)} older ones replayed.`);
+    await expect.poll(() => dialog.getByTestId('confirm-text').textContent()).toBe(`It trains on the ${pending} ratings waiting.`);
     await expect.poll(() => dialog.getByTestId('confirm-estimate').textContent()).toMatch(/^Estimated time: (under a minute|about \d+ min) \(12 steps of \d+ turns\)\. A rough estimate from the model’s size \([\d.]+ [kMB] parameters\)/);
     await shots('train-confirm');
     // Not confirmed: nothing starts.
@@ -328,7 +330,7 @@ describe('settings, errors beside the control, and consent', () => {
     // A round already running makes the core refuse the retrain: the refusal shows on this version's row.
     await serve.call('startTraining', {});
     await dialog.getByRole('button', { name: `Retrain from v${v1.version}` }).click();
-    await expect.poll(() => rowV1.getByTestId('version-error').textContent()).toMatch(/running/);
+    await expect.poll(() => rowV1.getByTestId('version-error').textContent()).toMatch(/^Retrain did not start: training run \d+ is already running$/);
     await shot('retrain-error-1440-light');
     await expect.poll(async () => (await serve.call('status', {})).training.state, { timeout: 180_000, interval: 500 }).not.toBe('running');
   }, 240_000);

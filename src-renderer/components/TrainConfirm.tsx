@@ -33,13 +33,16 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
     activeParams: presets?.shape.activeParams ?? null,
     pending,
   });
-  const replay = settings?.['training.replayRatio'] ?? 0;
+  // As the round selects them (node/training/data.ts selectRound): round(pending × replayRatio) of the model's
+  // trained ratings, at most as many as there are.
+  const trained = Math.max(0, (status?.ratings.total ?? 0) - pending);
+  const replay = Math.min(trained, Math.round(pending * (settings?.['training.replayRatio'] ?? 0)));
   const title = a.kind === 'train' ? 'Train a round now?' : `Train a new round from v${a.fromVersion}?`;
   return (
     <Confirm title={title} confirmLabel={a.kind === 'train' ? 'Start training' : `Retrain from v${a.fromVersion}`} onConfirm={props.onConfirm} onCancel={props.onCancel}>
       <p data-testid="confirm-text">
         It trains on the <strong>{pending}</strong> rating{pending === 1 ? '' : 's'} waiting
-        {replay > 0 && `, plus up to ${Math.round(pending * replay)} older ones replayed`}
+        {replay > 0 && `, plus ${replay} older one${replay === 1 ? '' : 's'} replayed`}
         {a.kind === 'retrain' && `, starting from v${a.fromVersion} instead of the version in use`}.
       </p>
       <p data-testid="confirm-estimate">

@@ -66,7 +66,17 @@ export function VersionRow(props: {
             ).
           </>
         ) : (
-          publish.join(' · ')
+          <>
+            {publish.join(' · ')}
+            {Object.values(a.publish).some((p) => !p.ok) && (
+              <>
+                {' '}
+                <button type="button" className="link inline-link" onClick={() => openSetting('publish.ollama')}>
+                  Publishing settings
+                </button>
+              </>
+            )}
+          </>
         )}
       </p>
     </li>

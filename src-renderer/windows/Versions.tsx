@@ -39,7 +39,12 @@ export function Versions() {
   const runOf = (a: AdapterView) => runs.find((r) => r.id === a.runId) ?? null;
   const folder = adapters[0] ? adapters[0].path.replace(/[\\/]v\d+[\\/]?$/, '') : null;
   const errorAt = (action: string) => (actionError?.action === action ? actionError.error.message : null);
-  const rowError = (v: number) => errorAt(`rollback:${v}`) ?? errorAt(`retrain:${v}`);
+  const rowError = (v: number) => {
+    const moved = errorAt(`rollback:${v}`);
+    if (moved) return `Could not switch to v${v}: ${moved}`;
+    const retrained = errorAt(`retrain:${v}`);
+    return retrained ? `Retrain did not start: ${retrained}` : null;
+  };
   const move = asking?.kind === 'move' ? versionMove(asking.version, active) : null;
   return (
     <div className="screen">
