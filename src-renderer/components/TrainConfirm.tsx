@@ -21,7 +21,7 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
     return (
       <Confirm title="Cancel this training round?" confirmLabel="Cancel the round" cancelLabel="Keep training" danger onConfirm={props.onConfirm} onCancel={props.onCancel}>
         <p data-testid="confirm-text">
-          {running ? `Round ${running.runId} is at step ${running.step} of ${running.steps}. ` : ''}
+          {running ? (running.steps > 0 ? `Round ${running.runId} is at step ${running.step} of ${running.steps}. ` : `Round ${running.runId} is ${running.phase}. `) : ''}
           Cancelling throws away the work done so far. Its ratings go back to waiting and train in the next round; the version in use does not change.
         </p>
       </Confirm>

@@ -50,7 +50,7 @@ export function RewardMapperField(props: { id: string; describedBy: string }) {
       {!tried && !error && <p className="muted small">Try it first: Save works once it ran on your ratings without an error.</p>}
       {error && (
         <p className="error small" role="alert" data-testid="mapper-error">
-          {error} The mapping in use has not changed.
+          Refused: {error.replace(/\.$/, '')}. The mapping in use has not changed.
         </p>
       )}
       {tried && !error && (

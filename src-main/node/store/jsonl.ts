@@ -2,6 +2,7 @@
 // {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
 // writing anything, skips turns already present (by source + event id) together with their ratings,
 // remaps turn, run and rating ids, and writes everything in one transaction.
+import path from 'node:path';
 import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
@@ -95,7 +96,7 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
   } catch (e) {
     // A folder that does not exist, a read-only disk, a path that is a folder: the user's to fix, named with the path.
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code.startsWith('E')) throw new BadInputError(`exportData: cannot write ${file}: ${(e as Error).message}`, 'path', { code });
+    if (typeof code === 'string' && code.startsWith('E')) throw new BadInputError(`exportData: cannot write ${file}: ${writeFailure(code, file, e as Error)}`, 'path', { code });
     throw e;
   }
   store.write(() => store.audit(actor, 'exportData', file, { turns, ratings }));
@@ -190,6 +191,28 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
       },
       { mode: 0o600 },
     );
+  }
+}
+
+/** Why a file could not be written, in words; the system's own message (it names a temporary file) otherwise. */
+function writeFailure(code: string, file: string, e: Error): string {
+  const dir = path.dirname(file);
+  switch (code) {
+    case 'ENOENT':
+      return `the folder ${dir} does not exist (ENOENT)`;
+    case 'ENOTDIR':
+      return `part of the path is a file, not a folder (ENOTDIR)`;
+    case 'EACCES':
+    case 'EPERM':
+      return `no permission to write in ${dir} (${code})`;
+    case 'EISDIR':
+      return `${file} is a folder (EISDIR)`;
+    case 'EROFS':
+      return `the disk is read-only (EROFS)`;
+    case 'ENOSPC':
+      return `the disk is full (ENOSPC)`;
+    default:
+      return e.message;
   }
 }
 
