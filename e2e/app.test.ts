@@ -106,6 +106,8 @@ describe('the app in Chromium', () => {
     }
     await page.getByRole('button', { name: 'Training' }).click();
     await page.getByRole('button', { name: 'Train now' }).click();
+    // Train now asks first (issue #15 item 9): settings-flows.test.ts checks what the confirmation says.
+    await page.getByTestId('confirm').getByRole('button', { name: 'Start training' }).click();
     await page.getByTestId('live-run').waitFor({ timeout: 30_000 });
     await shot('training-live');
     await expect.poll(async () => (await serve.call('listAdapters', {})).length, { timeout: 120_000, interval: 500 }).toBe(1);
@@ -121,13 +123,14 @@ describe('the app in Chromium', () => {
       await expect.poll(() => page.getByTestId('adapter').textContent()).toBe(`v${v1.version}`);
       await page.getByRole('button', { name: 'Use the base model' }).click();
       const dialog = page.getByTestId('confirm');
-      expect(await dialog.textContent()).toContain(`v${v1.version} stops being used and the base model (no adapter) becomes active`);
+      expect(await dialog.textContent()).toContain(`Rein will answer with the base model (no adapter) instead of v${v1.version}`);
       await shot('versions-confirm');
       await dialog.getByRole('button', { name: 'Use the base model' }).click();
       await expect.poll(() => page.getByTestId('adapter').textContent()).toBe('base model');
       expect((await serve.call('status', {})).activeAdapter).toBeNull();
-      await page.locator(`[data-version="${v1.version}"]`).getByRole('button', { name: `Roll back to v${v1.version}` }).click();
-      await page.getByTestId('confirm').getByRole('button', { name: `Roll back to v${v1.version}` }).click();
+      // From the base model to v1 is forward, not a roll back.
+      await page.locator(`[data-version="${v1.version}"]`).getByRole('button', { name: `Use v${v1.version}` }).click();
+      await page.getByTestId('confirm').getByRole('button', { name: `Use v${v1.version}` }).click();
       await expect.poll(() => page.getByTestId('adapter').textContent()).toBe(`v${v1.version}`);
       expect((await serve.call('status', {})).activeAdapter?.version).toBe(v1.version);
     } else {

@@ -6,6 +6,7 @@ import type {
   AdapterView,
   EmaPoint,
   Page,
+  RatingKind,
   RatingView,
   RunView,
   Status,
@@ -116,14 +117,17 @@ export const VERBS = {
       kind: z.enum(['good', 'bad', 'scale']).optional(),
       source: z.string().max(64).optional(),
       trained: z.boolean().optional(),
-      /** Text in the rated turn's prompt or answer. */
+      /** Text in the rated turn's prompt or answer, or in the rating's comment. */
       search: z.string().max(500).optional(),
+      /** Only ratings carrying this tag. */
+      tag: z.string().min(1).max(64).optional(),
       includeUndone: z.boolean().default(false),
       since: z.number().int().optional(),
       until: z.number().int().optional(),
     }),
     help: 'Ratings, newest first.',
   },
+  listTags: { input: Empty, help: 'The tags on live ratings, with how many carry each, most used first.' },
   deleteRating: { input: z.strictObject({ ratingId: id }), help: 'Delete one rating.' },
   emaHistory: {
     input: z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) }),
@@ -157,9 +161,14 @@ export const VERBS = {
     input: z.strictObject({ version: z.number().int().nonnegative().optional() }),
     help: 'Make an earlier adapter version active (default: the one before the active one; 0 = base model).',
   },
+  planReset: { input: Empty, help: 'What reset would delete: ratings (undone ones too), runs and adapter versions of the active model.' },
   reset: {
     input: z.strictObject({ confirm: z.literal(true) }),
     help: 'Delete all ratings, runs and adapters of the active model (turns are kept).',
+  },
+  testRewardMapper: {
+    input: z.strictObject({ source: z.string().min(1).max(10_000), limit: z.number().int().min(1).max(1000).default(200) }),
+    help: 'Run a reward mapper (training.rewardMapper) on your recent ratings without saving it; a failure names the rating.',
   },
   exportData: {
     input: z.strictObject({ path: z.string().min(1).max(4096) }),
@@ -184,6 +193,11 @@ export const VERBS = {
 
 export type VerbName = keyof typeof VERBS;
 export const VERB_NAMES = Object.keys(VERBS) as VerbName[];
+
+/** A reward mapper run on recent ratings, newest first: the default reward beside the mapper's. */
+export interface RewardMapperTrial {
+  results: { ratingId: number; turnId: number; kind: RatingKind; score: number | null; tags: string[]; source: string; defaultReward: number; reward: number }[];
+}
 
 export interface RateResult {
   rating: RatingView;
@@ -223,6 +237,7 @@ export interface VerbOutputs {
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
   listRatings: Page<RatingView>;
+  listTags: { tag: string; count: number }[];
   deleteRating: { deleted: boolean };
   emaHistory: EmaPoint[];
   getSettings: Settings;
@@ -234,7 +249,9 @@ export interface VerbOutputs {
   cancelTraining: { cancelled: boolean };
   describePresets: PresetTable;
   rollback: { active: AdapterView | null; status: Status };
+  planReset: { ratings: number; undone: number; runs: number; adapters: number };
   reset: { ratings: number; runs: number; adapters: number };
+  testRewardMapper: RewardMapperTrial;
   exportData: { path: string; turns: number; ratings: number };
   importData: { turns: number; ratings: number; skipped: number };
   detectAgents: AgentInfo[];

@@ -62,6 +62,12 @@ export const SETTINGS = {
     'training',
     'Fields that override the balanced preset when training.preset is custom (see `rein presets` or describePresets for each field).',
   ),
+  'training.rewardMapper': def(
+    z.string().max(10_000).nullable(),
+    null,
+    'training',
+    'Your own reward mapping: a JavaScript function (rating, turn) => reward from -1 to 1, with rating.kind, score, reward (the default), tags, comment, correction and turn.source, length. It runs sandboxed and is tried on your recent ratings before it is saved; without one (null), the default applies: Good +1, Bad -1, a score s as (s-3)/2.',
+  ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
   'popup.enabled': def(z.boolean(), true, 'popup', 'Ask Good / Bad after each captured answer.'),
   'popup.timeoutSeconds': def(

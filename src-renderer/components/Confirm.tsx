@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'react';
 import type { ReactNode } from 'react';
 
 /** A modal confirmation (the native <dialog>: focus stays inside, Escape cancels). */
-export function Confirm(props: { title: string; children: ReactNode; confirmLabel: string; danger?: boolean; onConfirm: () => void; onCancel: () => void }) {
+export function Confirm(props: { title: string; children: ReactNode; confirmLabel: string; cancelLabel?: string; danger?: boolean; onConfirm: () => void; onCancel: () => void }) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const d = ref.current;
@@ -14,7 +14,7 @@ export function Confirm(props: { title: string; children: ReactNode; confirmLabe
       <div className="confirm-body">{props.children}</div>
       <div className="confirm-actions">
         <button type="button" className="secondary" onClick={props.onCancel}>
-          Cancel
+          {props.cancelLabel ?? 'Cancel'}
         </button>
         <button type="button" className={props.danger ? 'danger' : 'primary'} onClick={props.onConfirm} autoFocus>
           {props.confirmLabel}

@@ -1,14 +1,13 @@
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
 import { selectTrainingView } from '../store/training.ts';
+import { TrainNowButton } from './TrainConfirm.tsx';
 
 export function TrainingPanel() {
-  const { view, starting, error, start, runs } = useRein(
+  const { view, error, runs } = useRein(
     useShallow((s) => ({
       view: selectTrainingView(s),
-      starting: s.trainingStarting,
       error: s.trainingError,
-      start: s.startTraining,
       runs: s.runs.length,
     })),
   );
@@ -16,9 +15,7 @@ export function TrainingPanel() {
     <section className="training" aria-labelledby="training-title">
       <div className="training-row">
         <h2 id="training-title">Training</h2>
-        <button type="button" className="secondary" onClick={() => void start()} disabled={starting || view.kind === 'running'}>
-          {starting ? 'Starting…' : 'Train now'}
-        </button>
+        <TrainNowButton className="secondary" />
       </div>
       <p className="muted" aria-live="polite" data-testid="training-state">
         {view.kind === 'unavailable' && <span className="unavailable">{view.message}</span>}

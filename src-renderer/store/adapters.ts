@@ -7,13 +7,15 @@ import type { AdaptersSlice, ReinState, Slice } from './types.ts';
 
 export function createAdaptersSlice(client: ReinClient): Slice<AdaptersSlice> {
   return (set, get) => {
+    // An action's failure is kept apart from the list's load error, named by the action ("retrain:2"), so the
+    // screen shows it beside the button that failed and a later reload does not wipe it.
     const act = async (busy: string, fn: () => Promise<unknown>) => {
-      set({ adapterBusy: busy, adaptersError: null });
+      set({ adapterBusy: busy, adapterActionError: null });
       try {
         await fn();
         await Promise.all([get().loadAdapters(), get().loadStatus(), get().loadEma()]);
       } catch (e) {
-        set({ adaptersError: toApiError(e) });
+        set({ adapterActionError: { action: busy, error: toApiError(e) } });
       } finally {
         set({ adapterBusy: null });
       }
@@ -25,6 +27,23 @@ export function createAdaptersSlice(client: ReinClient): Slice<AdaptersSlice> {
       adapterBusy: null,
       ema: [],
       lastReset: null,
+      adapterActionError: null,
+      resetPlan: null,
+      loadRoundPresets: async () => {
+        try {
+          set({ presets: await client.describePresets({}) });
+        } catch {
+          // No trainable model yet: the confirmation then has no size to estimate from, and says so.
+        }
+      },
+      loadResetPlan: async () => {
+        set({ resetPlan: null });
+        try {
+          set({ resetPlan: await client.planReset({}) });
+        } catch (e) {
+          set({ adapterActionError: { action: 'reset', error: toApiError(e) } });
+        }
+      },
       loadAdapters: async () => {
         try {
           set({ adapters: await client.listAdapters({}), adaptersLoaded: true, adaptersError: null });
@@ -56,11 +75,20 @@ export function createAdaptersSlice(client: ReinClient): Slice<AdaptersSlice> {
 export const selectAdapters = (s: ReinState) => s.adapters;
 export const selectActiveAdapter = derive([selectAdapters], (list): AdapterView | null => list.find((a) => a.status === 'active') ?? null);
 
-/** What a rollback to `version` will change, in words, for the confirmation. */
-export function rollbackSummary(target: number, active: AdapterView | null): string {
-  const from = active ? `v${active.version}` : 'the base model';
-  const to = target === 0 ? 'the base model (no adapter)' : `v${target}`;
-  return `${from} stops being used and ${to} becomes active; the baseline goes back to the value it had then. Ratings already trained into ${from} are not queued again.`;
+/**
+ * A move between versions in words, for its button and confirmation: going to an older version than the active one
+ * is a roll back; going to a newer one (the base → v1, or back to v3 after rolling back to v1) is not.
+ */
+export function versionMove(target: number, active: AdapterView | null): { title: string; label: string; summary: string } {
+  const current = active?.version ?? 0;
+  const to = target === 0 ? 'the base model' : `v${target}`;
+  const from = current === 0 ? 'the base model (no adapter)' : `v${current}`;
+  const title = target === 0 ? 'Use the base model?' : target < current ? `Roll back to v${target}?` : `Switch to v${target}?`;
+  const label = target === 0 ? 'Use the base model' : target < current ? `Roll back to v${target}` : `Use v${target}`;
+  const summary =
+    `Rein will answer with ${to}${target === 0 ? ' (no adapter)' : ''} instead of ${from}, and the baseline goes back to the value saved with ${to}.` +
+    (current === 0 ? '' : ` Ratings already trained into v${current} stay trained; they are not queued again.`);
+  return { title, label, summary };
 }
 
 const TARGET_NAMES: Record<string, string> = { ollama: 'Ollama', vllm: 'vLLM', llamaServer: 'llama-server', lmStudio: 'LM Studio' };

@@ -20,10 +20,11 @@ export function ratingsQuery(f: RatingFilters, page: number, now = Date.now()) {
     ...(f.source !== 'any' ? { source: f.source } : {}),
     ...(f.trained !== 'any' ? { trained: f.trained === 'yes' } : {}),
     ...(f.days > 0 ? { since: now - f.days * DAY } : {}),
+    ...(f.tag ? { tag: f.tag } : {}),
   };
 }
 
-export const DEFAULT_FILTERS: RatingFilters = { search: '', kind: 'any', source: 'any', trained: 'any', days: 0 };
+export const DEFAULT_FILTERS: RatingFilters = { search: '', kind: 'any', source: 'any', trained: 'any', days: 0, tag: '' };
 
 export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
   const fetchTurns = async (ratings: RatingView[], known: Record<number, Turn>) => {
@@ -42,6 +43,16 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
     openTurnId: null,
     fullTurnError: null,
     exportResult: null,
+    exportError: null,
+    exporting: false,
+    tags: [],
+    loadTags: async () => {
+      try {
+        set({ tags: await client.listTags({}) });
+      } catch (e) {
+        set({ ratingsError: toApiError(e) });
+      }
+    },
     recentRatings: [],
     loadRecentRatings: async () => {
       try {
@@ -119,11 +130,15 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
         set({ ratingsError: toApiError(e) });
       }
     },
+    // The Export box shows this export's outcome only: an earlier "Wrote 40 turns" never stays beside a failure.
     exportRatings: async (path) => {
+      set({ exportResult: null, exportError: null, exporting: true });
       try {
-        set({ exportResult: await client.exportData({ path }), ratingsError: null });
+        set({ exportResult: await client.exportData({ path }) });
       } catch (e) {
-        set({ ratingsError: toApiError(e) });
+        set({ exportError: toApiError(e) });
+      } finally {
+        set({ exporting: false });
       }
     },
   });

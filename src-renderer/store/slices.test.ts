@@ -5,7 +5,7 @@ import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
-import { publishLines, rollbackSummary, selectActiveAdapter, servedSummary } from './adapters.ts';
+import { publishLines, selectActiveAdapter, servedSummary, versionMove } from './adapters.ts';
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
@@ -110,7 +110,7 @@ describe('popup slice', () => {
 describe('ratings history', () => {
   it('turns filters into a listRatings query', () => {
     expect(ratingsQuery(DEFAULT_FILTERS, 0)).toEqual({ limit: RATINGS_PAGE, offset: 0 });
-    expect(ratingsQuery({ search: ' parser ', kind: 'bad', source: 'codex', trained: 'no', days: 7 }, 2, 1_000_000_000)).toEqual({
+    expect(ratingsQuery({ search: ' parser ', kind: 'bad', source: 'codex', trained: 'no', days: 7, tag: 'style' }, 2, 1_000_000_000)).toEqual({
       limit: RATINGS_PAGE,
       offset: 2 * RATINGS_PAGE,
       search: 'parser',
@@ -118,6 +118,7 @@ describe('ratings history', () => {
       source: 'codex',
       trained: false,
       since: 1_000_000_000 - 7 * 86_400_000,
+      tag: 'style',
     });
   });
 
@@ -191,7 +192,15 @@ describe('training and adapters', () => {
     });
     const store = createReinStore(client);
     await store.getState().loadAdapters();
-    expect(rollbackSummary(1, selectActiveAdapter(store.getState()))).toMatch(/^v2 stops being used and v1 becomes active/);
+    const back = versionMove(1, selectActiveAdapter(store.getState()));
+    expect(back.label).toBe('Roll back to v1');
+    expect(back.summary).toBe('Rein will answer with v1 instead of v2, and the baseline goes back to the value saved with v1. Ratings already trained into v2 stay trained; they are not queued again.');
+    // Moving forward is not a roll back: from the base model to v1, or from v1 back to v2.
+    const forward = versionMove(1, null);
+    expect([forward.title, forward.label]).toEqual(['Switch to v1?', 'Use v1']);
+    expect(forward.summary).toBe('Rein will answer with v1 instead of the base model (no adapter), and the baseline goes back to the value saved with v1.');
+    expect(versionMove(2, v(1, 'active')).label).toBe('Use v2');
+    expect(versionMove(0, v(2, 'active'))).toMatchObject({ title: 'Use the base model?', label: 'Use the base model' });
     await store.getState().rollback(1);
     expect(calls[1]).toEqual(['rollback', { version: 1 }]);
     expect(selectActiveAdapter(store.getState())?.version).toBe(1);

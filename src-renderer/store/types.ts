@@ -2,7 +2,7 @@
 import type { StateCreator } from 'zustand/vanilla';
 import type { VerbInput, VerbOutputs } from '../../src-main/common/api.ts';
 import type { AdapterView, EmaPoint, RatingView, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
-import type { Settings } from '../../src-main/common/config.ts';
+import type { SettingDescription, SettingKey, Settings } from '../../src-main/common/config.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
 import type { ApiError } from '../services/api.ts';
@@ -51,9 +51,26 @@ export interface TurnsSlice {
 export interface SettingsSlice {
   settings: Settings | null;
   settingsError: ApiError | null;
+  /** describeSettings: every setting's group, help, default and JSON Schema; the Settings screen is built from it. */
+  settingDescriptions: SettingDescription[] | null;
+  /** The core's message for a value it refused, by setting key: shown beside that field. */
+  settingErrors: Record<string, string>;
+  /** The setting saved last (its field says "Saved"), or null. */
+  settingSaved: string | null;
+  /** A setting another screen pointed to: the Settings screen scrolls to it and focuses it once. */
+  settingFocus: string | null;
+  /** The reward mapper tried on recent ratings (testRewardMapper), with the source it tried. */
+  mapperTrial: (VerbOutputs['testRewardMapper'] & { source: string }) | null;
+  mapperError: string | null;
   loadSettings: () => Promise<void>;
+  loadSettingDescriptions: () => Promise<void>;
   applySettings: (changed: Partial<Settings>) => void;
-  saveSettings: (values: Partial<Settings>) => Promise<void>;
+  /** true when saved; a refused value's message lands in settingErrors under its key. */
+  saveSettings: (values: Partial<Settings>) => Promise<boolean>;
+  setSettingError: (key: string, message: string | null) => void;
+  openSetting: (key: SettingKey) => void;
+  clearSettingFocus: () => void;
+  tryMapper: (source: string) => Promise<void>;
 }
 
 export interface TrainingSlice {
@@ -103,6 +120,8 @@ export interface RatingFilters {
   trained: 'any' | 'yes' | 'no';
   /** Only the last N days (0 = all time). */
   days: number;
+  /** Only ratings with this tag ('' = any). */
+  tag: string;
 }
 
 export interface RatingsSlice {
@@ -116,6 +135,12 @@ export interface RatingsSlice {
   turnCache: Record<number, Turn>;
   openTurnId: number | null;
   exportResult: VerbOutputs['exportData'] | null;
+  /** Why the last export failed, shown in the Export box (never beside an older success). */
+  exportError: ApiError | null;
+  exporting: boolean;
+  /** The tags in use (listTags), for the tag filter. */
+  tags: VerbOutputs['listTags'];
+  loadTags: () => Promise<void>;
   /** Ratings of the last PER_DAY_DAYS days, for the per-day chart. */
   recentRatings: RatingView[];
   loadRecentRatings: () => Promise<void>;
@@ -140,6 +165,13 @@ export interface AdaptersSlice {
   adapterBusy: string | null;
   ema: EmaPoint[];
   lastReset: VerbOutputs['reset'] | null;
+  /** The last failed action ("retrain:2", "rollback:0", "reset") with the core's error: shown beside its control. */
+  adapterActionError: { action: string; error: ApiError } | null;
+  /** What Reset would delete (planReset), fetched when its confirmation opens. */
+  resetPlan: VerbOutputs['planReset'] | null;
+  loadResetPlan: () => Promise<void>;
+  /** describePresets for the active model into `presets`, for a round's time estimate; quiet when there is none. */
+  loadRoundPresets: () => Promise<void>;
   loadAdapters: () => Promise<void>;
   loadEma: () => Promise<void>;
   rollback: (version: number) => Promise<void>;
@@ -155,6 +187,8 @@ export interface WizardSlice {
   hardware: HardwareInfo | null;
   models: LocalModel[] | null;
   modelFolders: string[];
+  /** What "Look there" found, or why the core refused the folder; shown beside the folder field. */
+  folderNote: { error: boolean; text: string } | null;
   plans: Partial<Record<AgentId, AgentPlan>>;
   agentResults: Partial<Record<AgentId, AgentConnectResult>>;
   presets: PresetTable | null;

@@ -23,6 +23,7 @@ export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
       hardware: null,
       models: null,
       modelFolders: [],
+      folderNote: null,
       plans: {},
       agentResults: {},
       presets: null,
@@ -39,11 +40,24 @@ export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
           ]);
           set({ agents, hardware, models });
         }),
-      addModelFolder: (folder) =>
-        guard(async () => {
-          const folders = [...new Set([...get().modelFolders, folder])];
-          set({ modelFolders: folders, models: await client.discoverModels({ folders }) });
-        }),
+      // The answer goes beside the folder field: the core's reason when it refuses the folder (missing, a file, not
+      // absolute), or how many models it found there.
+      addModelFolder: async (folder) => {
+        if (get().modelFolders.includes(folder)) {
+          set({ folderNote: { error: false, text: `${folder} is already searched.` } });
+          return;
+        }
+        const folders = [...get().modelFolders, folder];
+        set({ folderNote: null });
+        try {
+          const known = new Set((get().models ?? []).map((m) => m.path));
+          const models = await client.discoverModels({ folders });
+          const there = models.filter((m) => m.source === 'folder' && !known.has(m.path)).length;
+          set({ modelFolders: folders, models, folderNote: { error: false, text: there === 0 ? `No model folder (one with a config.json) in ${folder}.` : `Found ${there} model${there === 1 ? '' : 's'} in ${folder}.` } });
+        } catch (e) {
+          set({ folderNote: { error: true, text: toApiError(e).message.replace(/^discoverModels: /, '') } });
+        }
+      },
       planAgent: (agent: AgentId) =>
         guard(async () => {
           const plan = await client.planAgent({ agent });

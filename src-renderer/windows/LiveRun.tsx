@@ -1,6 +1,8 @@
+import { useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { TrainingProgress } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
+import { TrainConfirm } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 
 const fmt = (x: number | null, digits = 3) => (x === null ? '—' : Math.abs(x) >= 0.001 || x === 0 ? x.toFixed(digits) : x.toExponential(1));
@@ -14,15 +16,26 @@ function eta(s: number | null): string {
 export function LiveRun(props: { progress: TrainingProgress }) {
   const p = props.progress;
   const { curve, cancel } = useRein(useShallow((s) => ({ curve: s.liveCurve, cancel: s.cancelTraining })));
+  const [asking, setAsking] = useState(false);
   return (
     <section className="panel live" aria-labelledby="live-title" data-testid="live-run">
       <div className="panel-row">
         <h2 id="live-title">
           Round {p.runId}: {p.phase}
         </h2>
-        <button type="button" className="secondary" onClick={() => void cancel()}>
-          Cancel
+        <button type="button" className="secondary" onClick={() => setAsking(true)}>
+          Cancel…
         </button>
+        {asking && (
+          <TrainConfirm
+            action={{ kind: 'cancel' }}
+            onCancel={() => setAsking(false)}
+            onConfirm={() => {
+              setAsking(false);
+              void cancel();
+            }}
+          />
+        )}
       </div>
       <progress className="meter wide" max={Math.max(1, p.steps)} value={p.step} aria-label="Training progress" />
       <dl className="live-stats">

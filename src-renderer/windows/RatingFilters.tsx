@@ -7,8 +7,20 @@ import type { RatingFilters } from '../store/types.ts';
 const NO_AGENTS: string[] = [];
 
 export function RatingFiltersBar() {
-  const { filters, setFilters, agents } = useRein(useShallow((s) => ({ filters: s.ratingFilters, setFilters: s.setRatingFilters, agents: s.settings?.['capture.agents'] ?? NO_AGENTS })));
+  const { filters, setFilters, agents, tags, loadTags, total } = useRein(
+    useShallow((s) => ({
+      filters: s.ratingFilters,
+      setFilters: s.setRatingFilters,
+      agents: s.settings?.['capture.agents'] ?? NO_AGENTS,
+      tags: s.tags,
+      loadTags: s.loadTags,
+      total: s.status?.ratings.total,
+    })),
+  );
   const [search, setSearch] = useState(filters.search);
+  useEffect(() => {
+    void loadTags();
+  }, [loadTags, total]);
   // Search as you type, once the typing pauses.
   useEffect(() => {
     if (search === filters.search) return;
@@ -18,7 +30,7 @@ export function RatingFiltersBar() {
   return (
     <div className="filters" role="search">
       <label className="field grow">
-        <span>Search prompts and answers</span>
+        <span>Search prompts, answers and comments</span>
         <input type="search" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="ratings-search" />
       </label>
       <label className="field">
@@ -39,6 +51,19 @@ export function RatingFiltersBar() {
           <option value="good">Good</option>
           <option value="bad">Bad</option>
           <option value="scale">1-5 score</option>
+        </select>
+      </label>
+      <label className="field">
+        <span>Tag</span>
+        <select value={filters.tag} onChange={(e) => setFilters({ tag: e.target.value })} data-testid="tag-filter">
+          <option value="">Any</option>
+          {/* A tag chosen before its last rating went away stays selectable, so the filter never points at nothing. */}
+          {filters.tag && !tags.some((t) => t.tag === filters.tag) && <option value={filters.tag}>{filters.tag}</option>}
+          {tags.map((t) => (
+            <option key={t.tag} value={t.tag}>
+              {t.tag} ({t.count})
+            </option>
+          ))}
         </select>
       </label>
       <label className="field">

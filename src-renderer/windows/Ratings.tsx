@@ -9,7 +9,7 @@ import { RatingFiltersBar } from './RatingFilters.tsx';
 import { TurnDetail } from './TurnDetail.tsx';
 
 export function Ratings() {
-  const { rows, pages, load, setPage, open, openId, error, loaded, exportRatings, exported, home } = useRein(
+  const { rows, pages, load, setPage, open, openId, error, loaded, exportRatings, exported, exportError, exporting, home } = useRein(
     useShallow((s) => ({
       rows: selectRatingRows(s),
       pages: selectRatingPages(s),
@@ -21,6 +21,8 @@ export function Ratings() {
       loaded: s.ratingsLoaded,
       exportRatings: s.exportRatings,
       exported: s.exportResult,
+      exportError: s.exportError,
+      exporting: s.exporting,
       home: s.status?.home ?? null,
     })),
   );
@@ -51,6 +53,11 @@ export function Ratings() {
                     {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {rating.runId === null ? 'not trained yet' : `trained in round ${rating.runId}`}
                     {rating.tags.length > 0 && ` · ${rating.tags.join(', ')}`}
                   </span>
+                  {rating.comment && (
+                    <span className="turn-comment" dir="auto" data-testid="rating-comment">
+                      “{firstLines(rating.comment, 1, 160).text}”
+                    </span>
+                  )}
                 </button>
               </li>
             ))}
@@ -81,13 +88,25 @@ export function Ratings() {
           }}
         >
           <label className="field grow">
-            <span>File (JSONL; empty: a dated file in {home ?? 'the Rein home'})</span>
-            <input type="text" value={exportPath} onChange={(e) => setExportPath(e.target.value)} placeholder="/path/to/ratings.jsonl" />
+            <span>File, a full path (JSONL; empty: a dated file in {home ?? 'the Rein home'})</span>
+            <input
+              type="text"
+              value={exportPath}
+              onChange={(e) => setExportPath(e.target.value)}
+              placeholder="/path/to/ratings.jsonl"
+              aria-invalid={exportError !== null || undefined}
+              aria-describedby={exportError ? 'export-error' : undefined}
+            />
           </label>
-          <button type="submit" className="secondary">
-            Export turns and ratings
+          <button type="submit" className="secondary" disabled={exporting}>
+            {exporting ? 'Exporting…' : 'Export turns and ratings'}
           </button>
         </form>
+        {exportError && (
+          <p className="error small" role="alert" id="export-error" data-testid="export-error">
+            Not exported: {exportError.message.replace(/^exportData: /, '')}
+          </p>
+        )}
         {exported && (
           <p className="small" role="status" data-testid="export-result">
             Wrote {exported.turns} turns and {exported.ratings} ratings to <code className="path">{exported.path}</code>.

@@ -1,64 +1,62 @@
-// The settings people change often: do not disturb, the popup (on/off, timeout, which agents raise it) and
-// automatic training. Every change goes through setSettings, which validates it and names a bad value.
+// Every setting, generated from describeSettings (common/config.ts: schema, default, group and help), in sections.
+// A screen that points to a setting opens it here with openSetting(key): the screen scrolls to that field and
+// focuses it.
+import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
-
-const AGENT_NAMES: Record<string, string> = { 'claude-code': 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw', proxy: 'OpenAI proxy', api: 'API / test turns' };
+import { selectSettingSections } from '../store/settings.ts';
+import { SettingRow, settingDomId } from './SettingField.tsx';
 
 export function SettingsView() {
-  const { settings, save, error } = useRein(useShallow((s) => ({ settings: s.settings, save: s.saveSettings, error: s.settingsError })));
-  if (!settings) return <p className="muted">Loading settings…</p>;
-  const popupAgents = settings['popup.agents'];
-  const toggleAgent = (a: string) => void save({ 'popup.agents': popupAgents.includes(a) ? popupAgents.filter((x) => x !== a) : [...popupAgents, a] });
+  const { settings, sections, load, error, focus, clearFocus } = useRein(
+    useShallow((s) => ({
+      settings: s.settings,
+      sections: selectSettingSections(s),
+      load: s.loadSettingDescriptions,
+      error: s.settingsError,
+      focus: s.settingFocus,
+      clearFocus: s.clearSettingFocus,
+    })),
+  );
+  useEffect(() => void load(), [load]);
+  const ready = settings !== null && sections.length > 0;
+  useEffect(() => {
+    if (!ready || focus === null) return;
+    const row = document.getElementById(settingDomId(focus));
+    if (!row) return;
+    for (const d of row.querySelectorAll('details')) d.open = true;
+    row.scrollIntoView({ block: 'center' });
+    row.querySelector<HTMLElement>('input, select, textarea')?.focus({ preventScroll: true });
+    row.classList.add('flash');
+    const t = setTimeout(() => row.classList.remove('flash'), 2500);
+    clearFocus();
+    return () => clearTimeout(t);
+  }, [ready, focus, clearFocus]);
+  if (!ready) return error ? <p className="error" role="alert">{error.message}</p> : <p className="muted">Loading settings…</p>;
   return (
-    <div className="screen">
-      <section className="panel settings" aria-labelledby="settings-title">
-        <h2 id="settings-title">Settings</h2>
-        {error && <p className="error" role="alert">{error.message}</p>}
-        <label className="check">
-          <input type="checkbox" checked={settings['capture.paused']} onChange={(e) => void save({ 'capture.paused': e.target.checked })} data-testid="pause-capture" />
-          <span>
-            <strong>Pause capture (do not disturb)</strong>
-            <span className="muted small">New answers are not stored and no popup appears. Ratings still work.</span>
-          </span>
-        </label>
-        <label className="check">
-          <input type="checkbox" checked={settings['popup.enabled']} onChange={(e) => void save({ 'popup.enabled': e.target.checked })} />
-          <span>
-            <strong>Ask Good / Bad after each answer</strong>
-            <span className="muted small">The popup. Without it, rate from the Rate tab or with /rl in your agent.</span>
-          </span>
-        </label>
-        <label className="field inline">
-          <span>Close an unanswered popup after (seconds, 0 = never; counts as ignored)</span>
-          <input
-            type="number"
-            min={0}
-            max={3600}
-            value={settings['popup.timeoutSeconds']}
-            onChange={(e) => {
-              const n = Number(e.target.value);
-              if (Number.isInteger(n) && n >= 0 && n <= 3600) void save({ 'popup.timeoutSeconds': n });
-            }}
-          />
-        </label>
-        <fieldset className="agents-pick">
-          <legend>Agents that raise the popup</legend>
-          {settings['capture.agents'].map((a) => (
-            <label key={a} className="check compact">
-              <input type="checkbox" checked={popupAgents.includes(a)} onChange={() => toggleAgent(a)} />
-              <span>{AGENT_NAMES[a] ?? a}</span>
-            </label>
+    <div className="screen settings-screen">
+      <nav className="panel settings-toc" aria-label="Settings sections">
+        {sections.map((g) => (
+          <button key={g.group} type="button" className="link" onClick={() => document.getElementById(`settings-${g.group}`)?.scrollIntoView({ block: 'start' })}>
+            {g.title}
+          </button>
+        ))}
+      </nav>
+      {error && (
+        <p className="error" role="alert">
+          {error.message}
+        </p>
+      )}
+      {sections.map((g) => (
+        <section key={g.group} className="panel settings" id={`settings-${g.group}`} aria-labelledby={`settings-${g.group}-title`}>
+          <h2 id={`settings-${g.group}-title`}>{g.title}</h2>
+          {g.blurb && <p className="muted small">{g.blurb}</p>}
+          {g.items.map((d) => (
+            <SettingRow key={d.key} d={d} />
           ))}
-        </fieldset>
-        <label className="check">
-          <input type="checkbox" checked={settings['training.auto']} onChange={(e) => void save({ 'training.auto': e.target.checked })} />
-          <span>
-            <strong>Train automatically</strong>
-            <span className="muted small">Start a round when {settings['training.threshold']} ratings are waiting.</span>
-          </span>
-        </label>
-      </section>
+        </section>
+      ))}
+      <p className="muted small">Changes are checked and saved when you leave a field (or press Enter); Escape puts the saved value back.</p>
     </div>
   );
 }

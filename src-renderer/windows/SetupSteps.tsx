@@ -59,8 +59,8 @@ export function AgentsStep() {
 }
 
 export function ModelStep() {
-  const { models, choose, busy, status, addFolder } = useRein(
-    useShallow((s) => ({ models: s.models, choose: s.chooseModel, busy: s.wizardBusy, status: s.status, addFolder: s.addModelFolder })),
+  const { models, choose, busy, status, addFolder, note } = useRein(
+    useShallow((s) => ({ models: s.models, choose: s.chooseModel, busy: s.wizardBusy, status: s.status, addFolder: s.addModelFolder, note: s.folderNote })),
   );
   const [folder, setFolder] = useState('');
   const active = status?.model.configured ? status.model.id : null;
@@ -119,12 +119,19 @@ export function ModelStep() {
           Look there
         </button>
       </form>
+      {note && (
+        <p className={note.error ? 'error small' : 'muted small'} role={note.error ? 'alert' : 'status'} data-testid="folder-note">
+          {note.text}
+        </p>
+      )}
     </>
   );
 }
 
 export function PresetStep() {
-  const { presets, settings, save, load } = useRein(useShallow((s) => ({ presets: s.presets, settings: s.settings, save: s.saveSettings, load: s.loadPresets })));
+  const { presets, settings, save, load, openSetting } = useRein(
+    useShallow((s) => ({ presets: s.presets, settings: s.settings, save: s.saveSettings, load: s.loadPresets, openSetting: s.openSetting })),
+  );
   const chosen = settings?.['training.preset'] ?? 'balanced';
   if (!presets) {
     return (
@@ -143,7 +150,17 @@ export function PresetStep() {
             <input type="radio" name="preset" checked={chosen === name} onChange={() => void save({ 'training.preset': name })} />
             <span>
               <strong>{name}</strong>{' '}
-              {c ? PRESET_WORDS[name] : 'Your own numbers (training.custom in Settings); the demo model uses this.'}
+              {c ? (
+                PRESET_WORDS[name]
+              ) : (
+                <>
+                  Your own numbers (
+                  <button type="button" className="link inline-link" onClick={() => openSetting('training.custom')}>
+                    Custom preset fields in Settings
+                  </button>
+                  ); the demo model uses this.
+                </>
+              )}
               {c && (
                 <span className="muted small preset-numbers">
                   learning rate {c.lr}, {c.steps} steps, KL weight β {c.beta}, LoRA rank {c.rank}, KL budget {c.klBudget}

@@ -3,6 +3,7 @@
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { EmaChart, PerDayChart } from '../components/charts.tsx';
+import { TrainNowButton } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPerDay } from '../store/ratings.ts';
 import { selectPendingProgress } from '../store/status.ts';
@@ -11,14 +12,12 @@ import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
 
 export function Training() {
-  const { pending, view, starting, error, start, ema, days, load, live } = useRein(
+  const { pending, view, error, ema, days, load, live } = useRein(
     useShallow((s) => ({
       pending: selectPendingProgress(s),
       view: selectTrainingView(s),
       live: selectLiveProgress(s),
-      starting: s.trainingStarting,
       error: s.trainingError,
-      start: s.startTraining,
       ema: s.ema,
       days: selectPerDay(s),
       load: s.loadRecentRatings,
@@ -35,9 +34,7 @@ export function Training() {
       <section className="panel" aria-labelledby="next-round">
         <div className="panel-row">
           <h2 id="next-round">Next round</h2>
-          <button type="button" className="primary" onClick={() => void start()} disabled={starting || view.kind === 'running'}>
-            {starting ? 'Starting…' : 'Train now'}
-          </button>
+          <TrainNowButton className="primary" />
         </div>
         <p className="big-number" data-testid="dash-pending">
           {pending ? `${pending.pending} of ${pending.threshold}` : '…'} <span className="muted">ratings waiting</span>

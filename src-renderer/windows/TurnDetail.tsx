@@ -6,8 +6,15 @@ import { ratingLabel, selectOpenTurn } from '../store/ratings.ts';
 
 /** One turn in full: its context, prompt and answer, its rating, and the edits. */
 export function TurnDetail() {
-  const { turn, openTurn, rerate, deleteRating, deleteTurn } = useRein(
-    useShallow((s) => ({ turn: selectOpenTurn(s), openTurn: s.openTurn, rerate: s.rerate, deleteRating: s.deleteRating, deleteTurn: s.deleteTurn })),
+  const { turn, openTurn, rerate, deleteRating, deleteTurn, filterTag } = useRein(
+    useShallow((s) => ({
+      turn: selectOpenTurn(s),
+      openTurn: s.openTurn,
+      rerate: s.rerate,
+      deleteRating: s.deleteRating,
+      deleteTurn: s.deleteTurn,
+      filterTag: s.setRatingFilters,
+    })),
   );
   const [confirmDelete, setConfirmDelete] = useState(false);
   if (!turn) return <section className="panel muted">Loading the turn…</section>;
@@ -49,8 +56,26 @@ export function TurnDetail() {
         </>
       )}
       <p data-testid="detail-rating">
-        {r ? `Rated ${ratingLabel(r)}${r.tags.length > 0 ? ` · tags: ${r.tags.join(', ')}` : ''}${r.runId !== null ? ` · trained in round ${r.runId}` : ''}` : 'Not rated.'}
+        {r ? `Rated ${ratingLabel(r)}${r.runId !== null ? ` · trained in round ${r.runId}` : ''}` : 'Not rated.'}
       </p>
+      {r && r.tags.length > 0 && (
+        <p className="tag-row small">
+          <span className="muted">Tags:</span>
+          {r.tags.map((t) => (
+            <button key={t} type="button" className="tag-chip" title={`Show only ratings tagged ${t}`} onClick={() => filterTag({ tag: t })}>
+              {t}
+            </button>
+          ))}
+        </p>
+      )}
+      {r?.comment && (
+        <>
+          <p className="label">Your comment</p>
+          <p className="comment" dir="auto" data-testid="detail-comment">
+            {r.comment}
+          </p>
+        </>
+      )}
       <div className="actions" role="group" aria-label="Change the rating">
         <button type="button" className="rate good" aria-pressed={r?.kind === 'good'} onClick={() => void rerate(turn.id, 'good')}>
           Good

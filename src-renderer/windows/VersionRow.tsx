@@ -1,5 +1,6 @@
 import type { AdapterView } from '../../src-main/common/domain.ts';
-import { publishLines } from '../store/adapters.ts';
+import { publishLines, versionMove } from '../store/adapters.ts';
+import { useRein } from '../store/react.tsx';
 
 const STATUS_WORDS: Record<AdapterView['status'], string> = {
   active: 'active',
@@ -14,11 +15,15 @@ export function VersionRow(props: {
   trainedOn: number | null;
   gate: string | null;
   busy: boolean;
+  active: AdapterView | null;
+  /** The core's message when a rollback to or retrain from this version failed. */
+  error: string | null;
   onRollback: () => void;
   onRetrain: () => void;
 }) {
   const a = props.adapter;
   const publish = publishLines(a);
+  const openSetting = useRein((s) => s.openSetting);
   return (
     <li className={`version status-${a.status}`} data-version={a.version}>
       <div className="version-head">
@@ -30,7 +35,7 @@ export function VersionRow(props: {
         <span className="version-actions">
           {a.status !== 'active' && a.status !== 'rejected' && (
             <button type="button" className="secondary" disabled={props.busy} onClick={props.onRollback}>
-              Roll back to v{a.version}
+              {versionMove(a.version, props.active).label}
             </button>
           )}
           <button type="button" className="link" disabled={props.busy} onClick={props.onRetrain} title={`Train a new round starting from v${a.version}`}>
@@ -46,10 +51,33 @@ export function VersionRow(props: {
       </p>
       {props.gate && <p className="small gate">{props.gate}</p>}
       {a.status === 'rejected' && a.reason && !props.gate && <p className="small gate">{a.reason}</p>}
+      {props.error && (
+        <p className="error small" role="alert" data-testid="version-error">
+          {props.error}
+        </p>
+      )}
       <p className="muted small">
-        {publish.length === 0
-          ? 'Not published to a model server (turn publishing on in Settings).'
-          : publish.join(' · ')}
+        {publish.length === 0 ? (
+          <>
+            Not published to a model server (
+            <button type="button" className="link inline-link" onClick={() => openSetting('publish.ollama')}>
+              turn publishing on in Settings
+            </button>
+            ).
+          </>
+        ) : (
+          <>
+            {publish.join(' · ')}
+            {Object.values(a.publish).some((p) => !p.ok) && (
+              <>
+                {' '}
+                <button type="button" className="link inline-link" onClick={() => openSetting('publish.ollama')}>
+                  Publishing settings
+                </button>
+              </>
+            )}
+          </>
+        )}
       </p>
     </li>
   );

@@ -1,21 +1,26 @@
-// Adapter history: every version with its status, date, ratings trained on, gate metrics, lineage and publish status;
-// one-click rollback (with a confirmation that says what changes), retrain from a version, and reset.
+// Adapter versions: every version with its status, date, ratings trained on, gate metrics, lineage and publish status;
+// moving between versions (with a confirmation that says what changes), retrain from a version, and reset. Each
+// action's failure is shown beside the control that started it.
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AdapterView } from '../../src-main/common/domain.ts';
 import { Confirm } from '../components/Confirm.tsx';
-import { rollbackSummary, selectActiveAdapter, servedSummary } from '../store/adapters.ts';
+import { TrainConfirm } from '../components/TrainConfirm.tsx';
+import { selectActiveAdapter, servedSummary, versionMove } from '../store/adapters.ts';
 import { useRein } from '../store/react.tsx';
 import { gateSentence, runMetrics } from '../store/training.ts';
 import { VersionRow } from './VersionRow.tsx';
 
+type Asking = { kind: 'move'; version: number } | { kind: 'retrain'; version: number } | { kind: 'reset' } | null;
+
 export function Versions() {
-  const { adapters, active, busy, error, rollback, reset, retrain, load, runs, status, lastReset } = useRein(
+  const { adapters, active, busy, error, actionError, rollback, reset, retrain, load, runs, status, lastReset, plan, loadPlan } = useRein(
     useShallow((s) => ({
       adapters: s.adapters,
       active: selectActiveAdapter(s),
       busy: s.adapterBusy,
       error: s.adaptersError,
+      actionError: s.adapterActionError,
       rollback: s.rollback,
       reset: s.reset,
       retrain: s.retrain,
@@ -23,14 +28,24 @@ export function Versions() {
       runs: s.runs,
       status: s.status,
       lastReset: s.lastReset,
+      plan: s.resetPlan,
+      loadPlan: s.loadResetPlan,
     })),
   );
-  const [confirm, setConfirm] = useState<{ kind: 'rollback'; version: number } | { kind: 'reset' } | null>(null);
+  const [asking, setAsking] = useState<Asking>(null);
   useEffect(() => {
     void load();
   }, [load]);
   const runOf = (a: AdapterView) => runs.find((r) => r.id === a.runId) ?? null;
   const folder = adapters[0] ? adapters[0].path.replace(/[\\/]v\d+[\\/]?$/, '') : null;
+  const errorAt = (action: string) => (actionError?.action === action ? actionError.error.message : null);
+  const rowError = (v: number) => {
+    const moved = errorAt(`rollback:${v}`);
+    if (moved) return `Could not switch to v${v}: ${moved}`;
+    const retrained = errorAt(`retrain:${v}`);
+    return retrained ? `Retrain did not start: ${retrained}` : null;
+  };
+  const move = asking?.kind === 'move' ? versionMove(asking.version, active) : null;
   return (
     <div className="screen">
       <section className="panel" aria-labelledby="versions-title">
@@ -57,11 +72,13 @@ export function Versions() {
                 <VersionRow
                   key={a.id}
                   adapter={a}
+                  active={active}
                   trainedOn={run ? (runMetrics(run).samples?.pending ?? run.samples) : null}
                   gate={gate}
                   busy={busy !== null}
-                  onRollback={() => setConfirm({ kind: 'rollback', version: a.version })}
-                  onRetrain={() => void retrain(a.version)}
+                  error={rowError(a.version)}
+                  onRollback={() => setAsking({ kind: 'move', version: a.version })}
+                  onRetrain={() => setAsking({ kind: 'retrain', version: a.version })}
                 />
               );
             })}
@@ -70,10 +87,15 @@ export function Versions() {
         {active && (
           <div className="panel-row">
             <span className="muted small">Go back to the model without any adapter:</span>
-            <button type="button" className="secondary" disabled={busy !== null} onClick={() => setConfirm({ kind: 'rollback', version: 0 })}>
+            <button type="button" className="secondary" disabled={busy !== null} onClick={() => setAsking({ kind: 'move', version: 0 })}>
               Use the base model
             </button>
           </div>
+        )}
+        {errorAt('rollback:0') && (
+          <p className="error small" role="alert">
+            {errorAt('rollback:0')}
+          </p>
         )}
       </section>
       <section className="panel danger-zone" aria-labelledby="reset-title">
@@ -81,42 +103,66 @@ export function Versions() {
         <p className="muted small">
           Deletes every rating, round and adapter version of {status?.model.id ?? 'this model'} and unpublishes it. Captured turns are kept.
         </p>
-        <button type="button" className="danger" disabled={busy !== null} onClick={() => setConfirm({ kind: 'reset' })}>
+        <button
+          type="button"
+          className="danger"
+          disabled={busy !== null}
+          onClick={() => {
+            void loadPlan();
+            setAsking({ kind: 'reset' });
+          }}
+        >
           Reset…
         </button>
+        {errorAt('reset') && (
+          <p className="error small" role="alert">
+            {errorAt('reset')}
+          </p>
+        )}
         {lastReset && (
-          <p className="muted small" role="status">
+          <p className="muted small" role="status" data-testid="reset-result">
             Deleted {lastReset.ratings} ratings, {lastReset.runs} rounds and {lastReset.adapters} versions.
           </p>
         )}
       </section>
-      {confirm?.kind === 'rollback' && (
+      {asking?.kind === 'move' && move && (
         <Confirm
-          title={confirm.version === 0 ? 'Use the base model?' : `Roll back to v${confirm.version}?`}
-          confirmLabel={confirm.version === 0 ? 'Use the base model' : `Roll back to v${confirm.version}`}
-          onCancel={() => setConfirm(null)}
+          title={move.title}
+          confirmLabel={move.label}
+          onCancel={() => setAsking(null)}
           onConfirm={() => {
-            const v = confirm.version;
-            setConfirm(null);
-            void rollback(v);
+            setAsking(null);
+            void rollback(asking.version);
           }}
         >
-          <p>{rollbackSummary(confirm.version, active)}</p>
+          <p data-testid="confirm-text">{move.summary}</p>
         </Confirm>
       )}
-      {confirm?.kind === 'reset' && (
+      {asking?.kind === 'retrain' && (
+        <TrainConfirm
+          action={{ kind: 'retrain', fromVersion: asking.version }}
+          onCancel={() => setAsking(null)}
+          onConfirm={() => {
+            setAsking(null);
+            void retrain(asking.version);
+          }}
+        />
+      )}
+      {asking?.kind === 'reset' && (
         <Confirm
           title="Reset everything you trained?"
           confirmLabel="Delete ratings, rounds and versions"
           danger
-          onCancel={() => setConfirm(null)}
+          onCancel={() => setAsking(null)}
           onConfirm={() => {
-            setConfirm(null);
+            setAsking(null);
             void reset();
           }}
         >
-          <p>
-            This deletes {status?.ratings.total ?? 0} ratings, {runs.length} rounds and {adapters.length} adapter versions. It cannot be undone. Captured turns stay, so you can rate them again.
+          <p data-testid="confirm-text">
+            {plan === null
+              ? 'Counting what would be deleted…'
+              : `This deletes ${plan.ratings} rating${plan.ratings === 1 ? '' : 's'}${plan.undone > 0 ? ` (${plan.undone} of them undone earlier)` : ''}, ${plan.runs} round${plan.runs === 1 ? '' : 's'} and ${plan.adapters} adapter version${plan.adapters === 1 ? '' : 's'}. It cannot be undone. Captured turns stay, so you can rate them again.`}
           </p>
         </Confirm>
       )}

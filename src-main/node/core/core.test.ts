@@ -263,6 +263,31 @@ describe('rate, undo and re-rate', () => {
   });
 });
 
+describe('tags and comments', () => {
+  it('filters ratings by tag, finds a comment by search, and lists the tags in use', async () => {
+    const core = newCore();
+    const a = await capture(core);
+    const b = await capture(core);
+    const c = await capture(core);
+    await core.call('rate', { turnId: a, value: 'bad', tags: ['style', 'wrong'], comment: 'uses var everywhere' }, 'test');
+    await core.call('rate', { turnId: b, value: 'good', tags: ['style'] }, 'test');
+    await core.call('rate', { turnId: c, value: 2, tags: ['slow'] }, 'test');
+    const turnsOf = async (q: { tag?: string; search?: string }) => (await core.call('listRatings', q, 'test')).items.map((r) => r.turnId);
+    expect(await turnsOf({ tag: 'style' })).toEqual([b, a]);
+    expect(await turnsOf({ tag: 'wrong' })).toEqual([a]);
+    expect(await turnsOf({ tag: 'sty' })).toEqual([]);
+    expect(await turnsOf({ search: 'var everywhere' })).toEqual([a]);
+    expect(await core.call('listTags', {}, 'test')).toEqual([
+      { tag: 'style', count: 2 },
+      { tag: 'slow', count: 1 },
+      { tag: 'wrong', count: 1 },
+    ]);
+    // An undone rating's tags are not offered.
+    await core.call('undo', {}, 'test');
+    expect((await core.call('listTags', {}, 'test')).map((t) => t.tag)).toEqual(['style', 'wrong']);
+  });
+});
+
 describe('EMA baseline', () => {
   async function rateAll(core: ReinCore, values: ('good' | 'bad' | number)[]): Promise<number[]> {
     const ids: number[] = [];
@@ -347,8 +372,21 @@ describe('EMA baseline', () => {
       [2, 'rejected'],
       [1, 'rolled_back'],
     ]);
+    // The confirmation's numbers are what reset deletes: the undone rating too, which the live count (2) left out.
+    const plan = await core.call('planReset', {}, 'ipc');
+    expect((await core.call('status', {}, 'test')).ratings.total).toBe(2);
+    expect(plan).toEqual({ ratings: 3, undone: 1, runs: 1, adapters: 3 });
+    const updated: Events['turnUpdated'][] = [];
+    const offTurns = core.on('turnUpdated', (t) => updated.push(t));
     const res = await core.call('reset', { confirm: true }, 'ipc');
-    expect(res).toEqual({ ratings: 3, runs: 1, adapters: 3 });
+    offTurns();
+    expect(res).toEqual({ ratings: plan.ratings, runs: plan.runs, adapters: plan.adapters });
+    // Every turn that had a rating is announced unrated, so open lists drop their badges without a reload.
+    expect(updated.map((t) => [t.state, t.rating])).toEqual([
+      ['unrated', null],
+      ['unrated', null],
+      ['unrated', null],
+    ]);
     const st = await core.call('status', {}, 'test');
     expect(st.ema).toBeNull();
     expect(st.ratings.total).toBe(0);

@@ -19,6 +19,7 @@ import { Store, type NewTurn } from '../store/store.ts';
 import { describePresets } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
 import { Scheduler } from '../training/scheduler.ts';
+import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
@@ -53,6 +54,15 @@ const MIN_CONTEXT_STRING = 64;
 /** How far past the server clock a capture's createdAt may lie (clock skew between a hook and the server). Further
  *  would make a turn "the latest" for good, the target of every `/rl good` (issue #21 item 12). */
 export const MAX_CREATED_AT_AHEAD_MS = 24 * 3600 * 1000;
+
+/**
+ * Export and import take absolute paths only: the server's working folder is wherever it happened to start, so a
+ * relative path would write somewhere the user never chose. The CLI resolves against its own cwd before calling.
+ */
+function absolutePath(verb: string, p: string): string {
+  if (!path.isAbsolute(p)) throw new BadInputError(`${verb}: the path must be absolute (start with /), got "${p.slice(0, 200)}"`, 'path');
+  return path.resolve(p);
+}
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
@@ -266,6 +276,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     listRatings: (input) => store.listRatings(input),
+    listTags: () => store.listTags(),
 
     deleteRating: (input, actor) => {
       const removed = store.deleteRating(input.ratingId, actor);
@@ -297,6 +308,13 @@ export function createCore(opts: CoreOptions): ReinCore {
         }
         values[k] = parsed.data;
       }
+      // A reward mapper is saved only once it ran on the user's recent ratings without an error; a refused one
+      // leaves the saved mapping (the default, or the last good mapper) in place.
+      const mapper = values['training.rewardMapper'];
+      if (typeof mapper === 'string') {
+        if (mapper.trim() === '') values['training.rewardMapper'] = null;
+        else tryRewardMapper(store, mapper);
+      }
       if (Object.keys(values).length > 0) {
         store.writeSettings(values, actor);
         emit('settingsChanged', values as Partial<Settings>);
@@ -327,21 +345,30 @@ export function createCore(opts: CoreOptions): ReinCore {
       return { active, status: status() };
     },
 
+    planReset: () => store.planReset(modelOf(settings())),
+
     reset: (_input, actor) => {
       const modelId = modelOf(settings());
-      const { ratings, runs, adapters } = store.reset(modelId, actor);
+      const { ratings, runs, adapters, turnIds } = store.reset(modelId, actor);
       removeAdapterDirs(adapters.map((a) => a.path));
       for (const a of adapters.filter((x) => x.status === 'active')) {
         emit('adapterChanged', { modelId, version: a.version, status: 'inactive' });
       }
+      // Their ratings are gone: every open list shows these turns unrated again, without a reload.
+      for (const id of turnIds) {
+        const t = store.turnSummary(id);
+        if (t) emit('turnUpdated', t);
+      }
       return { ratings, runs, adapters: adapters.length };
     },
 
-    exportData: (input, actor) => exportJsonl(store, path.resolve(input.path), actor),
+    testRewardMapper: (input) => tryRewardMapper(store, input.source, input.limit),
+
+    exportData: (input, actor) => exportJsonl(store, absolutePath('exportData', input.path), actor),
 
     importData: (input, actor) => {
       const s = settings();
-      const result = importJsonl(store, path.resolve(input.path), actor, s['capture.maxTextChars']);
+      const result = importJsonl(store, absolutePath('importData', input.path), actor, s['capture.maxTextChars']);
       for (const id of result.turnIds) emit('turnCaptured', store.mustTurnSummary(id));
       if (result.ratingIds.length > 0) {
         const st = status();

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -137,5 +137,21 @@ describe('JSONL export and import', () => {
     writeFileSync(noHeader, lines.slice(1).join('\n'));
     await expect(b.call('importData', { path: noHeader }, 'cli')).rejects.toBeInstanceOf(BadInputError);
     await expect(b.call('importData', { path: path.join(tmp(), 'missing.jsonl') }, 'cli')).rejects.toMatchObject({ field: 'path' });
+  });
+
+  it('refuses a relative path and names a folder that is not there, writing nothing', async () => {
+    const a = newCore();
+    await populate(a);
+    const cwdBefore = new Set(readdirSync(process.cwd()));
+    for (const verb of ['exportData', 'importData'] as const) {
+      const err = await a.call(verb, { path: 'rein-export.jsonl' }, 'http').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BadInputError);
+      expect((err as BadInputError).message).toBe(`${verb}: the path must be absolute (start with /), got "rein-export.jsonl"`);
+    }
+    expect(new Set(readdirSync(process.cwd()))).toEqual(cwdBefore);
+    const missing = path.join(tmp(), 'no-such-folder', 'out.jsonl');
+    const err = await a.call('exportData', { path: missing }, 'http').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadInputError);
+    expect((err as BadInputError).message).toBe(`exportData: cannot write ${missing}: the folder ${path.dirname(missing)} does not exist (ENOENT)`);
   });
 });

@@ -2,6 +2,7 @@
 // {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
 // writing anything, skips turns already present (by source + event id) together with their ratings,
 // remaps turn, run and rating ids, and writes everything in one transaction.
+import path from 'node:path';
 import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
@@ -90,96 +91,129 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
   // Written beside the target and renamed into place, so a failed export never leaves half a file.
   let turns = 0;
   let ratings = 0;
-  writeFileAtomic(
-    file,
-    (fd) => {
-      let buf: string[] = [];
-      let size = 0;
-      const line = (rec: unknown): void => {
-        const s = JSON.stringify(rec) + '\n';
-        buf.push(s);
-        size += s.length;
-        if (size > 1 << 20) flush();
-      };
-      const flush = (): void => {
-        writeAll(fd, Buffer.from(buf.join(''), 'utf8'));
-        buf = [];
-        size = 0;
-      };
-      // One read transaction gives a consistent snapshot while other processes keep writing.
-      store.db.transaction(() => {
-        line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
-        for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
-          const rec: TurnRecord = {
-            type: 'turn',
-            id: t.id,
-            source: t.source,
-            session: t.session,
-            eventId: t.event_id,
-            createdAt: t.created_at,
-            prompt: t.prompt,
-            context: JSON.parse(t.context) as TurnRecord['context'],
-            response: t.response,
-            model: t.model,
-            tokens: decodeTokens(t.tokens),
-            logprobs: decodeLogprobs(t.logprobs),
-            adapterVersion: t.adapter_version,
-            policy: t.policy === null ? null : TurnPolicy.parse(JSON.parse(t.policy)),
-            state: t.state,
-            truncated: t.truncated === 1,
-          };
-          line(rec);
-          turns++;
-        }
-        const samples = store.stmt<{ rating_id: number; role: RunRecord['samples'][number]['role']; advantage: number | null }>(
-          'SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ? ORDER BY rating_id',
-        );
-        for (const r of store.stmt<Omit<RunRow, 'samples'>>('SELECT * FROM runs ORDER BY id').iterate()) {
-          const rec: RunRecord = {
-            type: 'run',
-            id: r.id,
-            modelId: r.model_id,
-            status: r.status,
-            trigger: r.trigger,
-            createdAt: r.created_at,
-            startedAt: r.started_at,
-            finishedAt: r.finished_at,
-            fromVersion: r.from_version,
-            config: JSON.parse(r.config) as unknown,
-            metrics: r.metrics === null ? null : (JSON.parse(r.metrics) as unknown),
-            error: r.error,
-            adapterVersion: r.adapter_version,
-            samples: samples.all(r.id).map((s) => ({ ratingId: s.rating_id, role: s.role, advantage: s.advantage })),
-          };
-          line(rec);
-        }
-        for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
-          const rec: RatingRecord = {
-            type: 'rating',
-            id: r.id,
-            turnId: r.turn_id,
-            modelId: r.model_id,
-            kind: r.kind,
-            value: r.value,
-            scale: r.scale,
-            correction: r.correction,
-            tags: JSON.parse(r.tags) as string[],
-            comment: r.comment,
-            rater: r.rater,
-            createdAt: r.created_at,
-            undoneAt: r.undone_at,
-            runId: r.run_id,
-          };
-          line(rec);
-          ratings++;
-        }
-      })();
-      flush();
-    },
-    { mode: 0o600 },
-  );
+  try {
+    writeExport(file);
+  } catch (e) {
+    // A folder that does not exist, a read-only disk, a path that is a folder: the user's to fix, named with the path.
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('E')) throw new BadInputError(`exportData: cannot write ${file}: ${writeFailure(code, file, e as Error)}`, 'path', { code });
+    throw e;
+  }
   store.write(() => store.audit(actor, 'exportData', file, { turns, ratings }));
   return { path: file, turns, ratings };
+
+  function writeExport(file: string): void {
+    writeFileAtomic(
+      file,
+      (fd) => {
+        let buf: string[] = [];
+        let size = 0;
+        const line = (rec: unknown): void => {
+          const s = JSON.stringify(rec) + '\n';
+          buf.push(s);
+          size += s.length;
+          if (size > 1 << 20) flush();
+        };
+        const flush = (): void => {
+          writeAll(fd, Buffer.from(buf.join(''), 'utf8'));
+          buf = [];
+          size = 0;
+        };
+        // One read transaction gives a consistent snapshot while other processes keep writing.
+        store.db.transaction(() => {
+          line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
+          for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
+            const rec: TurnRecord = {
+              type: 'turn',
+              id: t.id,
+              source: t.source,
+              session: t.session,
+              eventId: t.event_id,
+              createdAt: t.created_at,
+              prompt: t.prompt,
+              context: JSON.parse(t.context) as TurnRecord['context'],
+              response: t.response,
+              model: t.model,
+              tokens: decodeTokens(t.tokens),
+              logprobs: decodeLogprobs(t.logprobs),
+              adapterVersion: t.adapter_version,
+              policy: t.policy === null ? null : TurnPolicy.parse(JSON.parse(t.policy)),
+              state: t.state,
+              truncated: t.truncated === 1,
+            };
+            line(rec);
+            turns++;
+          }
+          const samples = store.stmt<{ rating_id: number; role: RunRecord['samples'][number]['role']; advantage: number | null }>(
+            'SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ? ORDER BY rating_id',
+          );
+          for (const r of store.stmt<Omit<RunRow, 'samples'>>('SELECT * FROM runs ORDER BY id').iterate()) {
+            const rec: RunRecord = {
+              type: 'run',
+              id: r.id,
+              modelId: r.model_id,
+              status: r.status,
+              trigger: r.trigger,
+              createdAt: r.created_at,
+              startedAt: r.started_at,
+              finishedAt: r.finished_at,
+              fromVersion: r.from_version,
+              config: JSON.parse(r.config) as unknown,
+              metrics: r.metrics === null ? null : (JSON.parse(r.metrics) as unknown),
+              error: r.error,
+              adapterVersion: r.adapter_version,
+              samples: samples.all(r.id).map((s) => ({ ratingId: s.rating_id, role: s.role, advantage: s.advantage })),
+            };
+            line(rec);
+          }
+          for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
+            const rec: RatingRecord = {
+              type: 'rating',
+              id: r.id,
+              turnId: r.turn_id,
+              modelId: r.model_id,
+              kind: r.kind,
+              value: r.value,
+              scale: r.scale,
+              correction: r.correction,
+              tags: JSON.parse(r.tags) as string[],
+              comment: r.comment,
+              rater: r.rater,
+              createdAt: r.created_at,
+              undoneAt: r.undone_at,
+              runId: r.run_id,
+            };
+            line(rec);
+            ratings++;
+          }
+        })();
+        flush();
+      },
+      { mode: 0o600 },
+    );
+  }
+}
+
+/** Why a file could not be written, in words; the system's own message (it names a temporary file) otherwise. */
+function writeFailure(code: string, file: string, e: Error): string {
+  const dir = path.dirname(file);
+  switch (code) {
+    case 'ENOENT':
+      return `the folder ${dir} does not exist (ENOENT)`;
+    case 'ENOTDIR':
+      return `part of the path is a file, not a folder (ENOTDIR)`;
+    case 'EACCES':
+    case 'EPERM':
+      return `no permission to write in ${dir} (${code})`;
+    case 'EISDIR':
+      return `${file} is a folder (EISDIR)`;
+    case 'EROFS':
+      return `the disk is read-only (EROFS)`;
+    case 'ENOSPC':
+      return `the disk is full (ENOSPC)`;
+    default:
+      return e.message;
+  }
 }
 
 export interface ImportResult {

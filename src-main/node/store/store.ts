@@ -67,6 +67,8 @@ export interface RatingQuery {
   source?: string;
   trained?: boolean;
   search?: string;
+  /** Ratings carrying this tag. */
+  tag?: string;
   includeUndone: boolean;
   since?: number;
   until?: number;
@@ -416,8 +418,9 @@ export class Store {
     if (q.trained !== undefined) where.push(q.trained ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL');
     if (q.search !== undefined && q.search.length > 0) {
       const like = `%${likeEscape(q.search)}%`;
-      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\')`, like, like);
+      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\' OR r.comment LIKE ? ESCAPE '\\')`, like, like, like);
     }
+    if (q.tag !== undefined) f.add('EXISTS (SELECT 1 FROM json_each(r.tags) WHERE json_each.value = ?)', q.tag);
     if (q.since !== undefined) f.add('r.created_at >= ?', q.since);
     if (q.until !== undefined) f.add('r.created_at < ?', q.until);
     const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
@@ -429,6 +432,14 @@ export class Store {
       q.offset,
     );
     return { items: rows.map(ratingView), total };
+  }
+
+  /** The tags on live ratings with how many carry each, most used first (the history's tag filter). */
+  listTags(limit = 200): { tag: string; count: number }[] {
+    return this.stmt<{ tag: string; count: number }>(
+      `SELECT j.value AS tag, count(*) AS count FROM ratings r, json_each(r.tags) j WHERE r.undone_at IS NULL
+       GROUP BY j.value ORDER BY count DESC, tag LIMIT ?`,
+    ).all(limit);
   }
 
   ratingsById(ids: readonly number[]): RatingView[] {
@@ -629,7 +640,18 @@ export class Store {
   }
 
   /** Deletes a model's ratings, runs, adapter rows and baseline; its turns stay, back to unrated. */
-  reset(modelId: string, actor: Actor): { ratings: number; runs: number; adapters: AdapterView[] } {
+  /**
+   * What reset(modelId) would delete, counted by the same conditions: every rating of the model (undone ones too;
+   * `undone` says how many of them), its runs and its adapter versions. The confirmation shows these numbers.
+   */
+  planReset(modelId: string): { ratings: number; undone: number; runs: number; adapters: number } {
+    const r = this.stmt<{ n: number; undone: number }>('SELECT count(*) AS n, count(undone_at) AS undone FROM ratings WHERE model_id = ?').get(modelId)!;
+    const runs = this.stmt<{ n: number }>('SELECT count(*) AS n FROM runs WHERE model_id = ?').get(modelId)!.n;
+    const adapters = this.stmt<{ n: number }>('SELECT count(*) AS n FROM adapters WHERE model_id = ?').get(modelId)!.n;
+    return { ratings: r.n, undone: r.undone, runs, adapters };
+  }
+
+  reset(modelId: string, actor: Actor): { ratings: number; runs: number; adapters: AdapterView[]; turnIds: number[] } {
     return this.write(() => {
       const turnIds = this.stmt<{ turn_id: number }>('SELECT DISTINCT turn_id FROM ratings WHERE model_id = ?').all(modelId);
       const ratings = this.stmt('DELETE FROM ratings WHERE model_id = ?').run(modelId).changes;
@@ -640,7 +662,7 @@ export class Store {
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
       this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
-      return { ratings, runs, adapters };
+      return { ratings, runs, adapters, turnIds: turnIds.map((t) => t.turn_id) };
     });
   }
 

@@ -1,6 +1,7 @@
 // The setup wizard's verbs (common/api.ts: detectAgents … sendTestTurn) as one thin service over the installers,
 // the model folders, the demo model and the capture server. core.ts wires each verb to one of these.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import type { VerbOutputs, VerbParsed } from '../../common/api.ts';
 import type { Settings } from '../../common/config.ts';
@@ -27,12 +28,27 @@ export function demoModelDir(home: ReinHome): string {
   return path.join(home.modelsDir, 'demo');
 }
 
+/**
+ * A folder the user typed for the model search: ~ is their home; any other relative path is refused (it would mean
+ * the server's working folder), and so is a path that is not a folder, with the path in the message ("Look there"
+ * used to answer a typo with an unchanged list).
+ */
+function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
+  const home = env.HOME ?? homedir();
+  const abs = folder === '~' ? home : folder.startsWith('~/') ? path.join(home, folder.slice(2)) : folder;
+  if (!path.isAbsolute(abs)) throw new BadInputError(`discoverModels: ${folder} is not an absolute path (start it with / or ~/)`, 'folders');
+  const st = statSync(abs, { throwIfNoEntry: false });
+  if (!st) throw new BadInputError(`discoverModels: there is no folder at ${abs}`, 'folders');
+  if (!st.isDirectory()) throw new BadInputError(`discoverModels: ${abs} is a file, not a folder`, 'folders');
+  return abs;
+}
+
 export function createSystemHandlers(d: SystemDeps): SystemHandlers {
   const env = d.env ?? process.env;
   return {
     detectAgents: () => detectAgents(d.home, env),
     detectHardware: () => detectHardware(),
-    discoverModels: (input) => discoverModels({ folders: input.folders, demoDir: demoModelDir(d.home), active: d.settings()['model.active'], env }),
+    discoverModels: (input) => discoverModels({ folders: input.folders.map((f) => pickedFolder(f, env)), demoDir: demoModelDir(d.home), active: d.settings()['model.active'], env }),
     planAgent: (input) => planAgent(d.home, input.agent, env),
     connectAgent: (input) => connectAgent(d.home, input.agent, env),
 

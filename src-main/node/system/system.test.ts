@@ -60,6 +60,21 @@ describe('model discovery', () => {
     expect(byName['qwen3:8b']!.why).toMatch(/GGUF/);
   });
 
+  it('discoverModels names a folder that is not there, a file, or a relative path, instead of answering the same list', async () => {
+    const c = newCore();
+    const missing = path.join(root, 'no-such-models');
+    await expect(c.call('discoverModels', { folders: [missing] }, 'test')).rejects.toMatchObject({ code: 'bad_input', field: 'folders', message: `discoverModels: there is no folder at ${missing}` });
+    const file = path.join(root, 'a-file');
+    writeFileSync(file, 'x');
+    await expect(c.call('discoverModels', { folders: [file] }, 'test')).rejects.toMatchObject({ message: `discoverModels: ${file} is a file, not a folder` });
+    await expect(c.call('discoverModels', { folders: ['models'] }, 'test')).rejects.toMatchObject({ message: 'discoverModels: models is not an absolute path (start it with / or ~/)' });
+    // ~/ is the user's home.
+    mkdirSync(path.join(process.env.HOME!, 'picked-in-home', 'tiny'), { recursive: true });
+    writeDemoModel(path.join(process.env.HOME!, 'picked-in-home', 'tiny'));
+    const found = await c.call('discoverModels', { folders: ['~/picked-in-home'] }, 'test');
+    expect(found.find((m) => m.name === 'tiny')).toMatchObject({ source: 'folder', path: path.join(process.env.HOME!, 'picked-in-home', 'tiny') });
+  });
+
   it('useModel refuses a folder it cannot train, naming the reason, and changes no setting', async () => {
     const c = newCore();
     const bad = path.join(root, 'bad');

@@ -13,6 +13,7 @@ import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { CLAUDE_SOURCE } from '../integrations/claude/handler.ts';
+import { roundRewards } from './reward-mapper.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';
 
@@ -81,7 +82,10 @@ export function selectRound(store: Store, modelId: string, o: { replayRatio: num
   for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay'));
   // The gate's turns: the newest older ratings that were not replayed (pool keeps their time order).
   const held = pool.slice(Math.max(0, pool.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
-  return [...train, ...replay, ...held];
+  const out = [...train, ...replay, ...held];
+  // The user's reward mapper (training.rewardMapper) replaces the stored default rewards; null when none is set.
+  const mapped = roundRewards(store, out.map((t) => t.ratingId));
+  return mapped === null ? out : out.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
 }
 
 /**
