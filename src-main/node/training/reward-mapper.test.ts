@@ -18,7 +18,7 @@ async function withRatings(name: string): Promise<ReinCore> {
   const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, name) }) });
   const rate = async (i: number, value: 'good' | 'bad' | number, extra: { tags?: string[]; comment?: string } = {}) => {
     const { turn } = await core.call('captureTurn', { source: i === 2 ? 'codex' : 'api', eventId: `e${i}`, prompt: 'p', response: 'x'.repeat(100 * (i + 1)) }, 'test');
-    await core.call('rate', { turnId: turn.id, value, ...extra }, 'test');
+    await core.call('rate', { turnId: turn!.id, value, ...extra }, 'test');
   };
   await rate(0, 'good', { tags: ['style'] });
   await rate(1, 'bad', { tags: ['wrong'], comment: 'off by one' });
@@ -103,7 +103,7 @@ describe('training.rewardMapper', () => {
     try {
       await core.call('setSettings', { values: { 'training.rewardMapper': "(rating) => rating.comment === 'boom' ? NaN : rating.reward" } }, 'test');
       const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'late', prompt: 'p', response: 'r' }, 'test');
-      await core.call('rate', { turnId: turn.id, value: 'bad', comment: 'boom' }, 'test');
+      await core.call('rate', { turnId: turn!.id, value: 'bad', comment: 'boom' }, 'test');
       const before = snapshot(core);
       expect(() => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 })).toThrow(/training\.rewardMapper: returned NaN for rating 4/);
       expect(snapshot(core)).toEqual(before);
