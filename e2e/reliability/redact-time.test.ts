@@ -26,6 +26,13 @@ const PREFIXES = [
   'password: hunter2\n', 'password: str\n', 'secret = ', 'a = b\n',
 ];
 const RUN_OF: Record<string, string> = { 'a://b:c/': 'a/', 'a://b:c@': '@a' };
+// A value or an indent that the whole-line and flag forms check after matching (a dotted name, an ENV_NAME).
+CASES.push(
+  ['"password: " then "a." x 4M', 'password: ' + fill('a.')],
+  ['"password: " then "A_" x 4M', 'password: ' + fill('A_')],
+  ['" --password " then "a." x 4M', ' --password ' + fill('a.')],
+  ['8 MB of spaces then "password: x"', fill(' ') + 'password: x'],
+);
 for (const p of PREFIXES) {
   CASES.push([`${JSON.stringify(p)} repeated`, fill(p)]);
   CASES.push([`${JSON.stringify(p)} then one run`, p + fill(RUN_OF[p] ?? (/^[A-Z]/.test(p) ? 'A1' : 'a1'))]);

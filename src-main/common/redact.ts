@@ -56,8 +56,10 @@ const NOT_VALUES = new Set(
  * value): in an `x = y` assignment it is far more often a variable than a password.
  */
 function literalValue(v: string, words: boolean): boolean {
-  if (NOT_VALUES.has(v.toLowerCase())) return false;
   if (/[()[\]{}"'`;,]/.test(v)) return false;
+  // No name or word is this long, and the group loops below would overflow the regexp stack on megabytes.
+  if (v.length > 256) return true;
+  if (NOT_VALUES.has(v.toLowerCase())) return false;
   if (/^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/.test(v)) return false;
   if (/^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/.test(v)) return false;
   if (/^[A-Za-z_.]+$/.test(v)) return words && /^[a-z]+$/.test(v);
@@ -139,9 +141,9 @@ const RULES: Rule[] = [
     // ... a whole line `key = value` or `key: value` (INI such as ~/.aws/credentials, YAML, .env), the key's name
     // ending in a secret's name ...
     kind: 'secret',
-    re: /^([ \t]*(?:export[ \t]+)?[A-Za-z0-9_.-]*(?:pass(?:word|wd|phrase)|secret|key|token|credentials?)[ \t]*([:=])[ \t]*)(?![$<{%[("'`*])([^\s]+)(?=[ \t]*\r?$)/gim,
-    accept: (m) => SECRET_NAME.test(m[1]!.replace(/[ \t]*[:=][ \t]*$/, '')) && literalValue(m[3]!, m[2] === ':'),
-    to: `$1${marker('secret')}`,
+    re: /^([ \t]*(?:export[ \t]+)?)([A-Za-z0-9_.-]*(?:pass(?:word|wd|phrase)|secret|key|token|credentials?))([ \t]*([:=])[ \t]*)(?![$<{%[("'`*])([^\s]+)(?=[ \t]*\r?$)/gim,
+    accept: (m) => SECRET_NAME.test(m[2]!) && literalValue(m[5]!, m[4] === ':'),
+    to: `$1$2$3${marker('secret')}`,
   },
   {
     // ... and a command-line flag's value (`--password x`, `--api-key "x y"`); `--password=x` is the form above.
