@@ -158,6 +158,8 @@ describe('redact: ordinary code and prose are left alone', () => {
     'password: <your password>\ntoken: ${TOKEN}\nsecret: {{ vault.secret }}\n',
     'password_file = /etc/app/pw\ntoken_url = https://auth.example.com/token\nmax_tokens = 4096\n',
     'Content-Type: application/json\nX-Request-Id: 1234567890abcdef\nAccept: */*',
+    'const schema = { apiKey: z.string().max(1024).nullable(), token: z.string() };',
+    '// Like vLLM started with --api-key: anything but the key is refused.',
   ];
   for (const text of untouched) {
     it(JSON.stringify(text.slice(0, 48)), () => {

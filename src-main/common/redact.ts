@@ -110,10 +110,11 @@ const RULES: Rule[] = [
     to: `$1${marker('bearer')}`,
   },
   {
-    // An API key header (`X-Api-Key`, `X-Goog-Api-Key`, `Private-Token`, `X-Auth-Token`): header names are dashed.
+    // An API key header (`X-Api-Key`, `X-Goog-Api-Key`, `Private-Token`, `X-Auth-Token`): header names are dashed
+    // words (so `apiKey: z.string()` in code is not one), and the value ends the token (not `--api-key: anything`).
     kind: 'secret',
-    re: /(?<![A-Za-z0-9_-])([A-Za-z0-9-]*(?:api-?key|-token|-secret)[ \t]*:[ \t]*)(?![$<{%[(])[A-Za-z0-9._~+/=-]{8}[A-Za-z0-9._~+/=-]*/gi,
-    to: `$1${marker('secret')}`,
+    re: /(?<![A-Za-z0-9_-])((?:[A-Za-z][A-Za-z0-9-]*-)?api-key|[A-Za-z][A-Za-z0-9-]*-(?:apikey|token|secret))([ \t]*:[ \t]*)(?![$<{%[(])[A-Za-z0-9._~+/=-]{8}[A-Za-z0-9._~+/=-]*(?=[\s"',;]|$)/gi,
+    to: `$1$2${marker('secret')}`,
   },
   {
     // RFC 3986 userinfo `user:password@`. The user may be empty (`redis://:pw@host`). A password is read up to the last
