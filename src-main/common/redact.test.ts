@@ -160,6 +160,7 @@ describe('redact: ordinary code and prose are left alone', () => {
     'Content-Type: application/json\nX-Request-Id: 1234567890abcdef\nAccept: */*',
     'const schema = { apiKey: z.string().max(1024).nullable(), token: z.string() };',
     '// Like vLLM started with --api-key: anything but the key is refused.',
+    'gcloud auth --credentials ./key.json\ncredentials: ~/.config/app/creds.json\ntoken = ../secrets/token.txt\n',
   ];
   for (const text of untouched) {
     it(JSON.stringify(text.slice(0, 48)), () => {

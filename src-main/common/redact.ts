@@ -50,8 +50,8 @@ const NOT_VALUES = new Set(
 );
 
 /**
- * Whether a bare (unquoted) value after a secret's key is a literal rather than code or prose. Code is a call or an
- * index (`getpass()`, `env["X"]`), a dotted reference (`os.environ.X`, `self.token`), a statement end (`;`), an
+ * Whether a bare (unquoted) value after a secret's key is a literal rather than code, prose or a path. Code is a call
+ * or an index (`getpass()`, `env["X"]`), a dotted reference (`os.environ.X`, `self.token`), a statement end (`;`), an
  * ENV_NAME or a type name (`SecretStr`). A plain lowercase word counts only where `words` is set (YAML, a flag's
  * value): in an `x = y` assignment it is far more often a variable than a password.
  */
@@ -60,6 +60,8 @@ function literalValue(v: string, words: boolean): boolean {
   // No name or word is this long, and the group loops below would overflow the regexp stack on megabytes.
   if (v.length > 256) return true;
   if (NOT_VALUES.has(v.toLowerCase())) return false;
+  // A relative or home path names where a secret is (`--credentials ./key.json`, `token: ~/.tok`), not the secret.
+  if (/^(?:~|\.\.?)\//.test(v)) return false;
   // (Each test is made only where it can hold: a million values can be checked in one 8 MB text.)
   if (v.includes('.') && /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/.test(v)) return false;
   if (v.includes('_') && /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/.test(v)) return false;
