@@ -1,5 +1,6 @@
-// Issue #21 item 1: redaction must run in linear time. `"a-" x 50,000` took 30 s and froze the server; an 8 MB
-// adversarial text now redacts in well under a second, and /api/health stays responsive during such a capture.
+// Issue #21 item 1: redaction must run in linear time and constant stack. `"a-" x 50,000` took 30 s and froze the
+// server, and `"sk-" x 2.7M` overflowed the regexp stack; an 8 MB adversarial text of each prefix a rule keys on now
+// redacts in well under a second, and /api/health stays responsive during such a capture.
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { redact } from '../../src-main/common/redact.ts';
 import { startServe } from '../harness.ts';
@@ -7,6 +8,7 @@ import type { ServeChild } from '../harness.ts';
 
 const MB8 = 8 * 1024 * 1024;
 const uuid = '3f2504e0-4f89-11d3-9a0c-0305e82c3301';
+const fill = (unit: string): string => unit.repeat(Math.floor(MB8 / unit.length));
 const CASES: [string, string][] = [
   ['"a-" x 4M', 'a-'.repeat(MB8 / 2)],
   ['hyphenated UUID list', (uuid + ' ').repeat(Math.floor(MB8 / (uuid.length + 1)))],
@@ -14,12 +16,46 @@ const CASES: [string, string][] = [
   ['"x_" x 4M then password', 'x_'.repeat(MB8 / 2) + 'password'],
   ['"-----BEGIN A " x 600k', '-----BEGIN A '.repeat(Math.floor(MB8 / 13))],
 ];
+// Each prefix a rule keys on, repeated, and followed by one 8 MB run of the characters its rule then scans: a counted
+// loop (`[…]{20,}`) over such a run overflowed V8's regexp stack ("sk-" x 2.7M threw RangeError, so the capture
+// failed with a 500).
+const PREFIXES = [
+  'sk-', 'sk-ant-', 'sk_live_', 'eyJ', 'eyJ-', 'eyJa.', 'eyJaaaaa.eyJaaaaa.', 'ghp_', 'github_pat_', 'AKIA', 'xoxb-', 'AIza', 'hf_',
+  '-----BEGIN PRIVATE KEY-----\n', 'password=', 'PGPASSWORD=', 'password: "', 'token=', 'a://b:', 'a://:', 'a://b:c@', 'a://b:c/',
+  'Bearer ', 'authorization: Bearer ', 'X-Api-Key: ', '--password ', '--password x ', '--password a ', 'password: ',
+  'password: hunter2\n', 'password: str\n', 'secret = ', 'a = b\n',
+];
+const RUN_OF: Record<string, string> = { 'a://b:c/': 'a/', 'a://b:c@': '@a' };
+// A value or an indent that the whole-line and flag forms check after matching (a dotted name, an ENV_NAME).
+CASES.push(
+  ['"password: " then "a." x 4M', 'password: ' + fill('a.')],
+  ['"password: " then "A_" x 4M', 'password: ' + fill('A_')],
+  ['" --password " then "a." x 4M', ' --password ' + fill('a.')],
+  ['8 MB of spaces then "password: x"', fill(' ') + 'password: x'],
+);
+for (const p of PREFIXES) {
+  CASES.push([`${JSON.stringify(p)} repeated`, fill(p)]);
+  CASES.push([`${JSON.stringify(p)} then one run`, p + fill(RUN_OF[p] ?? (/^[A-Z]/.test(p) ? 'A1' : 'a1'))]);
+}
 
 test.each(CASES)('redacts 8 MB of %s in well under 1 s', (name, text) => {
-  const t0 = performance.now();
-  redact(text);
-  const ms = performance.now() - t0;
-  console.log(`redacted 8 MB adversarial text (${name}) in ${ms.toFixed(0)} ms`);
+  // The best of two runs: the machine is shared (CI, other suites), and one run can lose its core for a while.
+  const runs: number[] = [];
+  let error: unknown = null;
+  for (let i = 0; i < 2 && error === null; i++) {
+    const t0 = performance.now();
+    try {
+      redact(text);
+    } catch (e) {
+      error = e;
+    }
+    runs.push(performance.now() - t0);
+  }
+  const ms = Math.min(...runs);
+  console.log(
+    `redacted 8 MB adversarial text (${name}) in ${ms.toFixed(0)} ms (runs: ${runs.map((r) => r.toFixed(0)).join(', ')})${error === null ? '' : `: threw ${String(error)}`}`,
+  );
+  expect(error).toBeNull();
   expect(ms).toBeLessThan(1_000);
 });
 

@@ -72,15 +72,18 @@ export const CaptureTurnInput = z
   });
 export type CaptureTurnInput = z.infer<typeof CaptureTurnInput>;
 
+/** The longest text of each of a rating's fields (an import caps what it reads from a file to the same). */
+export const RATING_LIMITS = { correction: 1_000_000, tag: 64, tags: 32, comment: 10_000, rater: 128 } as const;
+
 export const RateInput = z.strictObject({
   /** The turn to rate; when absent, the newest rateable turn (of `session` when given). */
   turnId: id.optional(),
   session: z.string().min(1).max(512).optional(),
   value: z.union([z.literal('good'), z.literal('bad'), z.number().int().min(1).max(5)]),
-  correction: z.string().min(1).max(1_000_000).optional(),
-  tags: z.array(z.string().min(1).max(64)).max(32).optional(),
-  comment: z.string().max(10_000).optional(),
-  rater: z.string().min(1).max(128).optional(),
+  correction: z.string().min(1).max(RATING_LIMITS.correction).optional(),
+  tags: z.array(z.string().min(1).max(RATING_LIMITS.tag)).max(RATING_LIMITS.tags).optional(),
+  comment: z.string().max(RATING_LIMITS.comment).optional(),
+  rater: z.string().min(1).max(RATING_LIMITS.rater).optional(),
 });
 export type RateInput = z.infer<typeof RateInput>;
 

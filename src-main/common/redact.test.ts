@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redact, redactDeep, redactSecrets } from './redact.ts';
+import { RedactBudget, RedactionTimeoutError, redact, redactSecrets } from './redact.ts';
 
 // Fake secrets in each issuer's format (random characters, never real credentials).
 const FAKE = {
@@ -92,6 +92,47 @@ describe('redact: one test per pattern', () => {
   });
 });
 
+describe('redact: the gaps a probe found (issue #21 item 9)', () => {
+  it('URL credentials with an empty user, a / or an @ in the password', () => {
+    expect(redact('REDIS_URL=redis://:s3cretpw@cache:6379/0')).toBe('REDIS_URL=redis://[REDACTED:url_credentials]@cache:6379/0');
+    expect(redact('fetch https://u:pa/ss@h.example/x')).toBe('fetch https://[REDACTED:url_credentials]@h.example/x');
+    const mongo = redact('mongodb://app:p@ssw0rd@db1.internal:27017/app?authSource=admin');
+    expect(mongo).toBe('mongodb://[REDACTED:url_credentials]@db1.internal:27017/app?authSource=admin');
+    expect(mongo).not.toContain('ssw0rd');
+  });
+  it('INI, YAML and .env lines with spaces around the separator', () => {
+    const ini = '[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = us-east-1\n';
+    expect(redact(ini)).toBe(
+      '[default]\naws_access_key_id = [REDACTED:aws_key]\naws_secret_access_key = [REDACTED:secret]\nregion = us-east-1\n',
+    );
+    expect(redact('db:\n  user: app\n  password: hunter2\n  host: db\n')).toBe('db:\n  user: app\n  password: [REDACTED:secret]\n  host: db\n');
+    expect(redact('spring:\n  datasource:\n    password: correcthorse\r\n')).toBe('spring:\n  datasource:\n    password: [REDACTED:secret]\r\n');
+    expect(redact('export SECRET_KEY = dj4ng0-k3y')).toBe('export SECRET_KEY = [REDACTED:secret]');
+  });
+  it('API key headers', () => {
+    expect(redact('curl -H "X-Api-Key: 9f8e7d6c5b4a3928" https://api.x')).toBe('curl -H "X-Api-Key: [REDACTED:secret]" https://api.x');
+    expect(redact('x-goog-api-key:AbCdEf123456\nPrivate-Token: glpat-abcdefgh1234')).toBe(
+      'x-goog-api-key:[REDACTED:secret]\nPrivate-Token: [REDACTED:secret]',
+    );
+  });
+  it('command-line flags that take a secret', () => {
+    expect(redact('mysql --user root --password hunter2 app')).toBe('mysql --user root --password [REDACTED:secret] app');
+    expect(redact('tool --password x')).toBe('tool --password [REDACTED:secret]');
+    expect(redact(`pg --db-password 'two words' -v`)).toBe(`pg --db-password '[REDACTED:secret]' -v`);
+    expect(redact('cli --api-key abc123def --verbose')).toBe('cli --api-key [REDACTED:secret] --verbose');
+  });
+  it('PGPASSWORD= and other names that end in a secret word', () => {
+    expect(redact('PGPASSWORD=s3cret psql -h db')).toBe('PGPASSWORD=[REDACTED:secret] psql -h db');
+    expect(redact('MYSQLPASSWORD="pa55word"')).toBe('MYSQLPASSWORD="[REDACTED:secret]"');
+  });
+  it('Stripe secret and restricted keys, not publishable ones', () => {
+    const live = 'sk_live_' + '4eC39HqLyjWDarjtT1zdp7dc';
+    expect(expectRedacted(`stripe.api_key = ${live}`, 'stripe_key', live)).toBe('stripe.api_key = [REDACTED:stripe_key]');
+    expect(redact('rk_test_' + '51H8abcdEFGH1234ijkl')).toBe('[REDACTED:stripe_key]');
+    expect(redact('pk_live_51H8abcdEFGH1234ijkl')).toBe('pk_live_51H8abcdEFGH1234ijkl');
+  });
+});
+
 describe('redact: ordinary code and prose are left alone', () => {
   const untouched = [
     'The task-oriented approach works; see sk-learn docs and the risk-assessment notes.',
@@ -109,6 +150,17 @@ describe('redact: ordinary code and prose are left alone', () => {
     'Authorization: string // a TypeScript field, not a header',
     'ASK AKIA about it; hf_hub_download(repo_id="x"); ghp_ prefix means GitHub',
     'email me at bob@example.com, or see mailto:bob@example.com',
+    'npm i https://registry.example.com:443/@scope/pkg and http://localhost:8080/a/@b',
+    'Use the --password option, or pass --token to the CLI; the non-secret --api-key flag is optional.',
+    'class Config:\n    password: str\n    token: Optional[str] = None\n    api_key: SecretStr\n',
+    'interface Auth {\n  password: string\n  token: Token\n}',
+    '    password = getpass()\n    token = self.token\n    api_key = os.environ.API_KEY\n    secret = value\n    password = DB_PASSWORD\n',
+    'password: <your password>\ntoken: ${TOKEN}\nsecret: {{ vault.secret }}\n',
+    'password_file = /etc/app/pw\ntoken_url = https://auth.example.com/token\nmax_tokens = 4096\n',
+    'Content-Type: application/json\nX-Request-Id: 1234567890abcdef\nAccept: */*',
+    'const schema = { apiKey: z.string().max(1024).nullable(), token: z.string() };',
+    '// Like vLLM started with --api-key: anything but the key is refused.',
+    'gcloud auth --credentials ./key.json\ncredentials: ~/.config/app/creds.json\ntoken = ../secrets/token.txt\n',
   ];
   for (const text of untouched) {
     it(JSON.stringify(text.slice(0, 48)), () => {
@@ -119,9 +171,24 @@ describe('redact: ordinary code and prose are left alone', () => {
     const once = redact(`a=${FAKE.openai} password="x1y2z3" ${FAKE.jwt} https://u:p4ss@h/`);
     expect(redact(once)).toBe(once);
   });
-  it('redacts every string inside nested values', () => {
-    expect(redactDeep([{ role: 'user', content: `use ${FAKE.hf}`, meta: { n: 1, k: FAKE.aws } }])).toEqual([
-      { role: 'user', content: 'use [REDACTED:hf_token]', meta: { n: 1, k: '[REDACTED:aws_key]' } },
-    ]);
+});
+
+describe('redact: the time budget of one request (issue #21 item 1)', () => {
+  it('a spent budget throws before any text is returned, and names the budget', () => {
+    const budget = new RedactBudget(0);
+    const until = performance.now() + 2;
+    while (performance.now() <= until);
+    let thrown: unknown;
+    try {
+      redactSecrets(`key ${FAKE.openai}`, budget);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(RedactionTimeoutError);
+    expect((thrown as RedactionTimeoutError).code).toBe('too_large');
+    expect((thrown as Error).message).toMatch(/longer than 0 ms; nothing of it was stored/);
+  });
+  it('a budget not spent changes nothing', () => {
+    expect(redact(`key ${FAKE.openai}`, new RedactBudget(60_000))).toBe('key [REDACTED:openai_key]');
   });
 });

@@ -70,6 +70,70 @@ describe('captureTurn', () => {
     expect(t.context[0]!.content).toBe('DB_PASSWORD=[REDACTED:secret]');
   });
 
+  // Issue #21 item 9: every field a hook or a person writes is text, identifiers included. Fake keys in the issuers'
+  // formats (random characters).
+  const KEY = 'sk-proj-4fQ9xZ2mLw8RtY1uVb7NcK3pHs6DgJ0a';
+  const GH = 'ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5';
+  /** Every text the database holds, turns, ratings and the audit log. */
+  const everything = (core: ReinCore): string =>
+    JSON.stringify(['turns', 'ratings', 'audit'].map((t) => core.store.db.prepare(`SELECT * FROM ${t}`).all()), (_k, v: unknown) =>
+      Buffer.isBuffer(v) ? null : v,
+    );
+
+  it('redacts the session, event id, model, policy, context keys and extra fields, tags, rater and comment', async () => {
+    const core = newCore();
+    const session = `chat-${KEY}`;
+    const r = await core.call(
+      'captureTurn',
+      turn({
+        session,
+        eventId: `ev-${GH}`,
+        model: `qwen3?token=${KEY}`,
+        context: [{ role: 'tool', content: 'ok', name: `fn ${GH}`, [`header ${KEY}`]: { auth: `Bearer ${KEY}`, list: [`k ${GH}`] } }],
+        tokens: [1],
+        logprobs: [-0.5],
+        policy: { modelId: `m ${KEY}`, temperature: 1, topP: 1 },
+      }),
+      'hook',
+    );
+    // Looked up by the session as the hook knows it: the lookup redacts alike.
+    const rated = await core.call('rate', { session, value: 'good', tags: [`t ${GH}`], rater: `bot ${KEY}`, comment: `see ${KEY}` }, 'test');
+    expect(rated.rating.turnId).toBe(r.turn.id);
+    expect((await core.call('listTurns', { session }, 'test')).total).toBe(1);
+    const stored = everything(core);
+    expect(stored).not.toContain('4fQ9xZ2mLw8R');
+    expect(stored).not.toContain('aB3dE5gH7jK9');
+    const t = await core.call('getTurn', { turnId: r.turn.id }, 'test');
+    expect(t).toMatchObject({ session: 'chat-[REDACTED:openai_key]', eventId: 'ev-[REDACTED:github_token]', model: 'qwen3?token=[REDACTED:openai_key]' });
+    expect(t.context[0]).toEqual({
+      role: 'tool',
+      content: 'ok',
+      name: 'fn [REDACTED:github_token]',
+      'header [REDACTED:openai_key]': { auth: 'Bearer [REDACTED:openai_key]', list: ['k [REDACTED:github_token]'] },
+    });
+    expect(rated.rating).toMatchObject({ tags: ['t [REDACTED:github_token]'], rater: 'bot [REDACTED:openai_key]', comment: 'see [REDACTED:openai_key]' });
+    expect((await core.call('undo', { session }, 'test')).undone?.id).toBe(rated.rating.id);
+  });
+
+  it('keeps two context keys that redact alike', async () => {
+    const core = newCore();
+    const other = 'sk-proj-9zZ8yY7xX6wW5vV4uU3tT2sS1rR0qQpP';
+    const id = await capture(core, { context: [{ role: 'user', content: 'c', [KEY]: 1, [other]: 2 }] });
+    const t = await core.call('getTurn', { turnId: id }, 'test');
+    expect(t.context[0]).toEqual({ role: 'user', content: 'c', '[REDACTED:openai_key]': 1, '[REDACTED:openai_key]#2': 2 });
+  });
+
+  it('redacts a secret the length cap cuts through, rather than keeping its first characters', async () => {
+    const core = newCore();
+    await core.call('setSettings', { values: { 'capture.maxTextChars': 1000 } }, 'test');
+    const id = await capture(core, { prompt: 'x'.repeat(959) + ' ' + KEY + ' and more text'.repeat(10) });
+    const t = await core.call('getTurn', { turnId: id }, 'test');
+    expect(t.truncated).toBe(true);
+    expect(t.prompt.length).toBeLessThanOrEqual(1000);
+    expect(t.prompt).not.toContain('sk-proj-4f');
+    expect(t.prompt).toMatch(/^x{959} \[REDACT.*…\[truncated \d+ chars\]$/);
+  });
+
   it('caps long text with a visible marker and flags the turn', async () => {
     const core = newCore();
     await core.call('setSettings', { values: { 'capture.maxTextChars': 1000 } }, 'test');

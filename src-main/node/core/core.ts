@@ -7,12 +7,12 @@ import path from 'node:path';
 import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
-import type { ContextMessage, Status } from '../../common/domain.ts';
+import type { Status } from '../../common/domain.ts';
 import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
-import { redact } from '../../common/redact.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
-import { redactCapped, encodeLogprobs, encodeTokens } from '../store/codec.ts';
+import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
+import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
@@ -49,8 +49,6 @@ export interface ReinCore extends Core {
 /** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
 export const DEFAULT_MODEL_ID = 'default';
 
-/** Room left for a string in a context whose shared budget ran out: enough for the truncation marker. */
-const MIN_CONTEXT_STRING = 64;
 /** How far past the server clock a capture's createdAt may lie (clock skew between a hook and the server). Further
  *  would make a turn "the latest" for good, the target of every `/rl good` (issue #21 item 12). */
 export const MAX_CREATED_AT_AHEAD_MS = 24 * 3600 * 1000;
@@ -134,42 +132,32 @@ export function createCore(opts: CoreOptions): ReinCore {
     if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
       throw new BadInputError(`captureTurn: createdAt ${input.createdAt} is more than a day past the server clock (${at})`, 'createdAt');
     }
-    let truncated = false;
-    const cap = (s: string, max: number): string => {
-      const r = redactCapped(s, max);
-      truncated ||= r.cut;
-      return r.text;
-    };
-    // The context shares one budget of maxChars over all its strings, so a 10,000-message context cannot
-    // store 10,000 x maxChars.
-    let budget = maxChars;
-    const capDeep = (v: unknown): unknown => {
-      if (typeof v === 'string') {
-        const out = cap(v, Math.max(budget, MIN_CONTEXT_STRING));
-        budget = Math.max(0, budget - out.length);
-        return out;
-      }
-      if (Array.isArray(v)) return v.map(capDeep);
-      if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, capDeep(x)]));
-      return v;
-    };
-    const prompt = cap(input.prompt, maxChars);
-    const response = cap(input.response, maxChars);
-    const context = (input.context ?? []).map((m) => capDeep(m) as ContextMessage);
+    const text = scrubTurn(
+      {
+        session: input.session ?? null,
+        eventId: input.eventId,
+        prompt: input.prompt,
+        context: input.context ?? [],
+        response: input.response,
+        model: input.model ?? null,
+        policy: input.policy ?? null,
+      },
+      maxChars,
+    );
     return {
       source: input.source,
-      session: input.session ?? null,
-      eventId: input.eventId,
+      session: text.session,
+      eventId: text.eventId,
       createdAt: input.createdAt ?? at,
-      prompt,
-      context,
-      response,
-      model: input.model ?? null,
+      prompt: text.prompt,
+      context: [...text.context],
+      response: text.response,
+      model: text.model,
       tokens: input.tokens === undefined ? null : encodeTokens(input.tokens),
       logprobs: input.logprobs === undefined ? null : encodeLogprobs(input.logprobs),
       adapterVersion: input.adapterVersion ?? null,
-      policy: input.policy === undefined ? null : JSON.stringify(input.policy),
-      truncated,
+      policy: text.policy === null ? null : JSON.stringify(text.policy),
+      truncated: text.cut,
     };
   }
 
@@ -208,11 +196,14 @@ export function createCore(opts: CoreOptions): ReinCore {
     rate: (input, actor) => {
       const s = settings();
       const modelId = modelOf(s);
+      // Turns are stored under their redacted session (store/scrub.ts), so they are looked up by it.
+      const session = input.session === undefined ? undefined : scrubKey(input.session);
+      const text = scrubRating({ correction: input.correction ?? null, tags: input.tags ?? [], comment: input.comment ?? null, rater: input.rater ?? 'user' });
       const pick = (): number => {
         if (input.turnId !== undefined) {
-          if (input.session !== undefined) {
+          if (session !== undefined) {
             const t = store.mustTurnSummary(input.turnId);
-            if (t.session !== input.session) {
+            if (t.session !== session) {
               throw new BadInputError(`rate: turn ${input.turnId} is not in session ${input.session}`, 'session');
             }
           }
@@ -221,7 +212,7 @@ export function createCore(opts: CoreOptions): ReinCore {
         const hours = s['capture.expireHours'];
         const cutoff = hours > 0 ? now() - hours * 3_600_000 : Number.MIN_SAFE_INTEGER;
         if (hours > 0) store.expireTurns(cutoff);
-        const id = store.newestRateable(input.session ?? null, cutoff);
+        const id = store.newestRateable(session ?? null, cutoff);
         if (id === null) {
           const scope = input.session === undefined ? '' : ` in session ${input.session}`;
           const age = hours > 0 ? ` (turns can be rated for ${hours} hours)` : '';
@@ -232,13 +223,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       const { rating, replaced } = store.rate(
         pick,
         modelId,
-        {
-          value: input.value,
-          correction: input.correction === undefined ? null : redact(input.correction),
-          tags: input.tags ?? [],
-          comment: input.comment === undefined ? null : redact(input.comment),
-          rater: input.rater ?? 'user',
-        },
+        { value: input.value, ...text },
         actor,
       );
       const st = status();
@@ -250,7 +235,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     undo: (input, actor) => {
-      const out = store.undo({ session: input.session ?? null, turnId: input.turnId ?? null }, actor);
+      const out = store.undo({ session: input.session === undefined ? null : scrubKey(input.session), turnId: input.turnId ?? null }, actor);
       const st = status();
       if (out !== null) {
         emit('ratingUndone', { rating: out.undone, status: st });
@@ -266,7 +251,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       return { turn };
     },
 
-    listTurns: (input) => store.listTurns(input),
+    listTurns: (input) => store.listTurns(input.session === undefined ? input : { ...input, session: scrubKey(input.session) }),
     getTurn: (input) => store.getTurn(input.turnId),
 
     deleteTurn: (input, actor) => {

@@ -1,6 +1,5 @@
 // Compact encodings for the turns table and the text cap applied at capture.
 import { BadInputError } from '../../common/errors.ts';
-import { redact } from '../../common/redact.ts';
 
 // Token ids as little-endian Uint32 and behaviour logprobs as little-endian Float32 (migration 0001).
 // Every platform Rein ships on (x64, arm64) is little-endian, so the typed arrays' native order is LE.
@@ -39,17 +38,18 @@ export const truncationMarker = (removed: number): string => `…[truncated ${re
 
 /**
  * Cuts `text` to at most `max` characters, ending with a visible marker that says how much was removed.
- * The result is never longer than `max`, so capping an already-capped text changes nothing.
+ * The result is never longer than `max`, so capping an already-capped text changes nothing. `dropped` counts
+ * characters already removed from the end before `text` was made (it forces the marker).
  */
-export function capText(text: string, max: number): { text: string; cut: boolean } {
-  if (text.length <= max) return { text, cut: false };
-  let room = truncationMarker(text.length).length;
+export function capText(text: string, max: number, dropped = 0): { text: string; cut: boolean } {
+  if (text.length <= max && dropped === 0) return { text, cut: false };
+  let room = truncationMarker(text.length + dropped).length;
   for (;;) {
-    let keep = Math.max(0, max - room);
+    let keep = Math.min(text.length, Math.max(0, max - room));
     // Do not split a UTF-16 surrogate pair.
     const c = text.charCodeAt(keep - 1);
     if (keep > 0 && c >= 0xd800 && c <= 0xdbff) keep -= 1;
-    const mark = truncationMarker(text.length - keep);
+    const mark = truncationMarker(text.length - keep + dropped);
     if (mark.length <= room || keep === 0) return { text: text.slice(0, keep) + mark, cut: true };
     room = mark.length;
   }
@@ -58,14 +58,4 @@ export function capText(text: string, max: number): { text: string; cut: boolean
 export function parseJson<T>(text: string | null, fallback: T): T {
   if (text === null) return fallback;
   return JSON.parse(text) as T;
-}
-
-/**
- * Cap, then redact: redacting all of an 8 MB text to keep its first `max` characters wasted seconds (issue #21). A
- * marker can be longer than the secret it replaces, so the redacted text is capped once more.
- */
-export function redactCapped(text: string, max: number): { text: string; cut: boolean } {
-  const first = capText(text, max);
-  const second = capText(redact(first.text), max);
-  return { text: second.text, cut: first.cut || second.cut };
 }

@@ -112,6 +112,37 @@ describe('JSONL export and import', () => {
     expect(body(file2)).toBe(body(file));
   });
 
+  it('caps and redacts every free-text field of an imported turn and rating, as a capture does (issue #21 item 9)', async () => {
+    const key = 'sk-proj-4fQ9xZ2mLw8RtY1uVb7NcK3pHs6DgJ0a';
+    const turn = {
+      type: 'turn', id: 1, source: 'api', session: `s ${key}`, eventId: `e ${key}`, createdAt: 1_600_000_000_000,
+      prompt: `p ${key}`, response: 'r', model: `m ${key}`, tokens: null, logprobs: null, adapterVersion: null,
+      context: [{ role: 'user', content: 'c', name: `n ${key}`, [`k ${key}`]: { deep: [`d ${key}`] } }],
+      state: 'rated', truncated: false,
+    };
+    const rating = {
+      type: 'rating', id: 1, turnId: 1, modelId: 'default', kind: 'good', value: 1, scale: null, correction: `fix ${key}`,
+      tags: [`t ${key}`, 'x'.repeat(500)], comment: `c ${key}`, rater: `r ${key}`, createdAt: 1_600_000_000_001, undoneAt: null, runId: null,
+    };
+    const file = path.join(tmp(), 'in.jsonl');
+    const header = { type: 'header', format: 'rein-export', schemaVersion: 1, exportedAt: 1 };
+    writeFileSync(file, [header, turn, rating].map((r) => JSON.stringify(r)).join('\n'));
+    const c = newCore();
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 1, ratings: 1, skipped: 0 });
+    const rows = JSON.stringify([c.store.db.prepare('SELECT * FROM turns').all(), c.store.db.prepare('SELECT * FROM ratings').all()]);
+    expect(rows).not.toContain('4fQ9xZ2mLw8R');
+    const t = (await c.call('listTurns', {}, 'test')).items[0]!;
+    const full = await c.call('getTurn', { turnId: t.id }, 'test');
+    expect(full).toMatchObject({ session: 's [REDACTED:openai_key]', eventId: 'e [REDACTED:openai_key]', model: 'm [REDACTED:openai_key]' });
+    expect(full.context[0]).toEqual({ role: 'user', content: 'c', name: 'n [REDACTED:openai_key]', 'k [REDACTED:openai_key]': { deep: ['d [REDACTED:openai_key]'] } });
+    const r = (await c.call('listRatings', {}, 'test')).items[0]!;
+    expect(r).toMatchObject({ correction: 'fix [REDACTED:openai_key]', comment: 'c [REDACTED:openai_key]', rater: 'r [REDACTED:openai_key]' });
+    // A tag longer than a rating's tag may be is cut to it, as the rate verb would have refused it.
+    expect(r.tags[0]).toBe('t [REDACTED:openai_key]');
+    expect(r.tags[1]).toMatch(/^x+…\[truncated \d+ chars\]$/);
+    expect(r.tags[1]!.length).toBeLessThanOrEqual(64);
+  });
+
   it('rejects a bad file naming the line and field, and imports nothing', async () => {
     const a = newCore();
     await populate(a);

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
-import { redact } from '../../common/redact.ts';
 import { rewardOf } from '../../common/rewards.ts';
-import { redactCapped, decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
+import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
+import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
@@ -297,7 +297,7 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
   return { turns, runs, ratings };
 }
 
-/** Imports an export; text is redacted and capped again (both are no-ops on Rein's own exports). */
+/** Imports an export; text is capped and redacted again (both are no-ops on Rein's own exports). */
 export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
   const { turns, runs, ratings } = parseFile(file);
   return store.write(() => {
@@ -311,30 +311,25 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source, event_id) DO NOTHING RETURNING id`,
     );
     for (const t of turns) {
-      let cut = false;
-      const clean = (s: string): string => {
-        const r = redactCapped(s, maxTextChars);
-        cut ||= r.cut;
-        return r.text;
-      };
-      const context = t.context.map((m) => ({ ...m, content: clean(m.content) }));
+      // Each record is redacted as a captured turn would be, under its own time budget (store/scrub.ts).
+      const text = scrubTurn({ ...t, policy: t.policy === undefined || t.tokens === null ? null : t.policy }, maxTextChars);
       // 'rated' is restored below from the live rating itself, so a turn is never rated without one.
       const state = t.state === 'rated' ? 'unrated' : t.state;
       const row = insertTurn.get(
         t.source,
-        t.session,
-        t.eventId,
+        text.session,
+        text.eventId,
         t.createdAt,
-        clean(t.prompt),
-        JSON.stringify(context),
-        clean(t.response),
-        t.model,
+        text.prompt,
+        JSON.stringify(text.context),
+        text.response,
+        text.model,
         t.tokens === null ? null : encodeTokens(t.tokens),
         t.logprobs === null ? null : encodeLogprobs(t.logprobs),
         t.adapterVersion,
-        t.policy === undefined || t.policy === null || t.tokens === null ? null : JSON.stringify(t.policy),
+        text.policy === null ? null : JSON.stringify(text.policy),
         state,
-        t.truncated || cut ? 1 : 0,
+        t.truncated || text.cut ? 1 : 0,
       );
       if (row === undefined) {
         result.skipped++;
@@ -383,17 +378,17 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         continue;
       }
       const runId = r.runId === null ? null : runFor(r.runId);
-      const clean = (s: string | null): string | null => (s === null ? null : redact(s));
+      const text = scrubRating(r);
       const id = insertRating.get(
         turnId,
         r.modelId,
         r.kind,
         r.value,
         r.scale,
-        clean(r.correction),
-        JSON.stringify(r.tags),
-        clean(r.comment),
-        r.rater,
+        text.correction,
+        JSON.stringify(text.tags),
+        text.comment,
+        text.rater,
         r.createdAt,
         r.undoneAt,
         runId,
