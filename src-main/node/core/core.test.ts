@@ -98,12 +98,12 @@ describe('captureTurn', () => {
     );
     // Looked up by the session as the hook knows it: the lookup redacts alike.
     const rated = await core.call('rate', { session, value: 'good', tags: [`t ${GH}`], rater: `bot ${KEY}`, comment: `see ${KEY}` }, 'test');
-    expect(rated.rating.turnId).toBe(r.turn.id);
+    expect(rated.rating.turnId).toBe(r.turn!.id);
     expect((await core.call('listTurns', { session }, 'test')).total).toBe(1);
     const stored = everything(core);
     expect(stored).not.toContain('4fQ9xZ2mLw8R');
     expect(stored).not.toContain('aB3dE5gH7jK9');
-    const t = await core.call('getTurn', { turnId: r.turn.id }, 'test');
+    const t = await core.call('getTurn', { turnId: r.turn!.id }, 'test');
     expect(t).toMatchObject({ session: 'chat-[REDACTED:openai_key]', eventId: 'ev-[REDACTED:github_token]', model: 'qwen3?token=[REDACTED:openai_key]' });
     expect(t.context[0]).toEqual({
       role: 'tool',
