@@ -5,10 +5,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveHome } from '../../src-main/node/home.ts';
 import { codexIntegration } from '../../src-main/node/integrations/codex/install.ts';
 import { findTopLevelKey, parseStringArray } from '../../src-main/node/integrations/codex/toml.ts';
 import { install, type InstallEnv } from '../../src-main/node/integrations/shared/installer.ts';
+import { installEnv, QUIET } from '../../src-main/node/integrations/test-utils/install-env.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-toml-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -19,19 +19,9 @@ function sandbox(name: string, config: string): { env: InstallEnv; file: string 
   mkdirSync(codex, { recursive: true });
   const file = path.join(codex, 'config.toml');
   writeFileSync(file, config);
-  const env: InstallEnv = {
-    userHome: home,
-    env: { PATH: '/nonexistent', HOME: home, CODEX_HOME: codex },
-    rein: resolveHome({ REIN_HOME: path.join(home, 'rein') }),
-    port: 7433,
-    token: 'ab'.repeat(32),
-    hookCommand: ['/opt/node24/bin/node', '/opt/rein/hook-entry.mjs'],
-    pluginDir: '/opt/rein/openclaw-plugin',
-    options: {},
-  };
+  const env = installEnv(home, path.join(home, 'rein'), { CODEX_HOME: codex });
   return { env, file };
 }
-const quiet = { dryRun: false, say: () => {} };
 
 const NESTED = 'model = "o3"\nmatrix = [\n  [1, 2],\n  [3, 4],\n]\n\n[profiles.x]\nmodel = "y"\n';
 const INSTRUCTIONS = 'developer_instructions = """\nBe careful.\n[IMPORTANT]\nnever push to main\n"""\n\n[profiles.x]\nmodel = "y"\n';
@@ -39,7 +29,7 @@ const INSTRUCTIONS = 'developer_instructions = """\nBe careful.\n[IMPORTANT]\nne
 describe('rein setup codex on tricky config.toml (issue #21 item 5)', () => {
   it('a top-level nested array: notify lands after the array, before the first table', async () => {
     const { env, file } = sandbox('nested', NESTED);
-    await install(codexIntegration, env, quiet);
+    await install(codexIntegration, env, QUIET);
     const after = readFileSync(file, 'utf8');
     const lines = after.split('\n');
     const notifyAt = lines.findIndex((l) => l.startsWith('notify = '));
@@ -52,7 +42,7 @@ describe('rein setup codex on tricky config.toml (issue #21 item 5)', () => {
 
   it('[IMPORTANT] inside a """ string: the string is untouched and notify is a real top-level key', async () => {
     const { env, file } = sandbox('instructions', INSTRUCTIONS);
-    await install(codexIntegration, env, quiet);
+    await install(codexIntegration, env, QUIET);
     const after = readFileSync(file, 'utf8');
     const body = after.slice(after.indexOf('"""'), after.indexOf('"""', after.indexOf('"""') + 3) + 3);
     console.log(`""" string: ${JSON.stringify(body)}; notify found at top level: ${findTopLevelKey(after, 'notify') !== null}`);
@@ -61,14 +51,14 @@ describe('rein setup codex on tricky config.toml (issue #21 item 5)', () => {
     expect(lines.findIndex((l) => l.startsWith('notify = '))).toBeLessThan(lines.indexOf('[profiles.x]'));
     expect(lines.findIndex((l) => l.startsWith('notify = '))).toBeGreaterThan(lines.indexOf('"""'));
     // A second run finds Rein's notify and changes nothing.
-    const again = await install(codexIntegration, env, quiet);
+    const again = await install(codexIntegration, env, QUIET);
     expect(again.changes.filter((c) => c.path === file)).toHaveLength(0);
   });
 
   it('a """ string that never closes: a clear refusal, the file unchanged', async () => {
     const broken = 'developer_instructions = """\n[IMPORTANT]\nno end\n';
     const { env, file } = sandbox('broken', broken);
-    const err = await install(codexIntegration, env, quiet).then(() => null, (e: Error) => e);
+    const err = await install(codexIntegration, env, QUIET).then(() => null, (e: Error) => e);
     console.log(`unterminated """: ${err?.message}`);
     expect(err?.message).toMatch(/never ends/);
     expect(readFileSync(file, 'utf8')).toBe(broken);

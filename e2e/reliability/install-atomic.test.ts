@@ -5,9 +5,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveHome } from '../../src-main/node/home.ts';
 import { claudeIntegration } from '../../src-main/node/integrations/claude/install.ts';
 import { install, statePath, type InstallEnv } from '../../src-main/node/integrations/shared/installer.ts';
+import { installEnv, QUIET } from '../../src-main/node/integrations/test-utils/install-env.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-install-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -18,25 +18,15 @@ function sandbox(name: string): { env: InstallEnv; settings: string } {
   const settings = path.join(home, '.claude', 'settings.json');
   mkdirSync(path.dirname(settings), { recursive: true });
   writeFileSync(settings, ORIGINAL);
-  const env: InstallEnv = {
-    userHome: home,
-    env: { PATH: '/nonexistent', HOME: home },
-    rein: resolveHome({ REIN_HOME: path.join(home, 'rein') }),
-    port: 7433,
-    token: 'ab'.repeat(32),
-    hookCommand: ['/opt/node24/bin/node', '/opt/rein/hook-entry.mjs'],
-    pluginDir: '/opt/rein/openclaw-plugin',
-    options: {},
-  };
+  const env = installEnv(home, path.join(home, 'rein'));
   return { env, settings };
 }
-const quiet = { dryRun: false, say: () => {} };
 
 describe('installer files (issue #21 item 12)', () => {
   it('a 0444 settings.json is refused, its bytes and mode kept', async () => {
     const { env, settings } = sandbox('readonly');
     chmodSync(settings, 0o444);
-    const err = await install(claudeIntegration, env, quiet).then(() => null, (e: Error) => e);
+    const err = await install(claudeIntegration, env, QUIET).then(() => null, (e: Error) => e);
     const mode = (statSync(settings).mode & 0o777).toString(8);
     console.log(`0444 settings.json: ${err?.message}; mode after ${mode}`);
     expect(err?.message).toMatch(/read-only/);
@@ -54,7 +44,7 @@ describe('installer files (issue #21 item 12)', () => {
     chmodSync(commands, 0o555);
     const root_ = process.getuid?.() === 0;
     if (root_) execFileSync('chattr', ['+i', commands]);
-    const err = await install(claudeIntegration, env, quiet)
+    const err = await install(claudeIntegration, env, QUIET)
       .then(() => null, (e: Error) => e)
       .finally(() => {
         if (root_) execFileSync('chattr', ['-i', commands]);

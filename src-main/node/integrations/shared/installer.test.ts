@@ -2,7 +2,6 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, syml
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveHome } from '../../home.ts';
 import { claudeIntegration, TOKEN_ENV } from '../claude/install.ts';
 import { codexIntegration } from '../codex/install.ts';
 import { readChain } from '../codex/notify.ts';
@@ -10,26 +9,16 @@ import { findTopLevelKey, parseStringArray, removeHookTrust, setHookTrust, setTo
 import { openclawIntegration } from '../openclaw/install.ts';
 import { install, uninstall } from './installer.ts';
 import type { InstallEnv } from './installer.ts';
+import { installEnv, QUIET, TEST_TOKEN } from '../test-utils/install-env.ts';
 
 const FIX = path.join(import.meta.dirname, '../fixtures');
-const TOKEN = 'ab'.repeat(32);
 
 function sandbox(extra: Record<string, string> = {}): InstallEnv {
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-inst-'));
   const home = path.join(dir, 'home');
   mkdirSync(home);
-  return {
-    userHome: home,
-    env: { PATH: '/nonexistent', HOME: home, ...extra },
-    rein: resolveHome({ REIN_HOME: path.join(dir, 'rein') }),
-    port: 7433,
-    token: TOKEN,
-    hookCommand: ['/opt/node24/bin/node', '/opt/rein/src-main/node/integrations/codex/hook-entry.mjs'],
-    pluginDir: '/opt/rein/resources/openclaw-plugin',
-    options: {},
-  };
+  return installEnv(home, path.join(dir, 'rein'), extra);
 }
-const quiet = { dryRun: false, say: () => {} };
 
 /** A `claude` on PATH that answers `claude --version` as Claude Code prints it ("2.1.101 (Claude Code)"). */
 function withClaude(env: InstallEnv, version: string): InstallEnv {
@@ -48,7 +37,7 @@ describe('Claude installer', () => {
     cpSync(path.join(FIX, 'claude/settings.json'), settings);
     chmodSync(settings, 0o640);
     const original = bytes(settings);
-    const first = await install(claudeIntegration, env, quiet);
+    const first = await install(claudeIntegration, env, QUIET);
     expect(first.changes.map((c) => path.basename(c.path))).toEqual(['settings.json', 'rl.md']);
     const s = JSON.parse(readFileSync(settings, 'utf8'));
     expect(s.model).toBe('sonnet');
@@ -59,7 +48,7 @@ describe('Claude installer', () => {
       expect(ours).toEqual({
         type: 'http',
         url: 'http://127.0.0.1:7433/hooks/claude',
-        headers: { Authorization: `Bearer ${TOKEN}` },
+        headers: { Authorization: `Bearer ${TEST_TOKEN}` },
         timeout: 10,
       });
     }
@@ -67,7 +56,7 @@ describe('Claude installer', () => {
     expect(statSync(settings).mode & 0o777).toBe(0o600);
     const rl = readFileSync(path.join(env.userHome, '.claude/commands/rl.md'), 'utf8');
     expect(rl).toMatch(/^---\ndescription: .+\nargument-hint: .+\n---\n/);
-    const again = await install(claudeIntegration, env, quiet);
+    const again = await install(claudeIntegration, env, QUIET);
     expect(again.changes).toEqual([]);
     uninstall(claudeIntegration, env, { dryRun: false });
     expect(bytes(settings).equals(original)).toBe(true);
@@ -78,24 +67,24 @@ describe('Claude installer', () => {
   it('reads claude --version: refuses one without HTTP hooks, and leaves out events an older one would choke on', async () => {
     // Below 2.1.63 there are no HTTP hooks: refused, naming the version and the fix, and nothing is written.
     const old = withClaude(sandbox(), '2.1.50');
-    await expect(install(claudeIntegration, old, quiet)).rejects.toThrow(/Claude Code 2\.1\.50 has no HTTP hooks \(they need 2\.1\.63 or newer\): update it with `claude update`/);
+    await expect(install(claudeIntegration, old, QUIET)).rejects.toThrow(/Claude Code 2\.1\.50 has no HTTP hooks \(they need 2\.1\.63 or newer\): update it with `claude update`/);
     expect(() => statSync(path.join(old.userHome, '.claude/settings.json'))).toThrow();
     // Before 2.1.101 an unknown event name made Claude ignore the whole settings.json: UserPromptExpansion stays out.
     const mid = withClaude(sandbox(), '2.1.80');
-    await install(claudeIntegration, mid, quiet);
+    await install(claudeIntegration, mid, QUIET);
     expect(Object.keys(JSON.parse(readFileSync(path.join(mid.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit']);
     const now = withClaude(sandbox(), '2.1.101');
-    await install(claudeIntegration, now, quiet);
+    await install(claudeIntegration, now, QUIET);
     expect(Object.keys(JSON.parse(readFileSync(path.join(now.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit', 'UserPromptExpansion']);
     // No claude on PATH (only its config directory): the events every version with HTTP hooks knows.
     const none = sandbox();
-    await install(claudeIntegration, none, quiet);
+    await install(claudeIntegration, none, QUIET);
     expect(Object.keys(JSON.parse(readFileSync(path.join(none.userHome, '.claude/settings.json'), 'utf8')).hooks)).toEqual(['Stop', 'SubagentStop', 'UserPromptSubmit']);
   });
 
   it('with --token-from-env the header reads $REIN_TOKEN and the token stays out of the file', async () => {
     const env = { ...sandbox(), options: { claudeTokenFromEnv: true } };
-    await install(claudeIntegration, env, quiet);
+    await install(claudeIntegration, env, QUIET);
     const settings = path.join(env.userHome, '.claude/settings.json');
     const s = JSON.parse(readFileSync(settings, 'utf8'));
     expect(s.hooks.Stop.at(-1).hooks[0]).toEqual({
@@ -105,7 +94,7 @@ describe('Claude installer', () => {
       allowedEnvVars: [TOKEN_ENV],
       timeout: 10,
     });
-    expect(readFileSync(settings, 'utf8')).not.toContain(TOKEN);
+    expect(readFileSync(settings, 'utf8')).not.toContain(TEST_TOKEN);
   });
 
   it('after the user edits settings, uninstall removes only our entries', async () => {
@@ -113,7 +102,7 @@ describe('Claude installer', () => {
     const settings = path.join(env.userHome, '.claude/settings.json');
     mkdirSync(path.dirname(settings), { recursive: true });
     cpSync(path.join(FIX, 'claude/settings.json'), settings);
-    await install(claudeIntegration, env, quiet);
+    await install(claudeIntegration, env, QUIET);
     const s = JSON.parse(readFileSync(settings, 'utf8'));
     s.theme = 'dark';
     writeFileSync(settings, JSON.stringify(s, null, 2));
@@ -130,12 +119,12 @@ describe('Claude installer', () => {
     const real = path.join(env.userHome, 'dotfiles-settings.json');
     writeFileSync(real, '{}');
     symlinkSync(real, path.join(dir, 'settings.json'));
-    await expect(install(claudeIntegration, env, quiet)).rejects.toThrow(/symlink/);
+    await expect(install(claudeIntegration, env, QUIET)).rejects.toThrow(/symlink/);
     expect(readFileSync(real, 'utf8')).toBe('{}');
     const env2 = sandbox();
     mkdirSync(path.join(env2.userHome, '.claude'), { recursive: true });
     writeFileSync(path.join(env2.userHome, '.claude/settings.json'), '{"hooks": ');
-    await expect(install(claudeIntegration, env2, quiet)).rejects.toThrow(/not valid JSON/);
+    await expect(install(claudeIntegration, env2, QUIET)).rejects.toThrow(/not valid JSON/);
     expect(readFileSync(path.join(env2.userHome, '.claude/settings.json'), 'utf8')).toBe('{"hooks": ');
   });
 
@@ -157,7 +146,7 @@ describe('Codex installer', () => {
     cpSync(path.join(FIX, 'codex/hooks.json'), path.join(dir, 'hooks.json'));
     const cfg0 = bytes(path.join(dir, 'config.toml'));
     const hooks0 = bytes(path.join(dir, 'hooks.json'));
-    await install(codexIntegration, env, quiet);
+    await install(codexIntegration, env, QUIET);
     const cfg = readFileSync(path.join(dir, 'config.toml'), 'utf8');
     expect(readChain(env.rein)).toEqual(['python3', '/home/dev/bin/notify.py']);
     expect(parseStringArray(findTopLevelKey(cfg, 'notify')!.value)).toEqual([...env.hookCommand, 'codex-notify']);
@@ -169,7 +158,7 @@ describe('Codex installer', () => {
       '/home/dev/bin/lint-on-stop.sh',
       '/opt/node24/bin/node /opt/rein/src-main/node/integrations/codex/hook-entry.mjs codex-hook',
     ]);
-    expect((await install(codexIntegration, env, quiet)).changes).toEqual([]);
+    expect((await install(codexIntegration, env, QUIET)).changes).toEqual([]);
     uninstall(codexIntegration, env, { dryRun: false });
     expect(bytes(path.join(dir, 'config.toml')).equals(cfg0)).toBe(true);
     expect(bytes(path.join(dir, 'hooks.json')).equals(hooks0)).toBe(true);
@@ -181,7 +170,7 @@ describe('Codex installer', () => {
     const dir = path.join(env.userHome, '.codex');
     mkdirSync(dir);
     cpSync(path.join(FIX, 'codex/config.toml'), path.join(dir, 'config.toml'));
-    await install(codexIntegration, env, quiet);
+    await install(codexIntegration, env, QUIET);
     writeFileSync(path.join(dir, 'config.toml'), readFileSync(path.join(dir, 'config.toml'), 'utf8') + '\n[tui]\nnotifications = true\n');
     uninstall(codexIntegration, env, { dryRun: false });
     const cfg = readFileSync(path.join(dir, 'config.toml'), 'utf8');
@@ -235,17 +224,17 @@ describe('OpenClaw installer', () => {
     mkdirSync(path.dirname(cfgPath));
     cpSync(path.join(FIX, 'openclaw/openclaw.json'), cfgPath);
     const before = bytes(cfgPath);
-    await install(openclawIntegration, env, quiet);
+    await install(openclawIntegration, env, QUIET);
     const c = JSON.parse(readFileSync(cfgPath, 'utf8'));
     expect(c.plugins.load.paths).toEqual(['/home/dev/my-plugin', env.pluginDir]);
     expect(c.plugins.entries['my-plugin']).toEqual({ enabled: true });
     expect(c.plugins.entries.rein).toEqual({
       enabled: true,
       hooks: { allowConversationAccess: true },
-      config: { captureUrl: 'http://127.0.0.1:7433', secret: TOKEN },
+      config: { captureUrl: 'http://127.0.0.1:7433', secret: TEST_TOKEN },
     });
     expect(statSync(cfgPath).mode & 0o777).toBe(0o600);
-    expect((await install(openclawIntegration, env, quiet)).changes).toEqual([]);
+    expect((await install(openclawIntegration, env, QUIET)).changes).toEqual([]);
     uninstall(openclawIntegration, env, { dryRun: false });
     expect(bytes(cfgPath).equals(before)).toBe(true);
   });
