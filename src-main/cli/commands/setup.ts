@@ -2,25 +2,18 @@
 // Interactive by default (shows the changes and asks); `--yes` for scripts; `--dry-run` lists the files that
 // would change and writes nothing.
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import { SETTINGS } from '../../common/config.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
-import { readOrCreateToken } from '../../node/home.ts';
 import { claudeIntegration } from '../../node/integrations/claude/install.ts';
 import { codexIntegration } from '../../node/integrations/codex/install.ts';
-import { HOOK_ENTRY } from '../../node/integrations/codex/notify.ts';
 import { openclawIntegration } from '../../node/integrations/openclaw/install.ts';
 import { AGENTS, describeChange, install, toChanges, uninstall } from '../../node/integrations/shared/installer.ts';
 import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
-import { readServerInfo } from '../../node/server/info.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
-import { resourceDir } from '../../node/resources.ts';
+import { installEnv } from '../../node/system/agents.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
-
-export const PLUGIN_DIR = resourceDir('openclaw-plugin');
 
 function agentArg(ctx: CommandContext): Integration {
   const a = ctx.args[0];
@@ -29,26 +22,14 @@ function agentArg(ctx: CommandContext): Integration {
 }
 
 function envFor(ctx: CommandContext): InstallEnv {
+  const env = installEnv(ctx.home, ctx.io.env);
   const portOpt = ctx.options.port;
-  let port: number = SETTINGS['server.port'].default;
   if (typeof portOpt === 'string') {
-    port = Number(portOpt);
+    const port = Number(portOpt);
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new BadInputError(`--port must be a port number, not ${portOpt}`, 'port');
-  } else {
-    const info = readServerInfo(ctx.home);
-    if (info) port = info.port;
+    env.port = port;
   }
-  return {
-    userHome: ctx.io.env.HOME && ctx.io.env.HOME !== '' ? ctx.io.env.HOME : homedir(),
-    env: ctx.io.env,
-    rein: ctx.home,
-    port,
-    token: readOrCreateToken(ctx.home),
-    // The absolute Node 24 running now, so a hook never starts on an older system node (TOOLCHAIN.md).
-    hookCommand: [process.execPath, HOOK_ENTRY],
-    pluginDir: PLUGIN_DIR,
-    options: { claudeTokenFromEnv: ctx.options['token-from-env'] === true },
-  };
+  return { ...env, options: { claudeTokenFromEnv: ctx.options['token-from-env'] === true } };
 }
 
 async function confirm(ctx: CommandContext, question: string): Promise<boolean> {
