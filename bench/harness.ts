@@ -2,6 +2,7 @@
 // busy with other work, so a low CPU/wall ratio explains a slow figure), the PyTorch reference server, the load, and
 // the Qwen2-0.5B-shaped random model the engine benchmarks run.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { loadavg } from 'node:os';
@@ -39,6 +40,24 @@ export function median(xs: readonly number[]): number {
 export const PYTHON = process.env['REIN_PYTHON'] ?? '/usr/bin/python3';
 
 /**
+ * The reference's environment. OpenBLAS takes these AVX-512 CPUs for "Prescott" and runs sgemm at 37-50 GFLOP/s
+ * instead of about 200 (TOOLCHAIN.md), which would flatter our ratio; on a CPU with AVX-512 the SkylakeX kernel is
+ * named unless the caller chose one. The chosen kernel is printed with the results (referenceKernel).
+ */
+export function referenceEnv(): NodeJS.ProcessEnv {
+  if (process.env['OPENBLAS_CORETYPE'] !== undefined) return process.env;
+  let avx512 = false;
+  try {
+    avx512 = /\bavx512f\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
+  } catch {
+    // Not Linux: OpenBLAS's own detection stands.
+  }
+  return avx512 ? { ...process.env, OPENBLAS_CORETYPE: 'SkylakeX' } : process.env;
+}
+
+export const referenceKernel = (): string => `OPENBLAS_CORETYPE=${referenceEnv()['OPENBLAS_CORETYPE'] ?? '(OpenBLAS detects)'}`;
+
+/**
  * A long-lived Python process answering one JSON line per JSON command line, so the benchmark can alternate ours and
  * the reference without paying PyTorch's start-up and weight generation each time.
  */
@@ -48,7 +67,7 @@ export class PyServer {
   private stderr = '';
 
   constructor(script: string, arg: unknown) {
-    this.proc = spawn(PYTHON, [script, JSON.stringify(arg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = spawn(PYTHON, [script, JSON.stringify(arg)], { stdio: ['pipe', 'pipe', 'pipe'], env: referenceEnv() });
     this.proc.stderr.on('data', (d: Buffer) => {
       this.stderr += d.toString();
     });

@@ -27,7 +27,7 @@ import type { LoraAdapter } from '../src-main/common/engine/lora.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { batchGradient, newStepState, type BatchGradient } from '../src-main/node/training/step.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
-import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, timed } from './harness.ts';
+import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, referenceKernel, timed } from './harness.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number): number => {
@@ -142,7 +142,7 @@ async function roundStep(engine: Engine, adapter: LoraAdapter, objectives: Objec
 }
 
 async function main(): Promise<void> {
-  console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; load ${loadAverage()}`);
+  console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; reference ${referenceKernel()}; load ${loadAverage()}`);
   let torch: PyServer | null = null;
   if (!args.includes('--no-torch')) {
     torch = new PyServer(path.join(import.meta.dirname, 'reference', 'train_step.py'), {
