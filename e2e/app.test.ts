@@ -4,7 +4,7 @@
 // version; delete and re-rate in the ratings history. Screenshots of each screen go to e2e/artifacts/app-*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, launchChromium, startServe } from './harness.ts';
+import { artifactPath, collectProblems, launchChromium, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -18,11 +18,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
   page = await context.newPage();
   page.setDefaultTimeout(15_000);
-  page.on('console', (m) => {
-    if (m.text().startsWith('Failed to load resource')) return;
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  collectProblems(page, problems);
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import type { VerbInput, VerbName, VerbOutput } from '../src-main/common/api.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
@@ -98,6 +98,19 @@ export async function startServe(opts: { home?: string; port?: number } = {}): P
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+}
+
+/**
+ * Records every console error or warning and uncaught exception of `page` into `problems`, which a suite checks is
+ * empty. Chromium also logs each 4xx/5xx response as a console error; suites check statuses themselves. `expected`
+ * lets a suite pass a message it provokes on purpose.
+ */
+export function collectProblems(page: Page, problems: string[], expected: (text: string) => boolean = () => false): void {
+  page.on('console', (m) => {
+    if (m.text().startsWith('Failed to load resource') || expected(m.text())) return;
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
 }
 
 export function artifactPath(name: string): string {

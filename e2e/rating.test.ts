@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, launchChromium, ROOT, startServe } from './harness.ts';
+import { artifactPath, collectProblems, launchChromium, ROOT, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -22,18 +22,12 @@ beforeAll(async () => {
   page = await context.newPage();
   page.setDefaultTimeout(10_000);
   // Any console error (a CSP violation, a failed request, a React warning) or uncaught exception fails the suite.
-  page.on('console', (m) => {
-    // Chromium also logs every 4xx/5xx response as a console error; those are checked by status below instead.
-    if (m.text().startsWith('Failed to load resource')) return;
-    // Expected once, in the restart test below.
-    if (restarting && /event stream dropped|ERR_CONNECTION_REFUSED/.test(m.text())) return;
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
+  // 4xx/5xx responses are checked by status below; the dropped stream is expected once, in the restart test.
+  collectProblems(page, problems, (text) => restarting && /event stream dropped|ERR_CONNECTION_REFUSED/.test(text));
   page.on('response', (r) => {
     // startTraining may be refused here (no model is set up on the test home); its test checks what the page shows.
     if (r.status() >= 400 && !r.url().endsWith('/api/startTraining')) problems.push(`HTTP ${r.status()} ${r.url()}`);
   });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
 });
 
 afterAll(async () => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, launchChromium, ROOT, startServe } from './harness.ts';
+import { artifactPath, collectProblems, launchChromium, ROOT, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -25,11 +25,7 @@ beforeAll(async () => {
   context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
   page = await context.newPage();
   page.setDefaultTimeout(15_000);
-  page.on('console', (m) => {
-    if (m.text().startsWith('Failed to load resource')) return;
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  collectProblems(page, problems);
   page.on('request', (r) => {
     if (r.url().endsWith('/api/setSettings')) setSettingsCalls.push(r.postData() ?? '');
   });
