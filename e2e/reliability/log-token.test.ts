@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
@@ -21,13 +22,21 @@ test('neither a rejected request nor an internal error writes the query string t
   const secret = 'f'.repeat(64);
   const rejected = await fetch(new URL(`/api/status?token=${secret}`, serve.url), { method: 'POST' });
   expect(rejected.status).toBe(401);
-  // An export into a folder that does not exist fails inside the file writer, outside any ReinError: the server's
-  // internal-error path, which logs the request line.
-  const internal = await serve.post(`/api/exportData?token=${secret}`, { path: path.join(scratch, 'missing/out.jsonl') });
+  // A failed export is a clear 400 now, which the rejected path logs with its request line.
+  const refused = await serve.post(`/api/exportData?token=${secret}`, { path: path.join(scratch, 'missing/out.jsonl') });
+  expect(refused.status).toBe(400);
+  // An error outside any ReinError: another process renames a table under the server (what a damaged or foreign-edited
+  // database gives), so the next verb's statement fails in SQLite, on the internal-error path, which logs the request
+  // line too.
+  const other = new Database(path.join(serve.home, 'rein.db'));
+  other.exec('ALTER TABLE turns RENAME TO turns_elsewhere');
+  other.close();
+  const internal = await serve.post(`/api/listTurns?token=${secret}`, {});
   expect(internal.status).toBe(500);
   const log = serve.output();
-  const lines = log.split('\n').filter((l) => l.includes('/api/status') || l.includes('/api/exportData'));
-  console.log(`server log lines for the two requests: ${lines.length}; token occurrences in the log: ${log.split(secret).length - 1}`);
-  expect(log).toContain('internal error on POST /api/exportData');
+  const lines = log.split('\n').filter((l) => /\/api\/(status|exportData|listTurns)/.test(l));
+  console.log(`server log lines for the three requests: ${lines.length}; token occurrences in the log: ${log.split(secret).length - 1}`);
+  expect(log).toContain('rejected POST /api/exportData');
+  expect(log).toContain('internal error on POST /api/listTurns');
   expect(log).not.toContain(secret);
 });
