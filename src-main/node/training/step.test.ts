@@ -28,7 +28,7 @@ afterAll(async () => {
 
 async function seq(tokens: number[], start: number, o: Partial<StepSequence>): Promise<StepSequence> {
   const ref = await engine.logprobs(tokens, { start });
-  return { tokens, start, ref, kind: 'mispo', mu: ref.slice(), advantage: 0, desirable: false, ktoWeight: 1, ...o };
+  return { tokens, start, mask: tokens.slice(start).map(() => 1), ref, kind: 'mispo', mu: ref.slice(), advantage: 0, desirable: false, ktoWeight: 1, ...o };
 }
 
 const meanLogp = async (s: StepSequence, adapter: LoraAdapter): Promise<number> =>
