@@ -122,6 +122,39 @@ describe('MIS-PO', () => {
   });
 });
 
+describe('the mask (an agent turn: its tool results are context, not trained)', () => {
+  const logp = f64([-1.3, -0.2, -2.7, -0.9, -4.1]);
+  const mu = f64([-1.25, -0.35, -2.6, -0.95, -4.0]);
+  const ref = f64([-1.1, -0.4, -2.2, -1.0, -3.5]);
+  const mask = [1, 0, 0, 1, 1];
+  const keep = (x: Float64Array): Float64Array => x.filter((_, i) => mask[i] === 1);
+
+  it('gives masked tokens zero gradient, and the loss and gradient of the tokens left alone (MIS-PO and KTO)', async () => {
+    const m = await wide.misPo({ logp, mu, ref, mask, advantage: -0.9 });
+    const alone = await wide.misPo({ logp: keep(logp), mu: keep(mu), ref: keep(ref), mask: [1, 1, 1], advantage: -0.9 });
+    const k = await wide.ktoSeq({ logp, ref, mask, desirable: true, z0: 0.05, weight: 1.2 });
+    const kAlone = await wide.ktoSeq({ logp: keep(logp), ref: keep(ref), mask: [1, 1, 1], desirable: true, z0: 0.05, weight: 1.2 });
+    for (const [r, a] of [[m, alone], [k, kAlone]] as const) {
+      expect(Math.abs(r.dlogp[1]!)).toBe(0);
+      expect(Math.abs(r.dlogp[2]!)).toBe(0);
+      expect(Array.from(keep(r.dlogp))).toEqual(Array.from(a.dlogp).map((d) => expect.closeTo(d, 14) as unknown));
+      expect(r.loss).toBeCloseTo(a.loss, 14);
+      expect(r.kl).toBeCloseTo(a.kl, 14);
+    }
+    expect(k.logRatio).toBeCloseTo(kAlone.logRatio, 14);
+    // Unmasked, the same tokens do have a gradient: the zeros above are the mask's.
+    const all = await wide.misPo({ logp, mu, ref, mask: [1, 1, 1, 1, 1], advantage: -0.9 });
+    expect(Math.abs(all.dlogp[1]!)).toBeGreaterThan(1e-3);
+  });
+
+  it('must match the tokens, hold only 0 and 1, and train one token at least', async () => {
+    const t = { logp, mu, ref, advantage: 1 };
+    await expect(wide.misPo({ ...t, mask: [1, 1, 1] })).rejects.toThrow(/5 policy logprobs but a mask of 3/);
+    await expect(wide.misPo({ ...t, mask: [1, 0.5, 1, 1, 1] })).rejects.toThrow(/mask\[1\] is 0.5/);
+    await expect(wide.ktoSeq({ logp, ref, mask: [0, 0, 0, 0, 0], desirable: true, z0: 0, weight: 1 })).rejects.toThrow(/trains none of the 5/);
+  });
+});
+
 describe('KTO', () => {
   const logp = f64([-1.2, -0.7, -2.2, -0.3]);
   const ref = f64([-1.0, -0.9, -2.0, -0.5]);
