@@ -190,8 +190,11 @@ export interface SkippedTurn {
  * whose prompt fits whole trains with MIS-PO; everything else trains its text with KTO (a scale rating of 3, reward
  * 0, is neither desirable nor undesirable and trains nothing): a prompt cut from the left would condition π on a
  * context μ never saw. A correction adds the corrected text as desirable and the original as undesirable, whatever
- * the rating said. A turn that cannot be encoded (an id outside the vocabulary, text that encodes to nothing) is
- * skipped with its reason and never stops the round.
+ * the rating said. An agent turn with steps (a Claude tool turn) is text whatever it stores: the prompt, then its
+ * assistant steps and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains
+ * the steps and the answer and leaves the results as context. A turn that cannot be encoded (an id outside the
+ * vocabulary, text that encodes to nothing, a template that cannot place an agent's steps) is skipped with its
+ * reason and never stops the round.
  */
 export function encodeRound(
   turns: readonly RatedTurn[],
