@@ -17,7 +17,6 @@ import { resolveHome } from '../home.ts';
 import { createClaudeHooks, type ClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
-import { encodeRound, selectRound, type TrainSequence } from './data.ts';
 
 const FIX = path.join(import.meta.dirname, '../integrations/fixtures/claude');
 const payloads = JSON.parse(readFileSync(path.join(FIX, 'payloads.json'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -47,35 +46,41 @@ async function withToolTurn(name: string): Promise<{ core: ReinCore; hooks: Clau
   return { core, hooks };
 }
 
-/** The pending round's sequences, encoded as the round will encode them (before it runs). */
-function pendingSequences(core: ReinCore): TrainSequence[] {
-  const turns = selectRound(core.store, modelDir, { replayRatio: 0, gateTurns: 0, seed: 1 });
-  const { sequences, skipped } = encodeRound(turns, engine.tokenizer!, { modelId: modelDir, baseline: 0, advantageClip: 2, maxTokens: 512 });
-  expect(skipped).toEqual([]);
-  return sequences;
+/** A sequence as the round encodes the turn's text (encodeRound → ReinTokenizer.encodeAgentTurn): prompt, then response. */
+interface Seq {
+  tokens: number[];
+  start: number;
+  mask: number[];
 }
 
-/** Trains the pending ratings in one round and returns the adapter it wrote. */
-async function trainOnce(core: ReinCore): Promise<LoraAdapter> {
+async function agentSequence(core: ReinCore, answer: 'response' | 'correction'): Promise<Seq> {
+  const turn = await core.call('getTurn', { turnId: (await core.call('listTurns', {}, 'test')).items[0]!.id }, 'test');
+  const text = answer === 'response' ? turn.response : turn.rating!.correction!;
+  const e = engine.tokenizer!.encodeAgentTurn(turn.prompt, turn.context, text);
+  return { tokens: [...e.promptIds, ...e.responseIds], start: e.promptIds.length, mask: e.mask };
+}
+
+/** Trains the pending ratings in one round (all of it text: `kto` sequences) and returns the adapter it wrote. */
+async function trainOnce(core: ReinCore, kto: number): Promise<LoraAdapter> {
   await core.call('startTraining', {}, 'test');
   await core.scheduler.idle();
   const run = (await core.call('listRuns', {}, 'test'))[0]!;
   expect(run.status, String(run.error)).toBe('succeeded');
   const m = run.metrics as { samples: { kto: number; mispo: number; skipped: unknown[] } };
   expect(m.samples.skipped).toEqual([]);
-  expect(m.samples.mispo).toBe(0);
+  expect([m.samples.mispo, m.samples.kto]).toEqual([0, kto]);
   const v = (await core.call('listAdapters', {}, 'test'))[0]!;
   return loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config)).adapter;
 }
 
-/** Σ log p over the tokens of `s` where `pick` is true, under the adapter (null: the base). */
-async function logp(s: TrainSequence, adapter: LoraAdapter | null, pick: (i: number) => boolean): Promise<number> {
+/** Σ log p over the response tokens of `s` where `pick` is true, under the adapter (null: the base). */
+async function logp(s: Seq, adapter: LoraAdapter | null, pick: (i: number) => boolean): Promise<number> {
   const lp = await engine.logprobs(s.tokens, { start: s.start, adapter });
   return lp.reduce((sum, x, i) => sum + (pick(i) ? x : 0), 0);
 }
 
 /** Response positions of the last run of 1s in the mask: the final answer. */
-function answerOf(s: TrainSequence): (i: number) => boolean {
+function answerOf(s: Seq): (i: number) => boolean {
   const lastZero = s.mask.lastIndexOf(0);
   return (i) => i > lastZero;
 }
@@ -86,15 +91,13 @@ describe('a text (KTO) round', () => {
     try {
       // `/rl good` typed in a later one-shot session rates the newest turn of the same directory.
       expect(await hooks.handle(payloads['rl-submit'])).toMatchObject({ decision: 'block', reason: expect.stringMatching(/^Rated 👍/) as unknown });
-      const [s] = pendingSequences(core);
-      expect(s!.kind).toBe('kto');
-      expect(s!.desirable).toBe(true);
-      const trained = (i: number): boolean => s!.mask[i] === 1;
-      expect(s!.mask.filter((m) => m === 0).length).toBeGreaterThan(0);
-      const adapter = await trainOnce(core);
-      const before = await logp(s!, null, trained);
-      const after = await logp(s!, adapter, trained);
-      console.log(`Claude tool turn, Σ log p of its ${s!.mask.filter((m) => m === 1).length} trained tokens: base ${before.toFixed(3)} → round ${after.toFixed(3)}`);
+      const s = await agentSequence(core, 'response');
+      const trained = (i: number): boolean => s.mask[i] === 1;
+      expect(s.mask.filter((m) => m === 0).length).toBeGreaterThan(0);
+      const adapter = await trainOnce(core, 1);
+      const before = await logp(s, null, trained);
+      const after = await logp(s, adapter, trained);
+      console.log(`Claude tool turn, Σ log p of its ${s.mask.filter((m) => m === 1).length} trained tokens: base ${before.toFixed(3)} → round ${after.toFixed(3)}`);
       expect(after).toBeGreaterThan(before + 0.05);
     } finally {
       core.close();
@@ -107,12 +110,11 @@ describe('a text (KTO) round', () => {
       const corrected = 'The echo tool printed the marker rein-e2e-tool-output.';
       const reply = await hooks.handle({ ...payloads['rl-submit'], prompt: `/rl fix "${corrected}"` });
       expect(reply).toMatchObject({ reason: expect.stringMatching(/^Saved your correction/) as unknown });
-      const seqs = pendingSequences(core);
-      // The correction is desirable text, the original undesirable, each with the turn's steps before it.
-      expect(seqs.map((q) => [q.kind, q.desirable])).toEqual([['kto', true], ['kto', false]]);
-      const [good, bad] = seqs as [TrainSequence, TrainSequence];
+      // The correction is desirable text and the original undesirable, each after the turn's steps (two sequences).
+      const good = await agentSequence(core, 'correction');
+      const bad = await agentSequence(core, 'response');
       expect(engine.tokenizer!.decode(good.tokens.slice(good.start))).toContain(corrected);
-      const adapter = await trainOnce(core);
+      const adapter = await trainOnce(core, 2);
       const up = [await logp(good, null, answerOf(good)), await logp(good, adapter, answerOf(good))];
       const down = [await logp(bad, null, answerOf(bad)), await logp(bad, adapter, answerOf(bad))];
       console.log(`correction, Σ log p of the answer: corrected ${up[0]!.toFixed(3)} → ${up[1]!.toFixed(3)}, original ${down[0]!.toFixed(3)} → ${down[1]!.toFixed(3)}`);
