@@ -9,7 +9,7 @@ import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
 import { writeTinyModel } from '../engine/tiny.ts';
 import { resolveHome } from '../home.ts';
-import { createClaudeHooks } from '../integrations/claude/handler.ts';
+import { CLAUDE_SOURCE, createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
 import { encodeRound, roundBaseline, selectRound } from './data.ts';
@@ -104,6 +104,12 @@ describe('a round encodes', () => {
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
+        // An agent's steps were sampled by the agent, whatever tokens the turn stores for its answer.
+        [
+          'an agent turn with steps',
+          { source: CLAUDE_SOURCE, context: [{ role: 'assistant', type: 'tool_use', name: 'Read', content: '{}' }, { role: 'tool', content: 'x' }], tokens: response, logprobs: mu, policy },
+          'kto',
+        ],
       ];
       for (const [name, extra] of cases) {
         const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
