@@ -186,6 +186,11 @@ describe('a round encodes', () => {
       expect(runs[0]!.text).toBe('<tool_call>\n{"name": "Bash", "arguments": {"command": "echo rein-e2e-tool-output", "description": "Echo a marker"}}\n</tool_call><|im_end|>');
       expect(runs[1]!.text).toBe('\n<|im_start|>user\n<tool_response>\nrein-e2e-tool-output\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
       expect(runs[2]!.text).toBe(`<think>\n\n</think>\n\n${answer}<|im_end|>`);
+      // Over the length budget, the turn keeps its end: the answer, and as much of the steps before it as fits.
+      const short = encodeRound(turns, tok, { ...opts, maxTokens: 24 }).sequences[0]!;
+      expect(short.tokens).toEqual(q.tokens.slice(-24));
+      expect(short.mask).toEqual(q.mask.slice(-(24 - short.start)));
+      expect(tok.decode(short.tokens.slice(short.start))).toContain(`${answer}<|im_end|>`);
       // An ordinary turn's mask is all ones.
       const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, opts).sequences[0]!;
       expect(plain.mask).toEqual(plain.tokens.slice(plain.start).map(() => 1));

@@ -161,6 +161,19 @@ function fit(
 }
 
 /**
+ * fit for an agent turn: the rated part is its end (the answer, after the steps that led to it), so a turn longer
+ * than the budget is cut from the left across the prompt and then the earliest steps, which become context or go.
+ * Within the budget it is fit: the whole response, the prompt cut from the left.
+ */
+function fitAgent(promptIds: number[], responseIds: number[], mask: number[], maxTokens: number): { tokens: number[]; start: number; mask: number[] } {
+  const all = [...promptIds, ...responseIds];
+  const from = Math.max(0, all.length - maxTokens);
+  // At least one token before the first scored one.
+  const start = Math.max(1, promptIds.length - from);
+  return { tokens: all.slice(from), start, mask: mask.slice(from + start - promptIds.length) };
+}
+
+/**
  * Why a turn's stored tokens and μ cannot train it on-policy for `modelId`, or null when they can. MIS-PO's ratio
  * π/μ is only an importance weight when μ is the probability the token was drawn with, under the same tokenizer
  * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer and base
@@ -212,7 +225,7 @@ export function encodeRound(
       const e = hasSteps(t) ? tok.encodeAgentTurn(t.prompt, t.context, text) : { ...tok.encodeTurn(msgs, text), mask: null };
       checkIds(e.promptIds, tok, 'prompt');
       checkIds(e.responseIds, tok, 'response');
-      const f = fit(e.promptIds, e.responseIds, e.mask ?? e.responseIds.map(() => 1), o.maxTokens);
+      const f = e.mask !== null ? fitAgent(e.promptIds, e.responseIds, e.mask, o.maxTokens) : fit(e.promptIds, e.responseIds, e.responseIds.map(() => 1), o.maxTokens);
       if (f === null) throw new BadInputError('the response encodes to no tokens');
       if (!f.mask.includes(1)) throw new BadInputError(`no trained token is left within the length budget of ${o.maxTokens} tokens`);
       sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'kto', mu: null, advantage: 0, desirable });
