@@ -55,7 +55,7 @@ for (const seed of seeds) {
   console.log(`seed ${seed}: base ${before.rate.toFixed(3)}; train ${good}/${N} good; baseline ${baseline.toFixed(3)} (ema ${emaFold(null, rewards)!.toFixed(3)} debiased ${debiased.toFixed(3)} mean ${(rewards.reduce((a, b) => a + b, 0) / N).toFixed(3)}); max|ref-mu| ${maxd.toExponential(2)}`);
   const opt = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: 0 });
   const obj = new ObjectiveRunner(cfg);
-  const batchSeqs: StepSequence[] = seqs.map((s, k) => ({ tokens: s.tokens, start: s.start, ref: refs[k]!, kind: 'mispo', mu: s.mu, advantage: s.adv, desirable: s.good, ktoWeight: 1 }));
+  const batchSeqs: StepSequence[] = seqs.map((s, k) => ({ tokens: s.tokens, start: s.start, mask: s.tokens.slice(s.start).map(() => 1), ref: refs[k]!, kind: 'mispo', mu: s.mu, advantage: s.adv, desirable: s.good, ktoWeight: 1 }));
   const rng = new Rng(seed + 7919);
   const state = newStepState();
   let order: number[] = [];

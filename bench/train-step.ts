@@ -138,7 +138,7 @@ async function profile(engine: Engine, T: number): Promise<void> {
 /** The base's logprobs (the round computes them once per sequence), then the round's step on one on-policy sequence (μ = ref). */
 async function roundStep(engine: Engine, adapter: LoraAdapter, objectives: ObjectiveRunner, tokens: number[]): Promise<BatchGradient> {
   const ref = await engine.logprobs(tokens, { start: 1, adapter: null });
-  return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
+  return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, mask: tokens.slice(1).map(() => 1), ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
 }
 
 async function main(): Promise<void> {

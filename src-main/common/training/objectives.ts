@@ -1,7 +1,9 @@
 // The round's objectives as IR graphs (ARCHITECTURE §4), so the engine's autodiff differentiates them and the same
 // graph gives the loss and dLoss/dπ_t. The loss depends on the model only through the per-token log-probabilities
 // π_t, so an objective graph takes π (and the stored μ, the base's ref, a mask) and the driver backpropagates the
-// dlogp output through the lm_head and the layers. Sequences are padded to a bucket N; mask is 1 on real tokens.
+// dlogp output through the lm_head and the layers. Sequences are padded to a bucket N; mask is 1 on
+// the tokens that train, 0 on padding and on context inside a response (an agent turn's tool results): every mean and
+// sum below, the KL anchor's included, runs over the 1s, and dlogp is 0 elsewhere.
 //
 // MIS-PO, for on-policy turns (behaviour logprobs μ stored at sampling time):
 //   ρ_t = exp(π_t − μ_t)                                  token importance ratio

@@ -48,10 +48,11 @@ describe.each<[TinyArch, boolean]>([
   let engine: Engine;
   // Sequences stay short and the head chunk small: the vocabulary is the real tokenizer's (~128k / ~151k).
   const tokens = [11, 950, 3, 77, 4096, 12, 5, 60, 301, 9];
+  // Two carry an agent turn's mask (a step, a masked tool result, the answer): the masked tokens are context only.
   const batch: CheckSequence[] = [
-    { tokens, start: 4, advantage: 0.8 },
+    { tokens, start: 4, advantage: 0.8, mask: [1, 1, 0, 0, 1, 1] },
     { tokens: [5, 6, 7, 8, 9, 10, 11], start: 3, advantage: -1.3 },
-    { tokens: [3, 77, 4096, 12, 5, 60], start: 2, desirable: true },
+    { tokens: [3, 77, 4096, 12, 5, 60], start: 2, desirable: true, mask: [1, 0, 0, 1] },
     { tokens: [950, 3, 301, 9, 11, 77, 5], start: 3, desirable: false },
   ];
   let check: StepCheck;

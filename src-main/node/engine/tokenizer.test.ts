@@ -1,9 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { tokenizerSourceDir } from './tiny.ts';
-import { TokenizerError, loadTokenizer } from './tokenizer.ts';
+import { ReinTokenizer, TokenizerError, loadTokenizer } from './tokenizer.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'rein-tok-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -62,5 +62,60 @@ describe('tokenizer', () => {
     const plain = loadTokenizer(tmp);
     expect(plain.size).toBe(2);
     expect(() => plain.renderChat([{ role: 'user', content: 'a' }], { addGenerationPrompt: true })).toThrow(/no chat template/);
+  });
+
+  describe('an agent turn', () => {
+    const steps = [
+      { role: 'assistant', content: 'Let me look.' },
+      { role: 'assistant', type: 'tool_use', name: 'Read', content: '{"path":"a.ts"}' },
+      { role: 'tool', type: 'tool_result', content: 'export const a = 1;' },
+      { role: 'assistant', type: 'tool_use', name: 'Bash', content: '{"command":"npm te' }, // cut at TOOL_TEXT_MAX: not JSON
+      { role: 'tool', type: 'tool_result', content: 'ok' },
+    ];
+    const masked = (t: ReinTokenizer, ids: number[], mask: number[]): { m: number; text: string }[] => {
+      const runs: { m: number; ids: number[] }[] = [];
+      ids.forEach((id, i) => {
+        if (runs.at(-1)?.m !== mask[i]) runs.push({ m: mask[i]!, ids: [] });
+        runs.at(-1)!.ids.push(id);
+      });
+      return runs.map((r) => ({ m: r.m, text: t.decode(r.ids) }));
+    };
+
+    it('trains each step (text and calls in one message, in the template\'s call format) and the answer, and masks the results', () => {
+      const e = qwen.encodeAgentTurn('Fix a.ts', steps, 'Done.');
+      expect(qwen.decode(e.promptIds)).toBe('<|im_start|>user\nFix a.ts<|im_end|>\n<|im_start|>assistant\n');
+      expect(e.mask).toHaveLength(e.responseIds.length);
+      expect(masked(qwen, e.responseIds, e.mask)).toEqual([
+        { m: 1, text: 'Let me look.\n<tool_call>\n{"name": "Read", "arguments": {"path": "a.ts"}}\n</tool_call><|im_end|>' },
+        { m: 0, text: '\n<|im_start|>user\n<tool_response>\nexport const a = 1;\n</tool_response><|im_end|>\n<|im_start|>assistant\n' },
+        { m: 1, text: '<tool_call>\n{"name": "Bash", "arguments": {"command":"npm te}\n</tool_call><|im_end|>' },
+        { m: 0, text: '\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n' },
+        { m: 1, text: '<think>\n\n</think>\n\nDone.<|im_end|>' },
+      ]);
+      // Without steps it is encodeTurn, every token trained.
+      const plain = qwen.encodeAgentTurn('Add 2 and 3.', [], 'It is 5.');
+      const turn = qwen.encodeTurn('Add 2 and 3.', 'It is 5.');
+      expect({ promptIds: plain.promptIds, responseIds: plain.responseIds }).toEqual(turn);
+      expect(plain.mask).toEqual(turn.responseIds.map(() => 1));
+    });
+
+    it('is refused where the steps cannot be placed: a template that drops the calls or rewrites earlier messages, or a call with no result', () => {
+      // Llama 3's template (this package's) has no tool calls: it would train an empty step.
+      expect(() => llama.encodeAgentTurn('Fix a.ts', steps, 'Done.')).toThrow(/does not render the tool call to Read/);
+      // A template that announces tool use at the top once a tool result appears renders the start of the turn
+      // differently as the steps are added (an ordinary turn, which has no tool messages, still encodes).
+      const dir = tokenizerSourceDir('qwen2');
+      const announcing = new ReinTokenizer(
+        dir,
+        JSON.parse(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')),
+        JSON.parse(readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>,
+        "{%- set seen = namespace(tool=false) %}{%- for m in messages %}{%- if m.role == 'tool' %}{%- set seen.tool = true %}{%- endif %}{%- endfor %}" +
+          "{%- if seen.tool %}{{- '<|im_start|>system\\nTools were used.<|im_end|>\\n' }}{%- endif %}" +
+          qwen.chatTemplate!,
+      );
+      expect(announcing.encodeTurn('hi', 'hello').responseIds.length).toBeGreaterThan(0);
+      expect(() => announcing.encodeAgentTurn('Fix a.ts', steps, 'Done.')).toThrow(/renders the turn's earlier messages differently/);
+      expect(() => qwen.encodeAgentTurn('Fix a.ts', steps.slice(0, 4), 'Done.')).toThrow(/call to Bash that has no result/);
+    });
   });
 });

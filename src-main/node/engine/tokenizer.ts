@@ -24,6 +24,60 @@ export interface EncodedTurn {
   responseIds: number[];
 }
 
+/**
+ * Token ids for an agent turn: the prompt, then everything the agent did up to its answer's end-of-turn token. The
+ * mask has one entry per response token: 1 on the assistant's own tokens (each step's text and tool calls, and the
+ * answer, each through its end-of-turn token), 0 on the tool results and the template's wrapper around them.
+ */
+export interface EncodedAgentTurn extends EncodedTurn {
+  mask: number[];
+}
+
+/** A tool call as chat templates read it (transformers' "tool_calls": {type, function: {name, arguments}}). */
+interface TemplateToolCall {
+  type: 'function';
+  function: { name: string; arguments: unknown };
+}
+
+interface TemplateMessage {
+  role: string;
+  content: string;
+  tool_calls?: TemplateToolCall[];
+}
+
+/**
+ * An agent's steps as chat-template messages. The Claude transcript (integrations/claude/transcript.ts) stores one
+ * message per content block: assistant text, an assistant `type: 'tool_use'` whose content is the call's JSON input,
+ * and a `role: 'tool'` result. One assistant message of the model holds its text and then its calls, so a run of
+ * assistant blocks between two results becomes one message with `tool_calls` (in the template's own call format,
+ * which is what the model would emit); a call's input that is not a JSON object (cut at TOOL_TEXT_MAX) stays text.
+ */
+function templateSteps(steps: readonly ChatMessage[]): TemplateMessage[] {
+  const out: TemplateMessage[] = [];
+  for (const m of steps) {
+    if (m.role !== 'assistant') {
+      out.push({ role: m.role, content: m.content });
+      continue;
+    }
+    let cur = out.at(-1);
+    if (cur?.role !== 'assistant') {
+      cur = { role: 'assistant', content: '' };
+      out.push(cur);
+    }
+    if (m.type === 'tool_use') {
+      let args: unknown = m.content;
+      try {
+        const v: unknown = JSON.parse(m.content);
+        if (v !== null && typeof v === 'object' && !Array.isArray(v)) args = v;
+      } catch {
+        // Not JSON: the template prints the string as it is.
+      }
+      (cur.tool_calls ??= []).push({ type: 'function', function: { name: m.name ?? 'tool', arguments: args } });
+    } else cur.content = cur.content === '' ? m.content : `${cur.content}\n\n${m.content}`;
+  }
+  return out;
+}
+
 interface TokenizerJson {
   model?: { vocab?: Record<string, number> | [string, number][] };
   added_tokens?: { id: number; content: string; special?: boolean }[];
@@ -156,6 +210,59 @@ export class ReinTokenizer {
     if (end >= 0) responseIds = responseIds.slice(0, end + 1);
     if (responseIds.length === 0) throw new TokenizerError('the response encodes to no tokens');
     return { promptIds, responseIds };
+  }
+
+  /**
+   * Token ids for training on an agent turn: `prompt` (the chat up to the human prompt), then the turn's own `steps`
+   * (assistant text and tool calls, tool results) in the order they happened, then `answer`. Each assistant message
+   * starts where the chat before it, rendered with add_generation_prompt, ends: exactly what the agent saw before
+   * it wrote that step. Each piece between two such starts is tokenised on its own and masked 1 through its first
+   * end-of-turn token (the step), 0 after it (the tool results and the next header); the answer ends at its
+   * end-of-turn token, as in encodeTurn. A template that renders an earlier step differently once later messages
+   * follow (one that drops or rewrites past reasoning, say), or that drops a tool call, cannot place the steps,
+   * and is refused with a TokenizerError.
+   */
+  encodeAgentTurn(prompt: string | readonly ChatMessage[], steps: readonly ChatMessage[], answer: string): EncodedAgentTurn {
+    const context: ChatMessage[] = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : [...prompt];
+    const msgs: TemplateMessage[] = [...context, ...templateSteps(steps)];
+    const last = msgs.at(-1)!;
+    if (last.role === 'assistant' && last.tool_calls !== undefined) {
+      throw new TokenizerError(`the turn ends with a call to ${last.tool_calls.map((c) => c.function.name).join(', ')} that has no result`, { dir: this.dir });
+    }
+    // A last step that is assistant text runs on into the answer: one message, as the model wrote it.
+    if (last.role === 'assistant' && msgs.length > context.length) last.content = `${last.content}\n\n${answer}`;
+    else msgs.push({ role: 'assistant', content: answer });
+    const full = this.renderChat(msgs as ChatMessage[], { addGenerationPrompt: false });
+    const starts: { at: number; calls: string[] }[] = [];
+    for (let i = context.length; i < msgs.length; i++) {
+      const m = msgs[i]!;
+      if (m.role !== 'assistant') continue;
+      const before = this.renderChat(msgs.slice(0, i) as ChatMessage[], { addGenerationPrompt: true });
+      if (!full.startsWith(before)) {
+        throw new TokenizerError(
+          `the chat template renders the turn's earlier messages differently once message ${i} (${m.role}) follows them, so its steps cannot be trained in place`,
+          { dir: this.dir },
+        );
+      }
+      starts.push({ at: before.length, calls: (m.tool_calls ?? []).map((c) => c.function.name) });
+    }
+    const promptIds = this.encode(full.slice(0, starts[0]!.at));
+    const responseIds: number[] = [];
+    const mask: number[] = [];
+    for (const [k, s] of starts.entries()) {
+      const isAnswer = k === starts.length - 1;
+      const ids = this.encode(full.slice(s.at, isAnswer ? full.length : starts[k + 1]!.at));
+      const eot = ids.findIndex((id) => this.eosIds.includes(id));
+      if (!isAnswer && eot < 0) throw new TokenizerError(`the chat template does not end step ${k + 1} with an end-of-turn token`, { dir: this.dir });
+      const own = eot < 0 ? ids : ids.slice(0, eot + 1);
+      const text = this.decode(own);
+      const dropped = s.calls.find((name) => !text.includes(name));
+      if (dropped !== undefined) throw new TokenizerError(`the chat template does not render the tool call to ${dropped}`, { dir: this.dir });
+      responseIds.push(...(isAnswer ? own : ids));
+      for (let j = 0; j < (isAnswer ? own.length : ids.length); j++) mask.push(j < own.length ? 1 : 0);
+    }
+    if (responseIds.length === 0) throw new TokenizerError('the response encodes to no tokens');
+    return { promptIds, responseIds, mask };
   }
 }
 

@@ -9,7 +9,7 @@ import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
 import { writeTinyModel } from '../engine/tiny.ts';
 import { resolveHome } from '../home.ts';
-import { createClaudeHooks } from '../integrations/claude/handler.ts';
+import { CLAUDE_SOURCE, createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
 import { encodeRound, roundBaseline, selectRound } from './data.ts';
@@ -104,6 +104,12 @@ describe('a round encodes', () => {
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
+        // An agent's steps were sampled by the agent, whatever tokens the turn stores for its answer.
+        [
+          'an agent turn with steps',
+          { source: CLAUDE_SOURCE, context: [{ role: 'assistant', type: 'tool_use', name: 'Read', content: '{}' }, { role: 'tool', content: 'x' }], tokens: response, logprobs: mu, policy },
+          'kto',
+        ],
       ];
       for (const [name, extra] of cases) {
         const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
@@ -138,7 +144,7 @@ describe('a round encodes', () => {
     }
   });
 
-  it('a Claude tool turn in the order it happened: prompt, its tool call, the tool result, then the answer, which alone trains', async () => {
+  it('a Claude tool turn in the order it happened: prompt, then its tool call, the tool result and the answer, with only the result masked', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'claude') }) });
     try {
       // The real Claude Code 2.1.330 run (integrations/fixtures/claude: its hook payloads and transcript), captured
@@ -156,16 +162,38 @@ describe('a round encodes', () => {
       expect(skipped).toEqual([]);
       expect(sequences).toHaveLength(1);
       const q = sequences[0]!;
+      // Claude's steps were not sampled by our model: text, with KTO.
       expect(q.kind).toBe('kto');
-      const before = tok.decode(q.tokens.slice(0, q.start));
       const prompt = payloads['user-prompt-submit']!.prompt as string;
-      const at = [prompt, 'echo rein-e2e-tool-output', '\nrein-e2e-tool-output'].map((x) => before.indexOf(x));
-      expect(at.every((i) => i >= 0), before).toBe(true);
-      expect(at).toEqual([...at].sort((x, y) => x - y));
-      // The trained part is the final answer (after the template's empty think block), and it is not in the context.
+      // The prompt is the human prompt alone, rendered up to the assistant header.
+      expect(tok.decode(q.tokens.slice(0, q.start))).toBe(`<|im_start|>user\n${prompt}<|im_end|>\n<|im_start|>assistant\n`);
+      const resp = q.tokens.slice(q.start);
+      expect(q.mask).toHaveLength(resp.length);
+      const text = tok.decode(resp);
       const answer = (payloads.stop!.last_assistant_message as string).trim();
-      expect(tok.decode(q.tokens.slice(q.start), { skipSpecialTokens: true }).trim().endsWith(answer)).toBe(true);
-      expect(before).not.toContain(answer);
+      // Then the tool call, its result, then the answer, in that order.
+      const at = ['<tool_call>', 'echo rein-e2e-tool-output', '<tool_response>\nrein-e2e-tool-output', answer].map((x) => text.indexOf(x));
+      expect(at.every((i) => i >= 0), text).toBe(true);
+      expect(at).toEqual([...at].sort((x, y) => x - y));
+      // Mask: 1 on the call through its end-of-turn token, 0 on the tool result in its wrapper (and the next
+      // assistant header), 1 on the answer through its end-of-turn token.
+      const runs: { m: number; text: string }[] = [];
+      resp.forEach((id, i) => {
+        if (runs.at(-1)?.m !== q.mask[i]) runs.push({ m: q.mask[i]!, text: '' });
+        runs.at(-1)!.text += tok.decode([id]);
+      });
+      expect(runs.map((r) => r.m)).toEqual([1, 0, 1]);
+      expect(runs[0]!.text).toBe('<tool_call>\n{"name": "Bash", "arguments": {"command": "echo rein-e2e-tool-output", "description": "Echo a marker"}}\n</tool_call><|im_end|>');
+      expect(runs[1]!.text).toBe('\n<|im_start|>user\n<tool_response>\nrein-e2e-tool-output\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
+      expect(runs[2]!.text).toBe(`<think>\n\n</think>\n\n${answer}<|im_end|>`);
+      // Over the length budget, the turn keeps its end: the answer, and as much of the steps before it as fits.
+      const short = encodeRound(turns, tok, { ...opts, maxTokens: 24 }).sequences[0]!;
+      expect(short.tokens).toEqual(q.tokens.slice(-24));
+      expect(short.mask).toEqual(q.mask.slice(-(24 - short.start)));
+      expect(tok.decode(short.tokens.slice(short.start))).toContain(`${answer}<|im_end|>`);
+      // An ordinary turn's mask is all ones.
+      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, opts).sequences[0]!;
+      expect(plain.mask).toEqual(plain.tokens.slice(plain.start).map(() => 1));
     } finally {
       core.close();
     }

@@ -111,6 +111,11 @@ export interface TrainSequence {
   tokens: number[];
   /** Index of the first response token. */
   start: number;
+  /**
+   * One entry per response token: 1 where it trains, 0 where it is only context (an agent turn's tool results and
+   * the template's wrapper around them). All ones for an ordinary turn.
+   */
+  mask: number[];
   kind: 'mispo' | 'kto';
   /** MIS-PO: the stored behaviour logprobs of the response tokens. */
   mu: Float64Array | null;
@@ -134,7 +139,17 @@ export function turnMessages(t: Pick<RatedTurn, 'source' | 'context' | 'prompt'>
   return STEPS_AFTER_PROMPT.has(t.source) ? [prompt, ...t.context] : [...t.context, prompt];
 }
 
-function fit(promptIds: number[], responseIds: number[], maxTokens: number): { tokens: number[]; start: number; cut: number; promptCut: boolean } | null {
+/** Whether the turn holds the agent's own steps between its prompt and its answer (they train with it, masked). */
+function hasSteps(t: Pick<RatedTurn, 'source' | 'context'>): boolean {
+  return STEPS_AFTER_PROMPT.has(t.source) && t.context.length > 0;
+}
+
+function fit(
+  promptIds: number[],
+  responseIds: number[],
+  mask: number[],
+  maxTokens: number,
+): { tokens: number[]; start: number; mask: number[]; cut: number; promptCut: boolean } | null {
   if (responseIds.length === 0) return null;
   // Keep the whole response when possible, cutting the prompt from the left; a response alone longer than the
   // budget keeps its beginning (at least one prompt token is needed to score the first response token).
@@ -142,7 +157,20 @@ function fit(promptIds: number[], responseIds: number[], maxTokens: number): { t
   const keepPrompt = Math.max(1, Math.min(promptIds.length, maxTokens - resp.length));
   const prompt = promptIds.slice(promptIds.length - keepPrompt);
   if (prompt.length === 0) return null;
-  return { tokens: [...prompt, ...resp], start: prompt.length, cut: responseIds.length - resp.length, promptCut: prompt.length < promptIds.length };
+  return { tokens: [...prompt, ...resp], start: prompt.length, mask: mask.slice(0, resp.length), cut: responseIds.length - resp.length, promptCut: prompt.length < promptIds.length };
+}
+
+/**
+ * fit for an agent turn: the rated part is its end (the answer, after the steps that led to it), so a turn longer
+ * than the budget is cut from the left across the prompt and then the earliest steps, which become context or go.
+ * Within the budget it is fit: the whole response, the prompt cut from the left.
+ */
+function fitAgent(promptIds: number[], responseIds: number[], mask: number[], maxTokens: number): { tokens: number[]; start: number; mask: number[] } {
+  const all = [...promptIds, ...responseIds];
+  const from = Math.max(0, all.length - maxTokens);
+  // At least one token before the first scored one.
+  const start = Math.max(1, promptIds.length - from);
+  return { tokens: all.slice(from), start, mask: mask.slice(from + start - promptIds.length) };
 }
 
 /**
@@ -175,8 +203,11 @@ export interface SkippedTurn {
  * whose prompt fits whole trains with MIS-PO; everything else trains its text with KTO (a scale rating of 3, reward
  * 0, is neither desirable nor undesirable and trains nothing): a prompt cut from the left would condition π on a
  * context μ never saw. A correction adds the corrected text as desirable and the original as undesirable, whatever
- * the rating said. A turn that cannot be encoded (an id outside the vocabulary, text that encodes to nothing) is
- * skipped with its reason and never stops the round.
+ * the rating said. An agent turn with steps (a Claude tool turn) is text whatever it stores: the prompt, then its
+ * assistant steps and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains
+ * the steps and the answer and leaves the results as context. A turn that cannot be encoded (an id outside the
+ * vocabulary, text that encodes to nothing, a template that cannot place an agent's steps) is skipped with its
+ * reason and never stops the round.
  */
 export function encodeRound(
   turns: readonly RatedTurn[],
@@ -188,14 +219,16 @@ export function encodeRound(
   for (const t of turns) {
     const base = { ratingId: t.ratingId, role: t.role };
     const msgs = turnMessages(t);
-    // The text of a turn with KTO: the chat as it happened, the response (or `text`) trains.
+    // The text of a turn with KTO: the chat as it happened, the response (or `text`) trains. An agent turn's steps
+    // are part of what it is judged on: they train too, and only the tool results between them are masked.
     const offPolicy = (text: string, desirable: boolean): void => {
-      const e = tok.encodeTurn(msgs, text);
+      const e = hasSteps(t) ? tok.encodeAgentTurn(t.prompt, t.context, text) : { ...tok.encodeTurn(msgs, text), mask: null };
       checkIds(e.promptIds, tok, 'prompt');
       checkIds(e.responseIds, tok, 'response');
-      const f = fit(e.promptIds, e.responseIds, o.maxTokens);
+      const f = e.mask !== null ? fitAgent(e.promptIds, e.responseIds, e.mask, o.maxTokens) : fit(e.promptIds, e.responseIds, e.responseIds.map(() => 1), o.maxTokens);
       if (f === null) throw new BadInputError('the response encodes to no tokens');
-      sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'kto', mu: null, advantage: 0, desirable });
+      if (!f.mask.includes(1)) throw new BadInputError(`no trained token is left within the length budget of ${o.maxTokens} tokens`);
+      sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'kto', mu: null, advantage: 0, desirable });
     };
     try {
       if (t.correction !== null) {
@@ -203,17 +236,18 @@ export function encodeRound(
         offPolicy(t.response, false);
         continue;
       }
-      if (offPolicyReason(t, o.modelId) === null) {
+      // An agent turn's steps were sampled by the agent's model, not ours: its stored μ (if any) is not theirs.
+      if (!hasSteps(t) && offPolicyReason(t, o.modelId) === null) {
         checkIds(t.tokens!, tok, 'stored response');
         const promptIds = tok.encodeChat(msgs, { addGenerationPrompt: true });
         checkIds(promptIds, tok, 'prompt');
-        const f = fit(promptIds, t.tokens!, o.maxTokens);
+        const f = fit(promptIds, t.tokens!, t.tokens!.map(() => 1), o.maxTokens);
         if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
         if (!f.promptCut) {
           const mu = Float64Array.from(t.logprobs!.slice(0, f.tokens.length - f.start));
           // When every rating so far is the same, r − b is float residue (~1e-16), not a signal; it is zero.
           const a = advantage(t.reward, o.baseline, o.advantageClip);
-          sequences.push({ ...base, tokens: f.tokens, start: f.start, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
+          sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
           continue;
         }
       }

@@ -10,6 +10,8 @@ export interface MisPoTerms {
   logp: Float64Array;
   mu: Float64Array;
   ref: Float64Array;
+  /** 1 on the tokens that train, 0 on context inside the response (an agent turn's tool results). */
+  mask: ArrayLike<number>;
   advantage: number;
 }
 
@@ -25,6 +27,8 @@ export interface MisPoResult {
 export interface KtoTerms {
   logp: Float64Array;
   ref: Float64Array;
+  /** As MisPoTerms.mask: the sequence's log-ratio, the anchor and the gradient cover the 1s only. */
+  mask: ArrayLike<number>;
   desirable: boolean;
   z0: number;
   /** The class weight λ times the rating's magnitude. */
@@ -41,6 +45,22 @@ export interface KtoResult {
 function padded(src: Float64Array, n: number): Float64Array {
   const out = new Float64Array(n);
   out.set(src);
+  return out;
+}
+
+/** The graph's mask input, padded to N: the sequence's own 0/1 mask, which must have n entries and one 1 at least. */
+function paddedMask(what: string, mask: ArrayLike<number>, n: number, N: number): Float64Array {
+  if (mask.length !== n) throw new BadInputError(`${what}: ${n} policy logprobs but a mask of ${mask.length}`, 'mask');
+  const out = new Float64Array(N);
+  let ones = 0;
+  for (let i = 0; i < n; i++) {
+    const m = mask[i]!;
+    if (m !== 0 && m !== 1) throw new BadInputError(`${what}: mask[${i}] is ${m}, not 0 or 1`, 'mask');
+    out[i] = m;
+    ones += m;
+  }
+  // The graphs average over the mask: with no 1 there is nothing to train and the mean is 0/0.
+  if (ones === 0) throw new BadInputError(`${what}: the mask trains none of the ${n} response tokens`, 'mask');
   return out;
 }
 
@@ -72,8 +92,7 @@ export class ObjectiveRunner {
     finite('mu', t.mu);
     finite('ref', t.ref);
     const N = objectiveBucket(n);
-    const mask = new Float64Array(N);
-    mask.fill(1, 0, n);
+    const mask = paddedMask('MIS-PO', t.mask, n, N);
     const out = await this.rt.run(this.mispo, { N }, {
       logp: padded(t.logp, N),
       mu: padded(t.mu, N),
@@ -100,8 +119,7 @@ export class ObjectiveRunner {
     finite('logp', t.logp);
     finite('ref', t.ref);
     const N = objectiveBucket(n);
-    const mask = new Float64Array(N);
-    mask.fill(1, 0, n);
+    const mask = paddedMask('KTO', t.mask, n, N);
     const out = await this.rt.run(this.kto, { N }, {
       logp: padded(t.logp, N),
       ref: padded(t.ref, N),

@@ -49,6 +49,7 @@ describe('MIS-PO', () => {
     logp: f64([-1.3, -0.2, -2.7, -0.9, -4.1]),
     mu: f64([-1.25, -0.35, -2.6, -0.95, -4.0]),
     ref: f64([-1.1, -0.4, -2.2, -1.0, -3.5]),
+    mask: [1, 1, 1, 1, 1],
     advantage: 1.4,
   };
 
@@ -88,7 +89,7 @@ describe('MIS-PO', () => {
 
   it('a trajectory far outside the band is scaled down (stop-gradient) or rejected, and clipped tokens stop pushing', async () => {
     // π − μ = +2 on every token: ρ_t = e² ≈ 7.4 > 2 (clipped) and ρ̄ = e² far above the band's 1.002.
-    const t: MisPoTerms = { logp: f64([-1, -2, -0.5]), mu: f64([-3, -4, -2.5]), ref: f64([-1.2, -2.1, -0.4]), advantage: 1 };
+    const t: MisPoTerms = { logp: f64([-1, -2, -0.5]), mu: f64([-3, -4, -2.5]), ref: f64([-1.2, -2.1, -0.4]), mask: [1, 1, 1], advantage: 1 };
     const scaled = await tight.misPo(t);
     expect(scaled.rhoBar).toBeCloseTo(Math.exp(2), 10);
     expect(scaled.scale).toBeCloseTo(1.002 / Math.exp(2), 12);
@@ -108,27 +109,61 @@ describe('MIS-PO', () => {
     expect(rej.scale).toBe(0);
     for (let i = 0; i < 3; i++) expect(rej.dlogp[i]).toBeCloseTo((base.beta * (1 - Math.exp(t.ref[i]! - t.logp[i]!))) / 3, 12);
     // Just below the band's low edge: ρ̄ = 0.99 → scale = 0.99 / 0.994.
-    const low = await tight.misPo({ logp: f64([-1, -1]), mu: f64([-1 - Math.log(0.99), -1 - Math.log(0.99)]), ref: f64([-1, -1]), advantage: 1 });
+    const low = await tight.misPo({ logp: f64([-1, -1]), mu: f64([-1 - Math.log(0.99), -1 - Math.log(0.99)]), ref: f64([-1, -1]), mask: [1, 1], advantage: 1 });
     expect(low.scale).toBeCloseTo(0.99 / 0.994, 10);
-    expect((await reject.misPo({ logp: f64([-1]), mu: f64([-1]), ref: f64([-1]), advantage: 1 })).scale).toBe(1);
+    expect((await reject.misPo({ logp: f64([-1]), mu: f64([-1]), ref: f64([-1]), mask: [1], advantage: 1 })).scale).toBe(1);
   });
 
   it('names bad input', async () => {
     await expect(wide.misPo({ ...terms, mu: f64([-1]) })).rejects.toThrow(/behaviour/);
-    await expect(wide.misPo({ ...terms, logp: new Float64Array(0), mu: new Float64Array(0), ref: new Float64Array(0) })).rejects.toThrow(/no response tokens/);
+    await expect(wide.misPo({ ...terms, logp: new Float64Array(0), mu: new Float64Array(0), ref: new Float64Array(0), mask: [] })).rejects.toThrow(/no response tokens/);
     await expect(wide.misPo({ ...terms, advantage: Number.NaN })).rejects.toThrow(/advantage/);
     await expect(wide.misPo({ ...terms, logp: f64([-1, Number.NEGATIVE_INFINITY, -1, -1, -1]) })).rejects.toThrow(/logp\[1\]/);
+  });
+});
+
+describe('the mask (an agent turn: its tool results are context, not trained)', () => {
+  const logp = f64([-1.3, -0.2, -2.7, -0.9, -4.1]);
+  const mu = f64([-1.25, -0.35, -2.6, -0.95, -4.0]);
+  const ref = f64([-1.1, -0.4, -2.2, -1.0, -3.5]);
+  const mask = [1, 0, 0, 1, 1];
+  const keep = (x: Float64Array): Float64Array => x.filter((_, i) => mask[i] === 1);
+
+  it('gives masked tokens zero gradient, and the loss and gradient of the tokens left alone (MIS-PO and KTO)', async () => {
+    const m = await wide.misPo({ logp, mu, ref, mask, advantage: -0.9 });
+    const alone = await wide.misPo({ logp: keep(logp), mu: keep(mu), ref: keep(ref), mask: [1, 1, 1], advantage: -0.9 });
+    const k = await wide.ktoSeq({ logp, ref, mask, desirable: true, z0: 0.05, weight: 1.2 });
+    const kAlone = await wide.ktoSeq({ logp: keep(logp), ref: keep(ref), mask: [1, 1, 1], desirable: true, z0: 0.05, weight: 1.2 });
+    for (const [r, a] of [[m, alone], [k, kAlone]] as const) {
+      expect(Math.abs(r.dlogp[1]!)).toBe(0);
+      expect(Math.abs(r.dlogp[2]!)).toBe(0);
+      expect(Array.from(keep(r.dlogp))).toEqual(Array.from(a.dlogp).map((d) => expect.closeTo(d, 14) as unknown));
+      expect(r.loss).toBeCloseTo(a.loss, 14);
+      expect(r.kl).toBeCloseTo(a.kl, 14);
+    }
+    expect(k.logRatio).toBeCloseTo(kAlone.logRatio, 14);
+    // Unmasked, the same tokens do have a gradient: the zeros above are the mask's.
+    const all = await wide.misPo({ logp, mu, ref, mask: [1, 1, 1, 1, 1], advantage: -0.9 });
+    expect(Math.abs(all.dlogp[1]!)).toBeGreaterThan(1e-3);
+  });
+
+  it('must match the tokens, hold only 0 and 1, and train one token at least', async () => {
+    const t = { logp, mu, ref, advantage: 1 };
+    await expect(wide.misPo({ ...t, mask: [1, 1, 1] })).rejects.toThrow(/5 policy logprobs but a mask of 3/);
+    await expect(wide.misPo({ ...t, mask: [1, 0.5, 1, 1, 1] })).rejects.toThrow(/mask\[1\] is 0.5/);
+    await expect(wide.ktoSeq({ logp, ref, mask: [0, 0, 0, 0, 0], desirable: true, z0: 0, weight: 1 })).rejects.toThrow(/trains none of the 5/);
   });
 });
 
 describe('KTO', () => {
   const logp = f64([-1.2, -0.7, -2.2, -0.3]);
   const ref = f64([-1.0, -0.9, -2.0, -0.5]);
+  const mask = [1, 1, 1, 1];
   const k3 = (lp: Float64Array, rf: Float64Array): number => lp.reduce((s, p, i) => s + Math.exp(rf[i]! - p) - (rf[i]! - p) - 1, 0) / lp.length;
 
   it('dlogp equals central differences of the loss, desirable and undesirable, weighted, with the k3 anchor', async () => {
     for (const [desirable, weight] of [[true, 1], [false, 1.5], [true, 0.5]] as const) {
-      const t = { logp, ref, desirable, z0: 0.1, weight };
+      const t = { logp, ref, mask, desirable, z0: 0.1, weight };
       const r = await wide.ktoSeq(t);
       const worst = await fdCheck(async (lp) => (await wide.ktoSeq({ ...t, logp: lp })).loss, logp, r.dlogp);
       expect(worst).toBeLessThan(1);
@@ -146,10 +181,10 @@ describe('KTO', () => {
   it('the anchor pulls text far above the base back once the sigmoid has saturated', async () => {
     // π − ref = +3 on every token: r = 12, so σ′ is ~e⁻⁶ and KTO alone would still push the text up.
     const far = ref.map((x) => x + 3);
-    const r = await wide.ktoSeq({ logp: far, ref, desirable: true, z0: 0, weight: 1 });
+    const r = await wide.ktoSeq({ logp: far, ref, mask, desirable: true, z0: 0, weight: 1 });
     for (const d of r.dlogp) expect(d).toBeGreaterThan(0);
     const noAnchor = new ObjectiveRunner({ ...base, beta: 0, bandLow: 0.5, bandHigh: 2, drift: 'scale' });
-    const free = await noAnchor.ktoSeq({ logp: far, ref, desirable: true, z0: 0, weight: 1 });
+    const free = await noAnchor.ktoSeq({ logp: far, ref, mask, desirable: true, z0: 0, weight: 1 });
     for (const d of free.dlogp) expect(d).toBeLessThan(0);
     await noAnchor.dispose();
   });
@@ -168,8 +203,8 @@ describe('KTO', () => {
   });
 
   it('a correction trains the corrected text as desirable and the original as undesirable', async () => {
-    const corrected = await wide.ktoSeq({ logp, ref, desirable: true, z0: 0, weight: 1 });
-    const original = await wide.ktoSeq({ logp, ref, desirable: false, z0: 0, weight: 1 });
+    const corrected = await wide.ktoSeq({ logp, ref, mask, desirable: true, z0: 0, weight: 1 });
+    const original = await wide.ktoSeq({ logp, ref, mask, desirable: false, z0: 0, weight: 1 });
     expect(corrected.dlogp[0]).toBeLessThan(0);
     expect(original.dlogp[0]).toBeGreaterThan(0);
   });

@@ -28,7 +28,7 @@ afterAll(async () => {
 
 async function seq(tokens: number[], start: number, o: Partial<StepSequence>): Promise<StepSequence> {
   const ref = await engine.logprobs(tokens, { start });
-  return { tokens, start, ref, kind: 'mispo', mu: ref.slice(), advantage: 0, desirable: false, ktoWeight: 1, ...o };
+  return { tokens, start, mask: tokens.slice(start).map(() => 1), ref, kind: 'mispo', mu: ref.slice(), advantage: 0, desirable: false, ktoWeight: 1, ...o };
 }
 
 const meanLogp = async (s: StepSequence, adapter: LoraAdapter): Promise<number> =>
@@ -86,5 +86,38 @@ describe('KTO in the step', () => {
     expect(await ktoReferencePoint(engine, adapter, [a])).toBeNull();
     const kept = await batchGradient(engine, adapter, objectives, [a], state);
     expect(kept.z0).toBe(g.z0);
+  });
+});
+
+describe('the mask in the step', () => {
+  it("makes the batch's gradient, loss, KL, ratios and z0 blind to masked tokens' μ and base logprobs", async () => {
+    const adapter = engine.newAdapter({ r: 4, alpha: 8 }, 5);
+    for (const p of adapter.pairs) p.b.fill(0.1);
+    const mask = [1, 0, 0, 1];
+    const m = await seq([1, 2, 3, 4, 5, 6], 2, { advantage: 0.7, mask });
+    const k1 = await seq([7, 8, 9, 10, 11], 1, { kind: 'kto', mu: null, desirable: true, mask });
+    const k2 = await seq([12, 13, 14, 15, 16], 1, { kind: 'kto', mu: null, desirable: false });
+    // The masked tokens' μ and ref moved far: a step that read them would change.
+    const moved = (s: StepSequence): StepSequence => ({
+      ...s,
+      ref: s.ref.map((x, i) => (s.mask[i] === 1 ? x : x - 3)),
+      mu: s.mu === null ? null : s.mu.map((x, i) => (s.mask[i] === 1 ? x : x + 2)),
+    });
+    const g = await batchGradient(engine, adapter, objectives, [m, k1, k2], newStepState());
+    const h = await batchGradient(engine, adapter, objectives, [moved(m), moved(k1), k2], newStepState());
+    expect(h.loss).toBeCloseTo(g.loss, 12);
+    expect(h.kl).toBeCloseTo(g.kl, 12);
+    expect(h.ratio).toEqual(g.ratio);
+    g.grads.forEach((x, i) => x.forEach((v, j) => expect(h.grads[i]![j]).toBeCloseTo(v, 12)));
+    // z0's mismatched pairs count the completion's mask-1 tokens only: pair 0 is prompt(k1) + completion(k2), pair 1
+    // prompt(k2) + completion(k1), whose masked tokens do not count.
+    let sum = 0;
+    for (const [tokens, start, w] of [[[7, 13, 14, 15, 16], 1, [1, 1, 1, 1]], [[12, 8, 9, 10, 11], 1, mask]] as const) {
+      const lp = await engine.logprobs(tokens, { start, adapter });
+      const ref = await engine.logprobs(tokens, { start });
+      lp.forEach((x, i) => (sum += w[i]! * (x - ref[i]!)));
+    }
+    expect(await ktoReferencePoint(engine, adapter, [k1, k2])).toBeCloseTo(Math.max(0, sum / 2), 10);
+    await expect(batchGradient(engine, adapter, objectives, [{ ...m, mask: [1, 1] }], newStepState())).rejects.toThrow(/4 response tokens but a mask of 2/);
   });
 });

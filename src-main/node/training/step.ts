@@ -6,8 +6,9 @@
 // KTO's reference point z0 (Ethayarajh et al. 2024, arXiv:2402.01306, §4.1): the KL of the policy to the base,
 // estimated on mismatched pairs of the batch, the prompt of sequence i with the completion of sequence i+1 (mod m):
 //   z0 = max(0, (1/m) Σ_i [log π(y_{i+1} | x_i) − log ref(y_{i+1} | x_i)])
-// detached (it enters the graph as an input). With fewer than two KTO sequences in a batch there is no mismatched
-// pair, and the last estimate is kept (0 before the first).
+// detached (it enters the graph as an input); the sums run over the completion's mask-1 tokens, as KTO's r does.
+// With fewer than two KTO sequences in a batch there is no mismatched pair, and the last estimate is kept (0 before
+// the first).
 import { BadInputError } from '../../common/errors.ts';
 import { clipGradNorm, type AdamW } from '../../common/engine/adamw.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
@@ -19,6 +20,11 @@ export interface StepSequence {
   tokens: readonly number[];
   /** Index of the first response token (≥ 1). */
   start: number;
+  /**
+   * Per response token, 1 where it trains and 0 where it is context (an agent turn's tool results): the losses, the
+   * KL anchor, KTO's log-ratio and z0, and the ratio metrics count the 1s only.
+   */
+  mask: readonly number[];
   /** The base model's (adapter off) logprobs of the response tokens. */
   ref: Float64Array;
   kind: 'mispo' | 'kto';
@@ -72,11 +78,11 @@ function addInto(dst: Float64Array, src: ArrayLike<number>): void {
 }
 
 /** The mismatched sequence prompt(a) + response(b), cut from the left of the prompt to the longer one's length. */
-function mismatched(a: StepSequence, b: StepSequence): { tokens: number[]; start: number } {
+function mismatched(a: StepSequence, b: StepSequence): { tokens: number[]; start: number; mask: readonly number[] } {
   const resp = b.tokens.slice(b.start);
   const budget = Math.max(a.tokens.length, b.tokens.length);
   const keep = Math.max(1, Math.min(a.start, budget - resp.length));
-  return { tokens: [...a.tokens.slice(a.start - keep, a.start), ...resp], start: keep };
+  return { tokens: [...a.tokens.slice(a.start - keep, a.start), ...resp], start: keep, mask: b.mask };
 }
 
 /** KTO's z0 from the batch's mismatched pairs (see the head of this file); null with fewer than two KTO sequences. */
@@ -93,7 +99,7 @@ export async function ktoReferencePoint(engine: Engine, adapter: LoraAdapter, kt
       cache?.set(key, ref);
     }
     const logp = await engine.logprobs(x.tokens, { start: x.start, adapter });
-    for (let t = 0; t < logp.length; t++) sum += logp[t]! - ref[t]!;
+    for (let t = 0; t < logp.length; t++) if (x.mask[t] === 1) sum += logp[t]! - ref[t]!;
   }
   return Math.max(0, sum / m);
 }
@@ -108,6 +114,10 @@ export async function batchGradient(
   checkCancel?: () => void,
 ): Promise<BatchGradient> {
   if (batch.length === 0) throw new BadInputError('a training step needs at least one sequence', 'batch');
+  for (const s of batch) {
+    const n = s.tokens.length - s.start;
+    if (s.mask.length !== n) throw new BadInputError(`a sequence has ${n} response tokens but a mask of ${s.mask.length}`, 'mask');
+  }
   const z = await ktoReferencePoint(engine, adapter, batch.filter((s) => s.kind === 'kto'), state.mismatchedRefs);
   if (z !== null) state.z0 = z;
   const z0 = state.z0;
@@ -128,20 +138,21 @@ export async function batchGradient(
       if (s.kind === 'mispo') {
         if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
         for (let i = 0; i < logp.length; i++) {
+          if (s.mask[i] !== 1) continue;
           const d = logp[i]! - s.mu[i]!;
           rMin = Math.min(rMin, d);
           rMax = Math.max(rMax, d);
           logSum += d;
           nTok++;
         }
-        const r = await objectives.misPo({ logp, mu: s.mu, ref: s.ref, advantage: s.advantage });
+        const r = await objectives.misPo({ logp, mu: s.mu, ref: s.ref, mask: s.mask, advantage: s.advantage });
         loss += w * r.loss;
         kl += w * r.kl;
         clip += r.clipFrac;
         nMispo++;
         return r.dlogp.map((d) => d * w);
       }
-      const r = await objectives.ktoSeq({ logp, ref: s.ref, desirable: s.desirable, z0, weight: s.ktoWeight });
+      const r = await objectives.ktoSeq({ logp, ref: s.ref, mask: s.mask, desirable: s.desirable, z0, weight: s.ktoWeight });
       loss += w * r.loss;
       kl += w * r.kl;
       return r.dlogp.map((d) => d * w);

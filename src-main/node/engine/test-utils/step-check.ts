@@ -12,6 +12,8 @@ export interface CheckSequence {
   /** MIS-PO with this advantage; KTO when `desirable` is set. */
   advantage?: number;
   desirable?: boolean;
+  /** Per response token, 1 where it trains (default all ones). */
+  mask?: number[];
 }
 
 // A wide band and β large enough that the KL term matters in the gradient; the clip is MIS-PO's.
@@ -35,6 +37,7 @@ export class StepCheck {
       c.batch.push({
         tokens: s.tokens,
         start: s.start,
+        mask: s.mask ?? s.tokens.slice(s.start).map(() => 1),
         ref,
         kind: kto ? 'kto' : 'mispo',
         mu: kto ? null : ref.map((x, i) => x + (i % 2 === 0 ? 0.1 : -0.1)),
@@ -59,8 +62,8 @@ export class StepCheck {
       const logp = await this.engine.logprobs(s.tokens, { start: s.start, adapter });
       const r =
         s.kind === 'mispo'
-          ? await this.objectives.misPo({ logp, mu: s.mu!, ref: s.ref, advantage: s.advantage })
-          : await this.objectives.ktoSeq({ logp, ref: s.ref, desirable: s.desirable, z0, weight: s.ktoWeight });
+          ? await this.objectives.misPo({ logp, mu: s.mu!, ref: s.ref, mask: s.mask, advantage: s.advantage })
+          : await this.objectives.ktoSeq({ logp, ref: s.ref, mask: s.mask, desirable: s.desirable, z0, weight: s.ktoWeight });
       loss += w * r.loss;
     }
     return loss;
