@@ -1,4 +1,4 @@
-// Reward mapping and the EMA baseline (ARCHITECTURE §4): good = +1, bad = -1, a 1-5 score s = (s-3)/2.
+// Reward mapping and the reward baseline (ARCHITECTURE §4): good = +1, bad = -1, a 1-5 score s = (s-3)/2.
 // The reward baseline is ReinforceClaw's: an EMA of the rewards that starts at 0 with no bias correction, and each
 // rating's advantage is its reward minus the EMA as it stood before that rating (the first rating ever meets 0).
 import type { RatingKind } from './domain.ts';

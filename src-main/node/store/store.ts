@@ -315,7 +315,7 @@ export class Store {
     return r?.id ?? null;
   }
 
-  // Ratings and the EMA baseline.
+  // Ratings and the reward baseline (an EMA of rewards).
 
   /**
    * Rates a turn: `pick` runs inside the write transaction and returns the turn id (so choosing "the newest
