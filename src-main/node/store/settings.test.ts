@@ -48,6 +48,10 @@ describe('readSettings', () => {
       readSettings(store);
       expect(err.lines).toHaveLength(3);
       expect(err.lines[2]).toMatch(/training\.threshold has an invalid stored value 0/);
+      // A custom preset saved by an earlier build with the retired heldoutFraction keeps its other fields, unwarned.
+      store.writeSettings({ 'training.custom': { steps: 7, heldoutFraction: 0.15 } }, 'test');
+      expect(readSettings(store)['training.custom']).toEqual({ steps: 7 });
+      expect(err.lines).toHaveLength(3);
     } finally {
       store.close();
     }
