@@ -68,7 +68,7 @@ export function formatStatus(s: Status): string {
     // ReinforceClaw's baseline: each rating's advantage is its reward minus this EMA as it stood before the rating.
     statusRow(
       'reward baseline',
-      s.ema ? `${s.ema.value >= 0 ? '+' : ''}${s.ema.value.toFixed(3)} (running EMA of rewards before each rating, ${s.ema.count} ratings; advantage = reward − baseline)` : 'none yet (0 until the first rating)',
+      s.ema ? `${s.ema.value >= 0 ? '+' : ''}${s.ema.value.toFixed(3)} (running EMA of ${s.ema.count} rewards; each rating's advantage = reward − the baseline before it)` : 'none yet (0 until the first rating)',
     ),
     statusRow('turns', `${s.turns.total} (${s.turns.unrated} unrated)${s.capture.paused ? '  capture PAUSED' : ''}`),
     statusRow('training', `${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`),
