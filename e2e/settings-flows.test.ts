@@ -310,7 +310,7 @@ describe('settings, errors beside the control, and consent', () => {
       const dialog = page.getByTestId('confirm');
       expect(await dialog.locator('h2').textContent()).toBe(`Switch to v${v1.version}?`);
       expect(await dialog.getByTestId('confirm-text').textContent()).toBe(
-        `Rein will answer with v${v1.version} instead of the base model (no adapter), and the baseline goes back to the value saved with v${v1.version}.`,
+        `Rein will answer with v${v1.version} instead of the base model (no adapter), and the reward baseline goes back to the value saved with v${v1.version}.`,
       );
       await shots('move-confirm');
       await dialog.getByRole('button', { name: 'Cancel' }).click();

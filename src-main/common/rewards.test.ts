@@ -13,10 +13,10 @@ describe('rewardOf', () => {
 });
 
 describe('EMA', () => {
-  it('is seeded by the first reward, then decays by 0.99', () => {
-    expect(emaNext(null, -1)).toBe(-1);
+  it('starts at 0 (ReinforceClaw: no seeding, no bias correction), then decays by 0.99', () => {
+    expect(emaNext(null, -1)).toBeCloseTo(-0.01, 15);
     expect(emaNext(-1, 1)).toBeCloseTo(-0.98, 12);
-    expect(emaFold(null, [1, 1, -1])).toBeCloseTo(0.99 * 1 + 0.01 * -1, 12);
+    expect(emaFold(null, [1, 1, -1])).toBeCloseTo(0.99 * (0.99 * 0.01 + 0.01) - 0.01, 12);
     expect(emaFold(null, [])).toBeNull();
   });
   it('clips the advantage to +-2', () => {

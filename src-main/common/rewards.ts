@@ -1,5 +1,6 @@
-// Reward mapping and the EMA baseline (ARCHITECTURE §4): good = +1, bad = -1, a 1-5 score s = (s-3)/2.
-// The baseline starts at the first reward (it seeds the EMA) and then moves by (1 - decay) toward each new one.
+// Reward mapping and the reward baseline (ARCHITECTURE §4): good = +1, bad = -1, a 1-5 score s = (s-3)/2.
+// The reward baseline is ReinforceClaw's: an EMA of the rewards that starts at 0 with no bias correction, and each
+// rating's advantage is its reward minus the EMA as it stood before that rating (the first rating ever meets 0).
 import type { RatingKind } from './domain.ts';
 
 export const EMA_DECAY = 0.99;
@@ -15,12 +16,12 @@ export function rewardOf(value: RatingValue): { kind: RatingKind; reward: number
   return { kind: 'scale', reward: (value - 3) / 2, scale: value };
 }
 
-/** One EMA update. `prev` is null before the first rating, which then seeds the baseline. */
+/** One EMA update. `prev` is null before the first rating: the EMA starts at 0 (no seeding, no bias correction). */
 export function emaNext(prev: number | null, reward: number, decay = EMA_DECAY): number {
-  return prev === null ? reward : decay * prev + (1 - decay) * reward;
+  return decay * (prev ?? 0) + (1 - decay) * reward;
 }
 
-/** Fold a sequence of rewards into the EMA, starting from `start` (null = unseeded). */
+/** Fold a sequence of rewards into the EMA, starting from `start` (null = no rating yet, i.e. 0). */
 export function emaFold(start: number | null, rewards: Iterable<number>, decay = EMA_DECAY): number | null {
   let v = start;
   for (const r of rewards) v = emaNext(v, r, decay);

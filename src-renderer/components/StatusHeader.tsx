@@ -1,7 +1,7 @@
 import { useShallow } from 'zustand/shallow';
 import type { Transport } from '../services/api.ts';
 import { useRein } from '../store/react.tsx';
-import { selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from '../store/status.ts';
+import { BASELINE_HELP, BASELINE_LABEL, selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from '../store/status.ts';
 
 export function StatusHeader(props: { transport: Transport }) {
   const { status, error, counts, pending, ema, adapter, connected } = useRein(
@@ -70,7 +70,7 @@ export function StatusHeader(props: { transport: Transport }) {
             </dd>
           </div>
           <div className="stat">
-            <dt title="Exponential moving average of your ratings: the baseline a training round compares against">Baseline</dt>
+            <dt title={BASELINE_HELP}>{BASELINE_LABEL}</dt>
             <dd data-testid="ema">{status ? (ema ?? '—') : '…'}</dd>
           </div>
         </dl>

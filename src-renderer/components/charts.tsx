@@ -1,4 +1,4 @@
-// The dashboard's charts (recharts): the EMA baseline over time, good/bad ratings per day, and loss/KL per step of
+// The dashboard's charts (recharts): the reward baseline (an EMA of rewards) over time, good/bad ratings per day, and loss/KL per step of
 // a run. Colours come from the CSS variables, so light and dark follow the OS.
 import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { EmaPoint } from '../../src-main/common/domain.ts';
@@ -22,7 +22,7 @@ export function EmaChart(props: { points: EmaPoint[] }) {
         <XAxis dataKey="at" type="number" scale="time" domain={['dataMin', 'dataMax']} tickFormatter={timeTickFormatter(Math.abs(span))} {...axis} />
         <YAxis domain={[-1, 1]} {...axis} />
         <Tooltip {...tooltip} labelFormatter={(t) => new Date(Number(t)).toLocaleString()} formatter={(v) => Number(v).toFixed(3)} />
-        <Line type="stepAfter" dataKey="value" name="baseline" stroke="var(--accent)" dot={false} strokeWidth={2} isAnimationActive={false} />
+        <Line type="stepAfter" dataKey="value" name="reward baseline" stroke="var(--accent)" dot={false} strokeWidth={2} isAnimationActive={false} />
       </LineChart>
     </ResponsiveContainer>
   );

@@ -86,7 +86,7 @@ export function versionMove(target: number, active: AdapterView | null): { title
   const title = target === 0 ? 'Use the base model?' : target < current ? `Roll back to v${target}?` : `Switch to v${target}?`;
   const label = target === 0 ? 'Use the base model' : target < current ? `Roll back to v${target}` : `Use v${target}`;
   const summary =
-    `Rein will answer with ${to}${target === 0 ? ' (no adapter)' : ''} instead of ${from}, and the baseline goes back to the value saved with ${to}.` +
+    `Rein will answer with ${to}${target === 0 ? ' (no adapter)' : ''} instead of ${from}, and the reward baseline goes back to the value saved with ${to}.` +
     (current === 0 ? '' : ` Ratings already trained into v${current} stay trained; they are not queued again.`);
   return { title, label, summary };
 }

@@ -194,11 +194,11 @@ describe('training and adapters', () => {
     await store.getState().loadAdapters();
     const back = versionMove(1, selectActiveAdapter(store.getState()));
     expect(back.label).toBe('Roll back to v1');
-    expect(back.summary).toBe('Rein will answer with v1 instead of v2, and the baseline goes back to the value saved with v1. Ratings already trained into v2 stay trained; they are not queued again.');
+    expect(back.summary).toBe('Rein will answer with v1 instead of v2, and the reward baseline goes back to the value saved with v1. Ratings already trained into v2 stay trained; they are not queued again.');
     // Moving forward is not a roll back: from the base model to v1, or from v1 back to v2.
     const forward = versionMove(1, null);
     expect([forward.title, forward.label]).toEqual(['Switch to v1?', 'Use v1']);
-    expect(forward.summary).toBe('Rein will answer with v1 instead of the base model (no adapter), and the baseline goes back to the value saved with v1.');
+    expect(forward.summary).toBe('Rein will answer with v1 instead of the base model (no adapter), and the reward baseline goes back to the value saved with v1.');
     expect(versionMove(2, v(1, 'active')).label).toBe('Use v2');
     expect(versionMove(0, v(2, 'active'))).toMatchObject({ title: 'Use the base model?', label: 'Use the base model' });
     await store.getState().rollback(1);

@@ -45,7 +45,11 @@ export const selectCounts = derive([selectStatus], (status): { good: number; bad
   return { good, bad, total };
 });
 
-/** The EMA baseline as a signed number with two decimals, or null before the first rating seeds it. */
+/** What the app calls the EMA a round compares rewards against (ReinforceClaw's baseline), and what it is, in one line. */
+export const BASELINE_LABEL = 'Reward baseline';
+export const BASELINE_HELP = 'The running EMA of your rewards (+1 Good, −1 Bad). Each rating\'s advantage = reward − the baseline as it stood before it; a round trains on that.';
+
+/** The reward baseline as a signed number with two decimals, or null before the first rating. */
 export function selectEmaText(s: ReinState): string | null {
   const ema = s.status?.ema;
   if (!ema) return null;

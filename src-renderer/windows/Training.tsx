@@ -6,7 +6,7 @@ import { EmaChart, PerDayChart } from '../components/charts.tsx';
 import { TrainNowButton } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPerDay } from '../store/ratings.ts';
-import { selectPendingProgress } from '../store/status.ts';
+import { BASELINE_HELP, BASELINE_LABEL, selectPendingProgress } from '../store/status.ts';
 import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
 import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
@@ -50,8 +50,8 @@ export function Training() {
       {live && <LiveRun progress={live} />}
       <div className="chart-grid">
         <section className="panel" aria-labelledby="ema-title">
-          <h2 id="ema-title">Baseline over time</h2>
-          <p className="muted small">The running average of your ratings (+1 good, −1 bad). A round compares each answer against it.</p>
+          <h2 id="ema-title">{BASELINE_LABEL} over time</h2>
+          <p className="muted small">{BASELINE_HELP}</p>
           {ema.length > 1 ? <EmaChart points={ema} /> : <p className="empty-chart">Rate a few answers to see the line.</p>}
         </section>
         <section className="panel" aria-labelledby="days-title">

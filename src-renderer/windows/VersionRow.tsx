@@ -1,6 +1,7 @@
 import type { AdapterView } from '../../src-main/common/domain.ts';
 import { publishLines, versionMove } from '../store/adapters.ts';
 import { useRein } from '../store/react.tsx';
+import { BASELINE_LABEL } from '../store/status.ts';
 
 const STATUS_WORDS: Record<AdapterView['status'], string> = {
   active: 'active',
@@ -47,7 +48,7 @@ export function VersionRow(props: {
         {props.trainedOn !== null && `Trained on ${props.trainedOn} ratings · `}
         {a.parentVersion ? `built on v${a.parentVersion}` : 'built on the base model'}
         {a.runId !== null && ` · round ${a.runId}`}
-        {a.emaValue !== null && ` · baseline ${a.emaValue >= 0 ? '+' : '−'}${Math.abs(a.emaValue).toFixed(2)}`}
+        {a.emaValue !== null && ` · ${BASELINE_LABEL.toLowerCase()} ${a.emaValue >= 0 ? '+' : '−'}${Math.abs(a.emaValue).toFixed(2)}`}
       </p>
       {props.gate && <p className="small gate">{props.gate}</p>}
       {a.status === 'rejected' && a.reason && !props.gate && <p className="small gate">{a.reason}</p>}

@@ -53,16 +53,25 @@ export function formatTurn(t: TurnSummary): string {
   return `#${t.id}  ${rating.padEnd(8)} ${t.source.padEnd(12)} ${when(t.createdAt).padEnd(8)} ${oneLine(t.promptPreview, 60)}`;
 }
 
+/** One `rein status` line: the label padded to the widest one ("reward baseline"), then the value. */
+export function statusRow(label: string, value: string): string {
+  return `${label.padEnd(16)}${value}`;
+}
+
 export function formatStatus(s: Status): string {
   const lines = [
     `Rein ${s.version}  home ${s.home}`,
-    `model      ${s.model.configured ? s.model.id : `${s.model.id || 'none'} (not configured)`}`,
-    `adapter    ${s.activeAdapter ? `v${s.activeAdapter.version} since ${when(s.activeAdapter.createdAt)}` : 'base model (no adapter)'}`,
-    `ratings    ${s.ratings.total} (good ${s.ratings.good}, bad ${s.ratings.bad}, scaled ${s.ratings.scaled})`,
-    `pending    ${s.pending} of ${s.threshold} to the next training round`,
-    `baseline   ${s.ema ? `${s.ema.value.toFixed(3)} (EMA over ${s.ema.count} ratings)` : 'none yet'}`,
-    `turns      ${s.turns.total} (${s.turns.unrated} unrated)${s.capture.paused ? '  capture PAUSED' : ''}`,
-    `training   ${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`,
+    statusRow('model', s.model.configured ? s.model.id : `${s.model.id || 'none'} (not configured)`),
+    statusRow('adapter', s.activeAdapter ? `v${s.activeAdapter.version} since ${when(s.activeAdapter.createdAt)}` : 'base model (no adapter)'),
+    statusRow('ratings', `${s.ratings.total} (good ${s.ratings.good}, bad ${s.ratings.bad}, scaled ${s.ratings.scaled})`),
+    statusRow('pending', `${s.pending} of ${s.threshold} to the next training round`),
+    // ReinforceClaw's baseline: each rating's advantage is its reward minus this EMA as it stood before the rating.
+    statusRow(
+      'reward baseline',
+      s.ema ? `${s.ema.value >= 0 ? '+' : ''}${s.ema.value.toFixed(3)} (running EMA of ${s.ema.count} rewards; each rating's advantage = reward − the baseline before it)` : 'none yet (0 until the first rating)',
+    ),
+    statusRow('turns', `${s.turns.total} (${s.turns.unrated} unrated)${s.capture.paused ? '  capture PAUSED' : ''}`),
+    statusRow('training', `${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`),
   ];
   return lines.join('\n');
 }

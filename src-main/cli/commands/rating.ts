@@ -5,7 +5,7 @@ import type { RateInput } from '../../common/api.ts';
 import { BadInputError, EXIT_CODE, ReinError } from '../../common/errors.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext, OptionSpec } from '../dispatch.ts';
-import { formatStatus, intOption, ratingLabel, signed, stringOption } from './format.ts';
+import { formatStatus, intOption, ratingLabel, signed, statusRow, stringOption } from './format.ts';
 
 const RATE_OPTIONS: Record<string, OptionSpec> = {
   turn: { type: 'string', help: 'the turn id to rate (default: the newest unrated turn)' },
@@ -133,11 +133,11 @@ registerCommand({
 
 registerCommand({
   name: 'status',
-  summary: 'Model, active adapter, ratings, pending count and the EMA baseline.',
+  summary: 'Model, active adapter, ratings, pending count and the reward baseline (the EMA of rewards each rating is compared against).',
   usage: 'rein status',
   async run(ctx) {
     const api = await ctx.api();
     const s = await api.call('status', {});
-    ctx.print(`${formatStatus(s)}\ncore       ${api.via === 'http' ? 'running (answered over HTTP)' : 'not running (read the store directly)'}`, s);
+    ctx.print(`${formatStatus(s)}\n${statusRow('core', api.via === 'http' ? 'running (answered over HTTP)' : 'not running (read the store directly)')}`, s);
   },
 });

@@ -12,7 +12,7 @@
 //   scale = sg(min(1, ρ̄/low, high/ρ̄))   or  sg(1[low ≤ ρ̄ ≤ high]) with drift = 'reject'
 //   k3_t = exp(ref_t − π_t) − (ref_t − π_t) − 1          (Schulman, "Approximating KL divergence", 2020)
 //   loss = scale·actor + β·mean_t k3_t
-// A = r − EMA (the baseline from before the round), clipped to ±advantageClip by the caller; never batch-normalised.
+// A = r − EMA (the reward baseline as it stood before that rating), clipped to ±advantageClip by the caller; never batch-normalised.
 //
 // KTO, for off-policy turns (text from another model) against the frozen base (Ethayarajh et al. 2024,
 // "KTO: Model Alignment as Prospect Theoretic Optimization", arXiv:2402.01306, eq. 8):

@@ -6,13 +6,14 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
-import { defaultSettings, describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
+import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { Status } from '../../common/domain.ts';
 import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
+import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
@@ -86,18 +87,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     home,
     store,
     modelId: () => modelOf(settings()),
-    setting: <T>(key: string, fallback: T): T => (isSettingKey(key) ? (settings()[key] as T) : fallback),
+    settings: () => settings(),
     emit: (event, payload) => emit(event, payload),
   });
 
+  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
   function settings(): Settings {
-    const out = defaultSettings() as Record<string, unknown>;
-    for (const [k, v] of store.readSettingsRaw()) {
-      // A stored value that no longer validates (an older Rein, a hand edit) falls back to the default;
-      // the row itself is kept, so nothing is lost.
-      if (isSettingKey(k) && SETTINGS[k].schema.safeParse(v).success) out[k] = v;
-    }
-    return out as Settings;
+    return readSettings(store);
   }
 
   const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;

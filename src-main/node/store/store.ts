@@ -104,7 +104,6 @@ interface EmaEventRow {
   id: number;
   reason: EmaPoint['reason'];
   reward: number | null;
-  value_before: number | null;
   value_after: number | null;
   rating_id: number | null;
   live: number | null;
@@ -316,7 +315,7 @@ export class Store {
     return r?.id ?? null;
   }
 
-  // Ratings and the EMA baseline.
+  // Ratings and the reward baseline (an EMA of rewards).
 
   /**
    * Rates a turn: `pick` runs inside the write transaction and returns the turn id (so choosing "the newest
@@ -464,41 +463,49 @@ export class Store {
     ).run(modelId, value, at);
   }
 
-  /** One EMA step for a new live rating (decay 0.99, the first rating seeds it: common/rewards.ts). */
+  /** One EMA step for a new live rating (decay 0.99, starting at 0: common/rewards.ts). */
   emaApply(modelId: string, ratingId: number, reward: number, at: number): void {
     this.emaSet(modelId, emaNext(this.emaValue(modelId), reward), 'rating', ratingId, reward, at);
   }
 
   /**
-   * Takes a rating out of its model's baseline exactly: the EMA as if the rating had never been made.
-   * Replaying from the removed event's stored value_before is exact only while no earlier rating has been
-   * removed since (that value still contains it), so the replay starts at the last absolute point instead:
-   * the newest rollback before the event (its restored value_after) or the model's first event (unseeded).
-   * From there, live ratings step the EMA, later rollbacks set it, and ratings undone or deleted are skipped.
+   * The reward baseline replayed from the model's ema events, in the order they happened: each live rating's
+   * `before` is the EMA as it stood just before it (ReinforceClaw: its advantage is r − before; the first rating
+   * ever meets 0), a rollback sets the EMA to the value stored with the version it made active, and ratings undone,
+   * deleted or in `skip` are left out as if never made. `rewards` replaces a rating's stored default reward (the
+   * reward mapper's, so the baseline follows the rewards the round trains on). `value` is the EMA after the last
+   * event, or null when no live rating or rollback has set it. Without `rewards` and `skip`, `value` is the stored
+   * EMA (emaValue); undo and delete store the replay without the removed rating.
    */
+  emaTrace(modelId: string, o: { rewards?: ReadonlyMap<number, number>; skip?: Iterable<number> } = {}): { before: Map<number, number>; value: number | null } {
+    const skip = new Set(o.skip ?? []);
+    const events = this.stmt<EmaEventRow>(
+      `SELECT e.id, e.reason, e.reward, e.value_after, e.rating_id,
+              (r.id IS NOT NULL AND r.undone_at IS NULL) AS live
+       FROM ema_events e LEFT JOIN ratings r ON r.id = e.rating_id
+       WHERE e.model_id = ? ORDER BY e.id`,
+    ).all(modelId);
+    const before = new Map<number, number>();
+    let v: number | null = null;
+    for (const e of events) {
+      if (e.reason === 'rating') {
+        if (e.live !== 1 || e.rating_id === null || e.reward === null || skip.has(e.rating_id)) continue;
+        before.set(e.rating_id, v ?? 0);
+        v = emaNext(v, o.rewards?.get(e.rating_id) ?? e.reward);
+      } else if (e.reason === 'rollback') {
+        v = e.value_after;
+      }
+    }
+    return { before, value: v };
+  }
+
+  /** Takes a rating out of its model's baseline exactly: the EMA as if the rating had never been made (emaTrace). */
   private emaRemove(rating: RatingRow, reason: 'undo' | 'delete'): void {
     const ev = this.stmt<{ id: number }>(
       `SELECT id FROM ema_events WHERE rating_id = ? AND reason = 'rating' ORDER BY id DESC LIMIT 1`,
     ).get(rating.id);
     if (ev === undefined) return; // e.g. imported already undone: it never moved the baseline.
-    const anchor = this.stmt<{ id: number; value_after: number | null }>(
-      `SELECT id, value_after FROM ema_events WHERE model_id = ? AND id < ? AND reason = 'rollback' ORDER BY id DESC LIMIT 1`,
-    ).get(rating.model_id, ev.id);
-    const events = this.stmt<EmaEventRow>(
-      `SELECT e.id, e.reason, e.reward, e.value_before, e.value_after, e.rating_id,
-              (r.id IS NOT NULL AND r.undone_at IS NULL) AS live
-       FROM ema_events e LEFT JOIN ratings r ON r.id = e.rating_id
-       WHERE e.model_id = ? AND e.id > ? ORDER BY e.id`,
-    ).all(rating.model_id, anchor?.id ?? 0);
-    let v = anchor === undefined ? null : anchor.value_after;
-    for (const e of events) {
-      if (e.reason === 'rating') {
-        if (e.live === 1 && e.rating_id !== rating.id && e.reward !== null) v = emaNext(v, e.reward);
-      } else if (e.reason === 'rollback') {
-        v = e.value_after;
-      }
-    }
-    this.emaSet(rating.model_id, v, reason, rating.id, null, this.now());
+    this.emaSet(rating.model_id, this.emaTrace(rating.model_id, { skip: [rating.id] }).value, reason, rating.id, null, this.now());
   }
 
   emaHistory(modelId: string, limit: number): EmaPoint[] {

@@ -1,5 +1,5 @@
-// Data selection and the round's baseline against a real store: every pending rating trains, the gate's turns are
-// older ratings that were not replayed, and the baseline is the bias-corrected EMA of the live rewards.
+// Data selection and the reward baseline against a real store: every pending rating trains, the gate's turns are
+// older ratings that were not replayed, and each rating meets the EMA of rewards as it stood before it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import { resolveHome } from '../home.ts';
 import { CLAUDE_SOURCE, createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
-import { encodeRound, roundBaseline, selectRound } from './data.ts';
+import { encodeRound, ratingBaselines, selectRound } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-data-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -56,31 +56,94 @@ describe('a round selects', () => {
     }
   });
 
-  it('a baseline that weighs all ratings, where the stored EMA is mostly the first one', async () => {
+});
+
+// The reward baseline (ReinforceClaw): an EMA of rewards from 0, no bias correction; each rating meets the EMA as it
+// stood before it. These go through the core's rate/undo/delete/rollback verbs and the store's own replay.
+describe('the reward baseline', () => {
+  const model = DEFAULT_MODEL_ID;
+
+  it('each rating meets the EMA before it, in time order; the first rating ever meets 0; after is the stored EMA', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'base') }) });
     try {
-      const model = DEFAULT_MODEL_ID;
-      expect(roundBaseline(core.store, model)).toBeNull();
-      // A good first rating, then 31 bad ones: the stored EMA is seeded at +1 and is still 0.46; the mean is -0.94.
-      const values = ['good', ...Array.from({ length: 31 }, () => 'bad')] as ('good' | 'bad')[];
-      await rated(core, values, 'c');
-      const rewards = values.map((v) => (v === 'good' ? 1 : -1));
-      expect(core.store.emaValue(model)).toBeCloseTo(emaFold(null, rewards)!, 12);
-      expect(core.store.emaValue(model)).toBeGreaterThan(0.4);
-      const b = roundBaseline(core.store, model)!;
-      // Σ 0.01·0.99^(32−i)·r_i / (1 − 0.99^32), by hand.
-      let num = 0;
-      rewards.forEach((r, i) => (num += 0.01 * 0.99 ** (rewards.length - 1 - i) * r));
-      expect(b).toBeCloseTo(num / (1 - 0.99 ** 32), 12);
-      expect(b).toBeLessThan(-0.85);
-      // One rating: the baseline is that reward, as the stored EMA's seed is.
-      const solo = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'solo') }) });
-      try {
-        await rated(solo, ['bad'], 'd');
-        expect(roundBaseline(solo.store, model)).toBeCloseTo(-1, 12);
-      } finally {
-        solo.close();
-      }
+      expect(ratingBaselines(core.store, model)).toEqual({ before: new Map(), after: 0 });
+      // An all-Good first round: every rating must meet a baseline below +1, so every advantage is positive (the
+      // bias-corrected EMA over the round's own ratings met +1 and gave each of them A = 0).
+      const values = Array.from({ length: 16 }, () => 'good') as ('good' | 'bad')[];
+      const ids = await rated(core, values, 'c');
+      const b = ratingBaselines(core.store, model);
+      expect(b.before.get(ids[0]!)).toBe(0);
+      ids.forEach((id, i) => expect(b.before.get(id)).toBeCloseTo(1 - 0.99 ** i, 12)); // Σ 0.01·0.99^k over i ratings
+      expect(b.after).toBeCloseTo(1 - 0.99 ** 16, 12);
+      expect(b.after).toBe(core.store.emaValue(model));
+      expect((await core.call('status', {}, 'test')).ema!.value).toBe(b.after);
+      // So every advantage r − before is well above 0 (the smallest, the 16th rating's, is 0.99^15 = 0.86).
+      for (const id of ids) expect(1 - b.before.get(id)!).toBeGreaterThan(0.85);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('emaTrace leaves out undone, replaced and deleted ratings, and the stored EMA is that replay', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'undo') }) });
+    try {
+      const [g1, bad, g2] = await rated(core, ['good', 'bad', 'good'], 'u');
+      const t = core.store.emaTrace(model);
+      expect([t.before.get(g1!), t.before.get(bad!), t.before.get(g2!)]).toEqual([0, emaFold(null, [1]), emaFold(null, [1, -1])]);
+      const badTurn = core.store.ratingsById([bad!])[0]!.turnId;
+      await core.call('undo', { turnId: badTurn }, 'test');
+      const u = core.store.emaTrace(model);
+      expect(u.before.has(bad!)).toBe(false);
+      expect(u.before.get(g2!)).toBe(emaFold(null, [1]));
+      expect(u.value).toBe(emaFold(null, [1, 1]));
+      expect(core.store.emaValue(model)).toBe(u.value);
+      // skip: the replay as if a rating had never been made, without changing anything.
+      expect(core.store.emaTrace(model, { skip: [g1!] }).before.get(g2!)).toBe(0);
+      expect(core.store.emaValue(model)).toBe(u.value);
+      await core.call('deleteRating', { ratingId: g1! }, 'test');
+      const d = core.store.emaTrace(model);
+      expect([...d.before]).toEqual([[g2!, 0]]);
+      expect(core.store.emaValue(model)).toBe(emaFold(null, [1]));
+    } finally {
+      core.close();
+    }
+  });
+
+  it('a rollback restores the stored baseline of the version it makes active, and later ratings meet the EMA from there', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'rollback') }) });
+    try {
+      await rated(core, ['good', 'good', 'bad'], 'r1');
+      const stored = core.store.emaValue(model)!;
+      const add = (version: number, status: 'active' | 'inactive', emaValue: number | null): void => {
+        core.store.insertAdapter({ modelId: model, version, status, path: path.join(root, `v${version}`), emaValue }, 'test');
+      };
+      add(1, 'inactive', stored);
+      add(2, 'active', null);
+      await rated(core, ['bad', 'bad', 'bad', 'bad'], 'r2');
+      expect(core.store.emaValue(model)).not.toBe(stored);
+      await core.call('rollback', { version: 1 }, 'test');
+      expect(core.store.emaValue(model)).toBe(stored);
+      expect((await core.call('status', {}, 'test')).ema!.value).toBe(stored);
+      const [next] = await rated(core, ['good'], 'r3');
+      const b = ratingBaselines(core.store, model);
+      expect(b.before.get(next!)).toBe(stored);
+      expect(b.after).toBe(emaFold(stored, [1]));
+      expect(core.store.emaValue(model)).toBe(b.after);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('follows the reward mapper when one is set, so the baseline uses the rewards the round trains on', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'mapper') }) });
+    try {
+      const ids = await rated(core, ['good', 'good', 'bad'], 'm');
+      await core.call('setSettings', { values: { 'training.rewardMapper': '(rating) => rating.reward / 2' } }, 'test');
+      const b = ratingBaselines(core.store, model);
+      expect([...b.before.values()]).toEqual([0, emaFold(null, [0.5]), emaFold(null, [0.5, 0.5])]);
+      expect(b.after).toBe(emaFold(null, [0.5, 0.5, -0.5]));
+      const turns = selectRound(core.store, model, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      expect(turns.map((t) => [t.ratingId, t.reward])).toEqual([[ids[0], 0.5], [ids[1], 0.5], [ids[2], -0.5]]);
     } finally {
       core.close();
     }
@@ -91,7 +154,8 @@ describe('a round encodes', () => {
   const modelDir = path.join(root, 'tiny');
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
-  const opts = { modelId: DEFAULT_MODEL_ID, baseline: 0, advantageClip: 2, maxTokens: 256 };
+  const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
+  const baselines = (core: ReinCore): { baselines: Map<number, number> } => ({ baselines: ratingBaselines(core.store, DEFAULT_MODEL_ID).before });
 
   it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'honest') }) });
@@ -116,7 +180,7 @@ describe('a round encodes', () => {
         await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
       }
       const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
-      const { sequences, skipped } = encodeRound(turns, tok, opts);
+      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
       // The cut prompt still trains, as text within the budget.
@@ -136,7 +200,7 @@ describe('a round encodes', () => {
       const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
       const ra = await core.call('rate', { turnId: a.turn!.id, value: 'bad' }, 'test');
       const rb = await core.call('rate', { turnId: b.turn!.id, value: 'good' }, 'test');
-      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }), tok, opts);
+      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }), tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn!.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
       expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
     } finally {
@@ -158,7 +222,7 @@ describe('a round encodes', () => {
       expect(page.total).toBe(1);
       await core.call('rate', { turnId: page.items[0]!.id, value: 'good' }, 'test');
       const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
-      const { sequences, skipped } = encodeRound(turns, tok, opts);
+      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([]);
       expect(sequences).toHaveLength(1);
       const q = sequences[0]!;
@@ -187,12 +251,12 @@ describe('a round encodes', () => {
       expect(runs[1]!.text).toBe('\n<|im_start|>user\n<tool_response>\nrein-e2e-tool-output\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
       expect(runs[2]!.text).toBe(`<think>\n\n</think>\n\n${answer}<|im_end|>`);
       // Over the length budget, the turn keeps its end: the answer, and as much of the steps before it as fits.
-      const short = encodeRound(turns, tok, { ...opts, maxTokens: 24 }).sequences[0]!;
+      const short = encodeRound(turns, tok, { ...opts, ...baselines(core), maxTokens: 24 }).sequences[0]!;
       expect(short.tokens).toEqual(q.tokens.slice(-24));
       expect(short.mask).toEqual(q.mask.slice(-(24 - short.start)));
       expect(tok.decode(short.tokens.slice(short.start))).toContain(`${answer}<|im_end|>`);
       // An ordinary turn's mask is all ones.
-      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, opts).sequences[0]!;
+      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, { ...opts, ...baselines(core) }).sequences[0]!;
       expect(plain.mask).toEqual(plain.tokens.slice(plain.start).map(() => 1));
     } finally {
       core.close();

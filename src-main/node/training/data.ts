@@ -8,7 +8,7 @@ import type { TurnPolicy } from '../../common/api.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { EMA_DECAY, advantage } from '../../common/rewards.ts';
+import { advantage } from '../../common/rewards.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
@@ -89,19 +89,17 @@ export function selectRound(store: Store, modelId: string, o: { replayRatio: num
 }
 
 /**
- * The baseline a round uses: the EMA of every live reward of the model with Adam's bias correction (Kingma & Ba
- * 2015, §3): m_n = Σ (1−d)·d^(n−i)·r_i / (1 − d^n). It equals the first reward after one rating, as the stored EMA
- * does, but the stored EMA is seeded by that first reward at full weight, so when all 32 ratings of a first round
- * arrive before it, 0.99^31 = 73% of the baseline is the first rating alone: with a bad first rating A(bad) ≈ −0.1 and
- * the bad turns teach nothing; with a good one A(good) ≈ +0.3. The corrected value weighs the ratings as the EMA's
- * decay says, and converges to the stored EMA once d^n is small (n ≳ 300). Returns null with no ratings.
+ * The reward baseline each rating meets (ReinforceClaw): the EMA of rewards (decay 0.99, starting at 0, no bias
+ * correction) as it stood just before that rating, in the order the ratings were made; the first rating ever meets 0.
+ * It is the stored EMA's own replay (Store.emaTrace: undone and deleted ratings are left out, a rollback restores
+ * the version's value), over the rewards the round trains on: the reward mapper's when one is set. `after` is the
+ * EMA after the newest rating (0 before any): with the default rewards, the value `rein status` shows.
  */
-export function roundBaseline(store: Store, modelId: string, decay = EMA_DECAY): number | null {
-  const rewards = store.stmt<{ value: number }>('SELECT value FROM ratings WHERE model_id = ? AND undone_at IS NULL ORDER BY created_at, id').all(modelId);
-  if (rewards.length === 0) return null;
-  let m = 0;
-  for (const r of rewards) m = decay * m + (1 - decay) * r.value;
-  return m / (1 - decay ** rewards.length);
+export function ratingBaselines(store: Store, modelId: string): { before: Map<number, number>; after: number } {
+  const ids = store.stmt<{ id: number }>('SELECT id FROM ratings WHERE model_id = ? AND undone_at IS NULL').all(modelId).map((r) => r.id);
+  const rewards = roundRewards(store, ids) ?? undefined;
+  const t = store.emaTrace(modelId, { rewards });
+  return { before: t.before, after: t.value ?? 0 };
 }
 
 /** One training sequence: prompt + response token ids, where the response starts, and what trains it. */
@@ -119,7 +117,7 @@ export interface TrainSequence {
   kind: 'mispo' | 'kto';
   /** MIS-PO: the stored behaviour logprobs of the response tokens. */
   mu: Float64Array | null;
-  /** MIS-PO: r − EMA, clipped. */
+  /** MIS-PO: r − the reward baseline before this rating, clipped. */
   advantage: number;
   /** KTO: desirable (good, or a correction) or undesirable. */
   desirable: boolean;
@@ -212,7 +210,7 @@ export interface SkippedTurn {
 export function encodeRound(
   turns: readonly RatedTurn[],
   tok: ReinTokenizer,
-  o: { modelId: string; baseline: number; advantageClip: number; maxTokens: number },
+  o: { modelId: string; baselines: ReadonlyMap<number, number>; advantageClip: number; maxTokens: number },
 ): { sequences: TrainSequence[]; skipped: SkippedTurn[] } {
   const sequences: TrainSequence[] = [];
   const skipped: SkippedTurn[] = [];
@@ -245,8 +243,10 @@ export function encodeRound(
         if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
         if (!f.promptCut) {
           const mu = Float64Array.from(t.logprobs!.slice(0, f.tokens.length - f.start));
-          // When every rating so far is the same, r − b is float residue (~1e-16), not a signal; it is zero.
-          const a = advantage(t.reward, o.baseline, o.advantageClip);
+          const b = o.baselines.get(t.ratingId);
+          if (b === undefined) throw new BadInputError(`rating ${t.ratingId} has no reward baseline (no live rating event of model ${o.modelId})`);
+          // When a rating equals the baseline before it, r − b is float residue (~1e-16), not a signal; it is zero.
+          const a = advantage(t.reward, b, o.advantageClip);
           sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
           continue;
         }

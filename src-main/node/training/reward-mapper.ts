@@ -10,6 +10,7 @@ import vm from 'node:vm';
 import type { RewardMapperTrial } from '../../common/api.ts';
 import type { RatingKind } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
+import { readSettings } from '../store/settings.ts';
 import type { Store } from '../store/store.ts';
 
 /** Milliseconds one call may run before it is stopped. */
@@ -165,8 +166,8 @@ export function tryRewardMapper(store: Store, source: string, limit = MAPPER_CHE
  * A mapper that fails on any rating of the round fails the round with its reason: the round's ratings stay pending.
  */
 export function roundRewards(store: Store, ratingIds: number[]): Map<number, number> | null {
-  const raw = store.readSettingsRaw().get('training.rewardMapper');
-  if (typeof raw !== 'string' || raw.trim() === '') return null;
+  const raw = readSettings(store)['training.rewardMapper'];
+  if (raw === null || raw.trim() === '') return null;
   const mapper = compileRewardMapper(raw);
   const out = new Map<number, number>();
   for (const [id, c] of mapperCasesOf(store, ratingIds)) out.set(id, mapper.map(c));

@@ -10,14 +10,15 @@ import { AdamW } from '../../common/engine/adamw.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/models/registry.ts';
-import { resolveTrainingConfig, type PresetChoice, type TrainingConfig } from '../../common/training/presets.ts';
+import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
-import { encodeRound, roundBaseline, selectRound, type TrainSequence } from './data.ts';
+import { readSettings } from '../store/settings.ts';
+import { encodeRound, ratingBaselines, selectRound, type RatedTurn, type TrainSequence } from './data.ts';
 import { evaluateGate } from './gate.ts';
 import { modelShape, resolveModelDir } from './model.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
@@ -51,7 +52,11 @@ export interface RoundResult {
 
 export interface RoundMetrics {
   samples: { pending: number; replay: number; heldout: number; sequences: number; mispo: number; kto: number; skipped: { ratingId: number; why: string }[] };
-  baseline: number;
+  /**
+   * The reward baseline (EMA of rewards, data.ts ratingBaselines): `before` is what the round's first pending rating
+   * met, `after` the EMA after the newest rating; null `before` when no pending rating is in the round.
+   */
+  baseline: { before: number | null; after: number };
   /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
   /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0 beside the loss. */
@@ -66,10 +71,6 @@ interface RunRowLite {
   model_id: string;
   status: string;
   from_version: number | null;
-}
-
-function settingsOf(store: Store): Record<string, unknown> {
-  return Object.fromEntries(store.readSettingsRaw());
 }
 
 /** Loads the adapter a round continues from: fromVersion, else the active one, else a fresh one (B = 0). */
@@ -100,20 +101,20 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
   };
 
   emit({ phase: 'preparing', step: 0, steps: 0, ...none, message: 'loading the model' });
-  const settings = settingsOf(store);
+  const settings = readSettings(store);
   const dir = resolveModelDir(store, modelId);
   const shape = modelShape(dir);
-  const cfg = resolveTrainingConfig((settings['training.preset'] as PresetChoice | undefined) ?? 'balanced', shape, settings['training.custom'] ?? {});
-  const replayRatio = (settings['training.replayRatio'] as number | undefined) ?? 0.25;
+  const cfg = resolveTrainingConfig(settings['training.preset'], shape, settings['training.custom']);
+  const replayRatio = settings['training.replayRatio'];
   const engine = Engine.load(dir, { dtype: 'float32', threads: o.threads });
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
     const turns = selectRound(store, modelId, { replayRatio, gateTurns: cfg.gateTurns, seed: cfg.seed + runId });
-    // The baseline from the ratings made before the round, bias-corrected (data.ts roundBaseline); the round never
-    // moves it (ratings do, one by one).
-    const baseline = roundBaseline(store, modelId) ?? 0;
-    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baseline, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
+    // it (ratings do, one by one).
+    const baselines = ratingBaselines(store, modelId);
+    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
     const trainSeqs = sequences.filter((s) => s.role !== 'heldout');
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
@@ -194,7 +195,7 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
         kto: trainSeqs.filter((s) => s.kind === 'kto').length,
         skipped,
       },
-      baseline,
+      baseline: baselineSpan(turns, baselines),
       advantages: advantageStats(trainSeqs),
       steps,
       tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9),
@@ -239,14 +240,19 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
       if (existsSync(vdir)) rmSync(vdir, { recursive: true, force: true });
       throw e;
     }
-    const keep = (settings['adapters.keepInactive'] as number | undefined) ?? 5;
-    pruneInactive(store, home, modelId, keep);
+    pruneInactive(store, home, modelId, settings['adapters.keepInactive']);
     emit({ phase: 'done', step: cfg.steps, steps: cfg.steps, ...none, message: `v${version} ${decision.accept ? 'is active' : `was rejected: ${decision.reason}`}` });
     return { version, status: decision.accept ? 'active' : 'rejected', previousActive, path: vdir, metrics };
   } finally {
     await objectives.dispose();
     await engine.close();
   }
+}
+
+function baselineSpan(turns: readonly RatedTurn[], b: { before: ReadonlyMap<number, number>; after: number }): RoundMetrics['baseline'] {
+  // selectRound lists the pending ratings first, oldest first.
+  const first = turns.find((t) => t.role === 'pending');
+  return { before: first === undefined ? null : (b.before.get(first.ratingId) ?? null), after: b.after };
 }
 
 function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantages'] {

@@ -7,6 +7,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Events } from '../../common/api.ts';
+import type { Settings } from '../../common/config.ts';
 import type { RunView } from '../../common/domain.ts';
 import { ConflictError, ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
@@ -20,7 +21,8 @@ export interface SchedulerDeps {
   home: ReinHome;
   store: Store;
   modelId: () => string;
-  setting: <T>(key: string, fallback: T) => T;
+  /** The validated settings (store/settings.ts readSettings). */
+  settings: () => Settings;
   emit: <E extends 'trainingProgress' | 'adapterChanged'>(event: E, payload: Events[E]) => void;
   /** Niceness of the worker (os.setPriority); 10 by default. */
   priority?: number;
@@ -79,16 +81,17 @@ export class Scheduler {
 
   /** After a rating: start a round when the threshold is reached (and training.auto). */
   maybeAutoStart(): void {
-    if (!this.d.setting('training.auto', true) || this.child !== null) return;
+    const s = this.d.settings();
+    if (!s['training.auto'] || this.child !== null) return;
     const modelId = this.d.modelId();
     const pending = this.d.store.counts(modelId).pending;
-    if (pending < this.d.setting('training.threshold', 32)) return;
+    if (pending < s['training.threshold']) return;
     try {
       resolveModelDir(this.d.store, modelId);
     } catch {
       return; // no trainable model configured yet: status shows the pending count, and `rein train` explains why
     }
-    if (this.d.setting('training.onlyWhenIdle', false) && !machineIdle()) {
+    if (s['training.onlyWhenIdle'] && !machineIdle()) {
       this.idleTimer ??= setTimeout(() => {
         this.idleTimer = null;
         this.maybeAutoStart();
