@@ -23,6 +23,7 @@ function status(over: Partial<Status> = {}): Status {
     turns: { total: 0, unrated: 0 },
     training: { state: 'idle', runId: null },
     capture: { paused: false },
+    rejected: null,
     ...over,
   };
 }
@@ -60,6 +61,7 @@ function rating(turnId: number, kind: 'good' | 'bad', over: Partial<RatingView> 
     createdAt: 5_000,
     undone: false,
     runId: null,
+    lastRound: null,
     ...over,
   };
 }
