@@ -10,10 +10,12 @@
 // (A = 0 carries no direction and is not scored), or KTO's label (desirable up, undesirable down). The sign of the
 // reward would mark a good turn below the baseline as wrong when training pushes it down.
 //
-// KL: the mean per-token k3 (Schulman 2020, "Approximating KL divergence": k3 = (ρ − 1) − log ρ, ρ = π_parent/π_cand
+// KL: the mean per-token k3 (Schulman 2020, "Approximating KL divergence": k3 = (ρ − 1) − log ρ, ρ = π_cand/π_parent
 // per token) over the held-out responses' trained tokens, of the candidate against its parent (the version the round
-// started from, or the base). It is a per-round budget: each round may move this far from where it started.
-// `klBase` is the same against the base: the cumulative drift of the lineage, shown, not gated.
+// started from, or the base). The held-out tokens were sampled by μ, the parent's side (the base or a version of the
+// lineage), so it estimates KL(parent ‖ candidate) without bias when μ is the parent. It is a per-round budget: each
+// round may move this far from where it started. `klBase` is the same against the base: the lineage's cumulative
+// drift, shown, not gated.
 //
 // The decision, in order:
 //   1. reject when kl > klBudget;
@@ -50,7 +52,7 @@ export function preferenceCorrect(logRatio: number, direction: 1 | -1): boolean 
   return direction > 0 ? logRatio > 0 : logRatio < 0;
 }
 
-/** k3 = (ρ − 1) − log ρ for log ρ = `logRatio` (Schulman 2020): ≥ 0, unbiased for KL when tokens come from the denominator. */
+/** k3 = (ρ − 1) − log ρ for log ρ = `logRatio` (Schulman 2020): ≥ 0, unbiased for KL(q ‖ p) when tokens come from q, ρ = p/q. */
 export function k3(logRatio: number): number {
   return Math.expm1(logRatio) - logRatio;
 }
@@ -92,7 +94,7 @@ export function pairedCi(a: readonly boolean[], b: readonly boolean[], z = 1.96)
 
 export function gateDecision(m: GateMetrics): { accept: boolean; reason: string } {
   const kl = `KL to the parent ${m.kl.toFixed(4)} nats/token over ${m.klTokens} tokens`;
-  if (!(m.kl <= m.klBudget)) return { accept: false, reason: `${kl} exceeds the preset's budget ${m.klBudget}` };
+  if (!(m.kl <= m.klBudget)) return { accept: false, reason: `${kl} exceeds the preset's budget ${Number(m.klBudget.toPrecision(3))}` };
   if (m.accuracy === null || m.heldout === 0) {
     return { accept: false, reason: 'no held-out rated turn with a direction (a training target above or below zero) to score the candidate on' };
   }
@@ -101,7 +103,7 @@ export function gateDecision(m: GateMetrics): { accept: boolean; reason: string 
   if (m.previousAccuracy !== null && m.pairedCi !== null && m.pairedCi[1] < 0) {
     return { accept: false, reason: `${acc} is below the parent's ${m.previousAccuracy.toFixed(3)}: the paired difference's 95% CI [${m.pairedCi[0].toFixed(2)}, ${m.pairedCi[1].toFixed(2)}] is below 0` };
   }
-  const within = `${kl} ≤ ${m.klBudget}`;
+  const within = `${kl} ≤ ${Number(m.klBudget.toPrecision(3))}`;
   if (ci[0] > 0.5) return { accept: true, reason: `${acc}: its 95% lower bound beats chance (0.5); ${within}` };
   if (m.accuracy > 0.5 && (m.previousAccuracy === null || m.accuracy >= m.previousAccuracy)) {
     const vs = m.previousAccuracy === null ? 'chance (0.5), with no parent adapter' : `chance (0.5) and is not below the parent's ${m.previousAccuracy.toFixed(3)}`;

@@ -62,7 +62,7 @@ describe('the gate runner', () => {
     for (const s of seqs) {
       const lc = await engine.logprobs(s.tokens, { start: s.start, adapter: cand });
       const lb = await engine.logprobs(s.tokens, { start: s.start, adapter: null });
-      for (let i = 0; i < lc.length; i++) byHand += k3(lb[i]! - lc[i]!);
+      for (let i = 0; i < lc.length; i++) byHand += k3(lc[i]! - lb[i]!);
       n += lc.length;
     }
     expect(m.klTokens).toBe(n);
@@ -87,7 +87,7 @@ describe('the gate runner', () => {
     expect(m.klTokens).toBe(1);
     const lc = await engine.logprobs(tokens, { start: seq.start, adapter: cand });
     const lb = await engine.logprobs(tokens, { start: seq.start, adapter: null });
-    expect(m.kl).toBeCloseTo(k3(lb[1]! - lc[1]!), 12);
+    expect(m.kl).toBeCloseTo(k3(lc[1]! - lb[1]!), 12);
     expect(m.correct).toBe(lc[1]! - lb[1]! > 0 ? 1 : 0);
   });
 });

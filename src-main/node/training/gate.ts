@@ -47,9 +47,9 @@ export async function evaluateGate(
     const lp = parent === null ? base : await engine.logprobs(s.tokens, { start: s.start, adapter: parent });
     const idx = trainedTokens(s, lc.length);
     for (const i of idx) {
-      // ρ = π_parent / π_cand per token (common/training/gate.ts).
-      kl += k3(lp[i]! - lc[i]!);
-      klBase += k3(base[i]! - lc[i]!);
+      // ρ = π_cand / π_parent per token (common/training/gate.ts).
+      kl += k3(lc[i]! - lp[i]!);
+      klBase += k3(lc[i]! - base[i]!);
     }
     klTokens += idx.length;
     const dir = targetDirection(s);
