@@ -256,7 +256,7 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     await core.scheduler.idle();
     const run = (await core.call('listRuns', {}, 'test'))[0]!;
     expect(run.status, String(run.error)).toBe('succeeded');
-    const m = run.metrics as { samples: { pending: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
+    const m = run.metrics as { samples: { pending: number; heldout: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
     console.log(`round: ${JSON.stringify({ samples: m.samples, advantages: m.advantages, gate: m.gate })}`);
     // 3 of 16 held out (round(0.2 × 16)); they stay pending.
     expect([m.samples.pending, m.samples.heldout]).toEqual([13, 3]);
