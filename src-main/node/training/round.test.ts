@@ -23,10 +23,6 @@ import { modelAdaptersDir } from './versions.ts';
 // 32 samples even by supervised fine-tuning on the good ones (0.47-0.70 after): each good answer is five random words
 // around one polite one. A one-to-four-word rule (no empty answers) learned less (0.53-0.56 at 32 ratings).
 const rule = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
-// Only used where a test needs a round to last (kill -9) or a version to go live whatever the gate's KL says
-// (rollback: at this model's size a round of 32 steps drifts further per token than balanced's budget, see the
-// curve's printout): field overrides of the balanced preset.
-const CUSTOM = { steps: 32, klBudget: 2 };
 
 let root: string;
 let modelDir: string;
@@ -192,7 +188,8 @@ describe('a training round', () => {
   });
 
   it('rolls back to the base and forward again, restoring the stored EMA; reset removes the versions', { timeout: 120_000 }, async () => {
-    const core = await newCore('rollback', CUSTOM);
+    // The balanced preset as a user gets it: these 32 ratings are the learning curve's seed 1 at N = 32, which goes live.
+    const core = await newCore('rollback');
     try {
       await captureAndRate(core, await sampleTurns(engine, 32, 1), rule, 'r');
       await core.call('startTraining', {}, 'test');
