@@ -261,7 +261,8 @@ async function gateRound(p: Prepared): Promise<{ metrics: GateMetrics; decision:
 
 function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { accept: boolean; reason: string } }): RoundResult {
   const { store, home, runId } = p.o;
-  const { modelId, turns, trainSeqs, sequences, cfg, decision } = { ...p, decision: g.decision };
+  const { modelId, turns, trainSeqs, sequences, cfg } = p;
+  const { decision } = g;
   const version = nextVersion(store, home, modelId);
   const metrics: RoundMetrics = {
     samples: {
