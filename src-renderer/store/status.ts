@@ -64,5 +64,5 @@ export function selectAdapterText(s: ReinState): string {
 export function selectRejectedText(s: ReinState): string | null {
   const r = s.status?.rejected;
   if (!r) return null;
-  return `Round ${r.runId} was rejected by the eval gate: its ${r.pending} trained ratings were not trained and are pending again. An automatic round waits for ${s.status!.threshold} new ratings.`;
+  return `Round ${r.runId} was rejected by the eval gate, so the ${r.pending} ratings it trained on count as not trained: they are pending again. An automatic round waits for ${s.status!.threshold} new ratings.`;
 }
