@@ -74,6 +74,19 @@ describe('a round selects', () => {
       const runOf = (ids: number[]): number => store.stmt<{ run_id: number }>('SELECT run_id FROM ratings WHERE id = ?').get(ids[0])!.run_id;
       expect(lineageRuns(store, model, 3)).toEqual(new Set([runOf(a), runOf(c)]));
       expect(lineageRuns(store, model, null)).toEqual(new Set());
+      // Pruning deletes v1's row (an old inactive version); v1's round still counts for v3, the rolled-back v2's not.
+      const pruned = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage-pruned') }) });
+      try {
+        const ids = [1, 2, 3].map(() => pruned.store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system').id);
+        pruned.store.write(() => {
+          ids.forEach((id, i) => pruned.store.stmt('UPDATE runs SET adapter_version = ? WHERE id = ?').run(i + 1, id));
+          pruned.store.insertAdapter({ modelId: model, version: 2, status: 'rolled_back', path: '/nowhere/v2', runId: ids[1], parentVersion: 1 }, 'system');
+          pruned.store.insertAdapter({ modelId: model, version: 3, status: 'active', path: '/nowhere/v3', runId: ids[2], parentVersion: 1 }, 'system');
+        });
+        expect(lineageRuns(pruned.store, model, 3)).toEqual(new Set([ids[0], ids[2]]));
+      } finally {
+        pruned.close();
+      }
       const d = await rated(core, Array.from({ length: 40 }, () => 'good'), 'd');
       const turns = selectRound(store, model, { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 16, seed: 3, lineageRuns: lineageRuns(store, model, 3) });
       const by = (role: string): number[] => turns.filter((t) => t.role === role).map((t) => t.ratingId);

@@ -74,7 +74,9 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
 
 /**
  * The runs whose versions the adapter `version` descends from (itself included), following adapters.parent_version;
- * empty for the base (version null or 0).
+ * empty for the base (version null or 0). pruneInactive deletes the rows of old inactive versions, which were live
+ * once: where the chain reaches a deleted version v, the rounds that made v and the versions before it count, except
+ * those whose version is kept as rolled back or rejected (never in a live chain since).
  */
 export function lineageRuns(store: Store, modelId: string, version: number | null): Set<number> {
   const runs = new Set<number>();
@@ -83,7 +85,14 @@ export function lineageRuns(store: Store, modelId: string, version: number | nul
   for (let v = version; v !== null && v > 0 && !seen.has(v); ) {
     seen.add(v);
     const r = row.get(modelId, v);
-    if (r === undefined) break;
+    if (r === undefined) {
+      const before = store.stmt<{ id: number }>(
+        `SELECT r.id FROM runs r WHERE r.model_id = ? AND r.status = 'succeeded' AND r.adapter_version <= ?
+           AND NOT EXISTS (SELECT 1 FROM adapters a WHERE a.model_id = r.model_id AND a.version = r.adapter_version AND a.status IN ('rolled_back', 'rejected'))`,
+      );
+      for (const x of before.all(modelId, v)) runs.add(x.id);
+      break;
+    }
     if (r.run_id !== null) runs.add(r.run_id);
     v = r.parent_version;
   }
