@@ -53,7 +53,19 @@ export interface RatingView {
   modelId: string;
   createdAt: number;
   undone: boolean;
+  /** The round that trained it (a version that went live drew it into a step); null while it is pending. */
   runId: number | null;
+  /**
+   * The latest round that used it: trained (drawn into a step) or held out (scored by the gate, not trained), and
+   * whether that round's version went live. A rating of a rejected round is pending again; null when no round used it.
+   */
+  lastRound: RatingRound | null;
+}
+
+export interface RatingRound {
+  runId: number;
+  role: 'trained' | 'heldout';
+  outcome: 'accepted' | 'rejected';
 }
 
 export interface RunView {
@@ -105,6 +117,11 @@ export interface Status {
   ema: { value: number; count: number } | null;
   turns: { total: number; unrated: number };
   training: { state: 'idle' | 'running'; runId: number | null };
+  /**
+   * The model's latest finished round, when its version was rejected: its ratings went back to pending (`pending` of
+   * them still are). Null when the latest round went live, or none has run.
+   */
+  rejected: { runId: number; pending: number } | null;
   capture: { paused: boolean };
 }
 

@@ -3,7 +3,7 @@
 // measured rounds when there are any, else from the model's size, and always called an estimate).
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { durationWords, nextRoundConfig, paramWords, roundEstimate } from '../store/estimate.ts';
+import { durationWords, heldoutOf, nextRoundConfig, paramWords, roundEstimate } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
 import { Confirm } from './Confirm.tsx';
@@ -27,12 +27,9 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
       </Confirm>
     );
   }
-  const est = roundEstimate({
-    runs,
-    config: nextRoundConfig(presets, settings?.['training.preset'], settings?.['training.custom']),
-    activeParams: presets?.shape.activeParams ?? null,
-    pending,
-  });
+  const config = nextRoundConfig(presets, settings?.['training.preset'], settings?.['training.custom']);
+  const est = roundEstimate({ runs, config, activeParams: presets?.shape.activeParams ?? null, pending });
+  const held = heldoutOf(pending, config?.heldoutFraction);
   // As the round selects them (node/training/data.ts selectRound): round(pending × replayRatio) of the model's
   // trained ratings, at most as many as there are.
   const trained = Math.max(0, (status?.ratings.total ?? 0) - pending);
@@ -45,6 +42,11 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
         {replay > 0 && `, plus ${replay} older one${replay === 1 ? '' : 's'} replayed`}
         {a.kind === 'retrain' && `, starting from v${a.fromVersion} instead of the version in use`}.
       </p>
+      {held > 0 && (
+        <p data-testid="confirm-heldout">
+          {held} of them, picked at random, are held out: they test the new version and train in the next round.
+        </p>
+      )}
       <p data-testid="confirm-estimate">
         {est === null
           ? 'No time estimate yet: no round has been measured and the model’s size is not known.'

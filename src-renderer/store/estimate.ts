@@ -47,22 +47,36 @@ const median = (xs: number[]) => {
 };
 
 /** The config the next round will use: the chosen preset, or balanced with the custom fields over it (presets.ts). */
-export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): Pick<TrainingConfig, 'steps' | 'batchSize'> | null {
+export type RoundConfig = Pick<TrainingConfig, 'steps' | 'batchSize'> & Partial<Pick<TrainingConfig, 'epochs' | 'heldoutFraction'>>;
+
+export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): RoundConfig | null {
   if (!presets) return null;
   const name = preset ?? 'balanced';
   if (name !== 'custom') return presets.presets[name as keyof PresetTable['presets']] ?? null;
   const base = presets.presets.balanced;
   const c = (custom ?? {}) as Partial<TrainingConfig>;
-  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize };
+  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize, epochs: c.epochs ?? base.epochs, heldoutFraction: c.heldoutFraction ?? base.heldoutFraction };
+}
+
+/**
+ * How many of `pending` ratings the next round holds out for its gate (node/training/data.ts heldoutCount: round(
+ * fraction × n), at least 1 of 2 or more, and at least 1 trains).
+ */
+export function heldoutOf(pending: number, fraction = 0): number {
+  if (pending < 2 || fraction <= 0) return 0;
+  return Math.min(pending - 1, Math.max(1, Math.round(fraction * pending)));
 }
 
 /** The estimate, or null when neither a measured round nor the model's size is known. */
-export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig, 'steps' | 'batchSize'> | null; activeParams: number | null; pending: number }): RoundEstimate | null {
+export function roundEstimate(o: { runs: RunView[]; config: RoundConfig | null; activeParams: number | null; pending: number }): RoundEstimate | null {
   const ms = o.runs.map(measured).filter((m): m is Measured => m !== null).slice(0, MEASURED_RUNS);
   const last = o.runs.find((r) => measured(r) !== null)?.config as { steps: number; batchSize: number } | undefined;
-  const steps = o.config?.steps ?? last?.steps;
+  const presetSteps = o.config?.steps ?? last?.steps;
   const batchSize = o.config?.batchSize ?? last?.batchSize;
-  if (steps === undefined || batchSize === undefined) return null;
+  if (presetSteps === undefined || batchSize === undefined) return null;
+  // A round runs enough steps to draw every trained rating (node/training/round.ts roundSteps).
+  const trained = o.pending - heldoutOf(o.pending, o.config?.heldoutFraction);
+  const steps = Math.max(presetSteps, Math.ceil(((o.config?.epochs ?? 1) * trained) / Math.max(1, Math.min(batchSize, trained))));
   if (ms.length > 0) {
     const seconds = median(ms.map((m) => m.stepTurnSeconds)) * steps * batchSize + median(ms.map((m) => m.otherSeconds));
     return { seconds, basis: 'runs', runs: ms.length, steps, batchSize };

@@ -162,6 +162,15 @@ export const selectRatingPages = derive([(s) => s.ratingTotal, (s) => s.ratingPa
 }));
 
 /** "Good", "Bad" or "4/5", as the lists show a rating. */
+/** A rating's place in the rounds, in words (as common/training/rounds.ts ratingRoundText, for the CLI). */
+export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): string {
+  if (r.runId !== null) return `trained in round ${r.runId}`;
+  const l = r.lastRound;
+  if (l === null) return 'not trained yet';
+  if (l.role === 'heldout') return `not trained yet (held out to test round ${l.runId})`;
+  return l.outcome === 'rejected' ? `not trained (round ${l.runId} rejected)` : 'not trained yet';
+}
+
 export function ratingLabel(r: Pick<RatingView, 'kind' | 'scale'>): string {
   if (r.kind === 'good') return 'Good';
   if (r.kind === 'bad') return 'Bad';

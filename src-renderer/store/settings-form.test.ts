@@ -7,7 +7,7 @@ import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import { describeSettings } from '../../src-main/common/config.ts';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { ApiError, type ReinClient } from '../services/api.ts';
-import { durationWords, roundEstimate } from './estimate.ts';
+import { durationWords, heldoutOf, roundEstimate } from './estimate.ts';
 import { createReinStore } from './index.ts';
 import { fieldSpec, parseDraft } from './setting-form.ts';
 import { selectSettingSections, settingMessage } from './settings.ts';
@@ -101,5 +101,10 @@ describe('the round-time estimate', () => {
     expect(durationWords(e!.seconds)).toBe('about 2 h 11 min');
     expect(roundEstimate({ runs: [], config: null, activeParams: null, pending: 3 })).toBeNull();
     expect(durationWords(30)).toBe('under a minute');
+  });
+
+  it('counts the steps a round will run: enough to draw every trained rating (200 pending, 40 held out, 160 / 8 = 20 > 4)', () => {
+    expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8, epochs: 1, heldoutFraction: 0.2 }, activeParams: 494e6, pending: 200 })?.steps).toBe(20);
+    expect([0, 1, 2, 10, 200].map((n) => heldoutOf(n, 0.2))).toEqual([0, 0, 1, 2, 40]);
   });
 });

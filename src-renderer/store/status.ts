@@ -60,3 +60,13 @@ export function selectAdapterText(s: ReinState): string {
   const a = s.status?.activeAdapter;
   return a ? `v${a.version}` : 'base model';
 }
+
+/**
+ * After a rejected round: its ratings are pending again, and automatic training waits for as many new ones as the
+ * threshold (training/scheduler.ts), so a round is not retried on the same ratings. Null when the last round went live.
+ */
+export function selectRejectedText(s: ReinState): string | null {
+  const r = s.status?.rejected;
+  if (!r) return null;
+  return `Round ${r.runId} was rejected by the eval gate, so the ${r.pending} ratings it trained on count as not trained: they are pending again. An automatic round waits for ${s.status!.threshold} new ratings.`;
+}

@@ -6,7 +6,8 @@ import type { RatingView, Status, TurnSummary } from '../../src-main/common/doma
 import { ApiError } from '../services/api.ts';
 import type { ReinClient } from '../services/api.ts';
 import { connectEvents, createReinStore } from './index.ts';
-import { selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from './status.ts';
+import { ratingRoundText } from './ratings.ts';
+import { selectAdapterText, selectCounts, selectEmaText, selectPendingProgress, selectRejectedText } from './status.ts';
 import { selectTrainingView } from './training.ts';
 import { firstLines, selectCurrentTurn, selectOtherTurns, TURNS_LIMIT } from './turns.ts';
 
@@ -23,6 +24,7 @@ function status(over: Partial<Status> = {}): Status {
     turns: { total: 0, unrated: 0 },
     training: { state: 'idle', runId: null },
     capture: { paused: false },
+    rejected: null,
     ...over,
   };
 }
@@ -60,6 +62,7 @@ function rating(turnId: number, kind: 'good' | 'bad', over: Partial<RatingView> 
     createdAt: 5_000,
     undone: false,
     runId: null,
+    lastRound: null,
     ...over,
   };
 }
@@ -196,6 +199,19 @@ describe('store', () => {
     expect(view).toEqual({ kind: 'unavailable', message: 'startTraining is not available yet: training lands later' });
     expect(store.getState().runs).toEqual([]);
     expect(store.getState().trainingStarting).toBe(false);
+  });
+
+  it('says when the last round was rejected and its ratings are pending again, and where each rating stands', () => {
+    const store = createReinStore(fakeClient().client);
+    store.getState().setStatus(status({ pending: 10, threshold: 10 }));
+    expect(selectRejectedText(store.getState())).toBeNull();
+    store.getState().setStatus(status({ pending: 10, threshold: 10, rejected: { runId: 3, pending: 8 } }));
+    expect(selectRejectedText(store.getState())).toBe(
+      'Round 3 was rejected by the eval gate, so the 8 ratings it trained on count as not trained: they are pending again. An automatic round waits for 10 new ratings.',
+    );
+    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toBe('not trained (round 3 rejected)');
+    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toBe('not trained yet (held out to test round 3)');
+    expect(ratingRoundText(rating(1, 'good', { runId: 2, lastRound: { runId: 2, role: 'trained', outcome: 'accepted' } }))).toBe('trained in round 2');
   });
 
   it('events keep the store current, and the disposer removes every listener', async () => {

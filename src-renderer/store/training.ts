@@ -85,15 +85,18 @@ export const selectTrainingView = derive(
 /** The live progress of the running round, or null when none runs. */
 export const selectLiveProgress = (s: ReinState): TrainingProgress | null => (s.progress && !FINISHED.includes(s.progress.phase) ? s.progress : null);
 
+/** common/training/gate.ts GateMetrics; runs before the held-out gate stored scope and tolerance instead of the intervals. */
 interface GateMetrics {
-  /** 'heldout': older rated turns not trained this round; 'trained': a first round's own turns (absent on older runs). */
-  scope?: 'heldout' | 'trained';
   heldout: number;
   accuracy: number | null;
   previousAccuracy: number | null;
   kl: number;
   klBudget: number;
-  /** The retention tolerance the gate decided with (stored since it was; runs before that used 0.05). */
+  accuracyCi?: [number, number] | null;
+  pairedCi?: [number, number] | null;
+  klBase?: number;
+  klTokens?: number;
+  scope?: 'heldout' | 'trained';
   tolerance?: number;
 }
 interface RunMetrics {
@@ -109,18 +112,32 @@ export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
   return run.metrics !== null && typeof run.metrics === 'object' ? (run.metrics as RunMetrics) : {};
 }
 
-/** What the gate used before it stored its tolerance with the metrics (common/training/gate.ts RETENTION_TOLERANCE). */
-const OLDER_RUNS_TOLERANCE = 0.05;
-
 /**
- * The eval gate's verdict in words, with the numbers behind it (common/training/gate.ts decides): "activated:
- * preference accuracy 0.81 > 0.50 (chance), within 0.05 of v1's 0.78; KL 0.004 ≤ 0.01 (12 older rated turns)".
- * The accuracy must beat chance and, when a version is active, stay within the tolerance of its accuracy on the same
- * turns; a first round scores the turns it trained on, and the sentence says so.
+ * The eval gate's verdict in words, with the numbers behind it (common/training/gate.ts decides, and its rule is
+ * repeated here only to say "passes" or "fails" of a candidate): "activated: preference accuracy 0.81 [0.52, 0.95] on
+ * 12 held-out turns, parent 0.78 (paired difference [−0.20, 0.31]); KL to the parent 0.004/token ≤ 0.19, 0.01 from
+ * the base".
  */
 export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
   if (!gate || gate.accuracy === null) return null;
-  const tolerance = gate.tolerance ?? OLDER_RUNS_TOLERANCE;
+  if (gate.accuracyCi === undefined) return olderGateSentence({ ...gate, accuracy: gate.accuracy }, accepted);
+  const ci = gate.accuracyCi ?? [0, 1];
+  const klOk = gate.kl <= gate.klBudget;
+  const worse = gate.pairedCi != null && gate.pairedCi[1] < 0;
+  const better = gate.accuracy > 0.5 && (ci[0] > 0.5 || gate.previousAccuracy === null || gate.accuracy >= gate.previousAccuracy);
+  const verdict = accepted === null ? (klOk && !worse && better ? 'passes' : 'fails') : accepted ? 'activated' : 'rejected';
+  let acc = `preference accuracy ${gate.accuracy.toFixed(2)} [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}] on ${gate.heldout} held-out turns`;
+  if (gate.previousAccuracy !== null) {
+    acc += `, parent ${gate.previousAccuracy.toFixed(2)}`;
+    if (gate.pairedCi) acc += ` (paired difference [${gate.pairedCi[0].toFixed(2)}, ${gate.pairedCi[1].toFixed(2)}])`;
+  }
+  const base = gate.klBase === undefined ? '' : `, ${fmtSmall(gate.klBase)} from the base`;
+  return `${verdict}: ${acc}; KL to the parent ${fmtSmall(gate.kl)}/token ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}${base}`;
+}
+
+/** Runs before the held-out gate: accuracy against chance and a retention tolerance (0.05 unless stored). */
+function olderGateSentence(gate: GateMetrics & { accuracy: number }, accepted: boolean | null): string {
+  const tolerance = gate.tolerance ?? 0.05;
   const chanceOk = gate.accuracy > 0.5;
   const keepOk = gate.previousAccuracy === null || gate.accuracy >= gate.previousAccuracy - tolerance;
   const klOk = gate.kl <= gate.klBudget;

@@ -3,7 +3,7 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
-import { ratingLabel, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
+import { ratingLabel, ratingRoundText, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
 import { firstLines } from '../store/turns.ts';
 import { RatingFiltersBar } from './RatingFilters.tsx';
 import { TurnDetail } from './TurnDetail.tsx';
@@ -50,7 +50,7 @@ export function Ratings() {
                 <button type="button" className="turn-text row-button" onClick={() => void open(rating.turnId)}>
                   <span className="turn-prompt">{turn ? firstLines(turn.prompt, 1, 160).text || '(empty prompt)' : `turn ${rating.turnId}`}</span>
                   <span className="turn-meta">
-                    {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {rating.runId === null ? 'not trained yet' : `trained in round ${rating.runId}`}
+                    {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {ratingRoundText(rating)}
                     {rating.tags.length > 0 && ` · ${rating.tags.join(', ')}`}
                   </span>
                   {rating.comment && (

@@ -6,15 +6,16 @@ import { EmaChart, PerDayChart } from '../components/charts.tsx';
 import { TrainNowButton } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPerDay } from '../store/ratings.ts';
-import { BASELINE_HELP, BASELINE_LABEL, selectPendingProgress } from '../store/status.ts';
+import { BASELINE_HELP, BASELINE_LABEL, selectPendingProgress, selectRejectedText } from '../store/status.ts';
 import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
 import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
 
 export function Training() {
-  const { pending, view, error, ema, days, load, live } = useRein(
+  const { pending, rejected, view, error, ema, days, load, live } = useRein(
     useShallow((s) => ({
       pending: selectPendingProgress(s),
+      rejected: selectRejectedText(s),
       view: selectTrainingView(s),
       live: selectLiveProgress(s),
       error: s.trainingError,
@@ -40,6 +41,11 @@ export function Training() {
           {pending ? `${pending.pending} of ${pending.threshold}` : '…'} <span className="muted">ratings waiting</span>
         </p>
         {pending && <progress className="meter wide" max={pending.threshold} value={Math.min(pending.pending, pending.threshold)} aria-label="Pending ratings toward the training threshold" />}
+        {rejected && (
+          <p className="rejected-round" data-testid="rejected-round">
+            {rejected}
+          </p>
+        )}
         <p className="muted" aria-live="polite" data-testid="training-state">
           {view.kind === 'unavailable' && <span className="unavailable">{view.message}</span>}
           {view.kind === 'running' && `Training (${view.phase}), ${Math.round(view.fraction * 100)}%`}

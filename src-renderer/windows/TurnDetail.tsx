@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { Confirm } from '../components/Confirm.tsx';
 import { useRein } from '../store/react.tsx';
-import { ratingLabel, selectOpenTurn } from '../store/ratings.ts';
+import { ratingLabel, ratingRoundText, selectOpenTurn } from '../store/ratings.ts';
 
 /** One turn in full: its context, prompt and answer, its rating, and the edits. */
 export function TurnDetail() {
@@ -56,7 +56,7 @@ export function TurnDetail() {
         </>
       )}
       <p data-testid="detail-rating">
-        {r ? `Rated ${ratingLabel(r)}${r.runId !== null ? ` · trained in round ${r.runId}` : ''}` : 'Not rated.'}
+        {r ? `Rated ${ratingLabel(r)} · ${ratingRoundText(r)}` : 'Not rated.'}
       </p>
       {r && r.tags.length > 0 && (
         <p className="tag-row small">

@@ -28,9 +28,9 @@ function count(n: number): string {
 function row(name: PresetName, c: TrainingConfig): string {
   return [
     `${name}: ${WORDS[name]}`,
-    `  lr ${c.lr.toPrecision(3)}, ${c.steps} steps of ${c.batchSize} turns, LoRA rank ${c.rank} (alpha ${c.alpha})`,
+    `  lr ${c.lr.toPrecision(3)}, at least ${c.steps} steps of ${c.batchSize} turns (and ${c.epochs} epoch of the trained ratings), LoRA rank ${c.rank} (alpha ${c.alpha})`,
     `  KL weight β ${c.beta}, token ratio clip [${c.ratioClipLow}, ${c.ratioClipHigh}], trajectory band [${c.bandLow}, ${c.bandHigh}] (${c.drift}), advantage clip ±${c.advantageClip}`,
-    `  eval gate: KL budget ${c.klBudget} nats, up to ${c.gateTurns} older rated turns`,
+    `  eval gate: ${Math.round(c.heldoutFraction * 100)}% of the pending ratings held out (they train next round), KL budget ${c.klBudget.toPrecision(3)} nats/token to the parent`,
   ].join('\n');
 }
 

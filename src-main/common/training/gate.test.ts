@@ -1,28 +1,53 @@
 import { describe, expect, it } from 'vitest';
-import { gateDecision, RETENTION_TOLERANCE, wilson, type GateMetrics } from './gate.ts';
+import { gateDecision, k3, pairedCi, wilson, type GateMetrics } from './gate.ts';
 
-const m = (o: Partial<GateMetrics>): GateMetrics => ({ scope: 'heldout', heldout: 20, correct: 16, accuracy: 0.8, previousAccuracy: null, accuracyCi: null, kl: 0.01, probes: 8, klBudget: 0.1, tolerance: RETENTION_TOLERANCE, ...o });
+const m = (o: Partial<GateMetrics>): GateMetrics => {
+  const base = { heldout: 20, correct: 16, accuracy: 0.8, previousAccuracy: null, pairedCi: null, kl: 0.01, klBase: 0.01, klTokens: 100, klBudget: 0.1, ...o };
+  return { accuracyCi: base.accuracy === null ? null : wilson(base.correct, base.heldout), ...base };
+};
 
 describe('the eval gate', () => {
-  it('accepts above chance within the KL budget, and names its scope', () => {
-    const first = gateDecision(m({ scope: 'trained' }));
-    expect(first.accept).toBe(true);
-    expect(first.reason).toMatch(/turns it trained on/);
-    expect(gateDecision(m({})).reason).toMatch(/20 older rated turns/);
+  it('accepts when the Wilson lower bound beats chance within the KL budget', () => {
+    const d = gateDecision(m({}));
+    expect(d.accept).toBe(true);
+    expect(d.reason).toMatch(/0\.800 \[0\.58, 0\.92\] on 20 held-out turns: its 95% lower bound beats chance/);
   });
 
-  it('rejects at or below chance, over the KL budget, or with no scored turn', () => {
-    expect(gateDecision(m({ accuracy: 0.5 })).accept).toBe(false);
+  it('one wrong turn of 16 does not reject (the retention tolerance of 0.05 rejected it)', () => {
+    // The parent got all 16; the candidate 15: the paired CI [−0.19, 0.06] includes 0, the Wilson bound is 0.72.
+    const parent = Array.from({ length: 16 }, () => true);
+    const cand = parent.map((_, i) => i !== 3);
+    const d = gateDecision(m({ heldout: 16, correct: 15, accuracy: 15 / 16, previousAccuracy: 1, pairedCi: pairedCi(cand, parent) }));
+    expect(d.accept, d.reason).toBe(true);
+  });
+
+  it('rejects a candidate measurably worse than its parent, whatever its accuracy', () => {
+    const parent = Array.from({ length: 40 }, () => true);
+    const cand = parent.map((_, i) => i % 4 !== 0); // 30 of 40: 0.75, Wilson lower bound 0.60
+    const ci = pairedCi(cand, parent);
+    expect(ci[1]).toBeLessThan(0);
+    const d = gateDecision(m({ heldout: 40, correct: 30, accuracy: 0.75, previousAccuracy: 1, pairedCi: ci }));
+    expect(d.accept).toBe(false);
+    expect(d.reason).toMatch(/paired difference's 95% CI \[-0\.39, -0\.11\] is below 0/);
+  });
+
+  it('accepts above chance when not below the parent, rejects at chance or below the parent without a clear interval', () => {
+    // 5 of 8: Wilson [0.31, 0.86] includes 0.5.
+    expect(gateDecision(m({ heldout: 8, correct: 5, accuracy: 5 / 8 })).accept).toBe(true);
+    expect(gateDecision(m({ heldout: 8, correct: 5, accuracy: 5 / 8, previousAccuracy: 0.5, pairedCi: [-0.2, 0.45] })).accept).toBe(true);
+    expect(gateDecision(m({ heldout: 8, correct: 5, accuracy: 5 / 8, previousAccuracy: 0.75, pairedCi: [-0.5, 0.25] })).reason).toMatch(/below the parent's 0\.750/);
+    expect(gateDecision(m({ heldout: 8, correct: 4, accuracy: 0.5 })).reason).toMatch(/does not beat chance/);
+  });
+
+  it('rejects over the KL budget, or with no scored turn', () => {
     expect(gateDecision(m({ kl: 0.2 })).reason).toMatch(/exceeds the preset's budget 0.1/);
-    expect(gateDecision(m({ heldout: 0, accuracy: null })).accept).toBe(false);
+    expect(gateDecision(m({ heldout: 0, correct: 0, accuracy: null })).accept).toBe(false);
   });
 
-  it('on older turns, keeps within the tolerance of the active adapter (which trained on them too)', () => {
-    expect(gateDecision(m({ accuracy: 0.9, previousAccuracy: 0.9 })).accept).toBe(true);
-    expect(gateDecision(m({ accuracy: 0.9 - RETENTION_TOLERANCE + 1e-9, previousAccuracy: 0.9 })).accept).toBe(true);
-    const worse = gateDecision(m({ accuracy: 0.8, previousAccuracy: 0.9 }));
-    expect(worse.accept).toBe(false);
-    expect(worse.reason).toMatch(/fell below the active adapter's 0.900/);
+  it('k3 is (ρ − 1) − log ρ: 0.193 at ρ = 0.5, 0.307 at ρ = 2, 0 at ρ = 1', () => {
+    expect(k3(Math.log(0.5))).toBeCloseTo(0.1931, 4);
+    expect(k3(Math.log(2))).toBeCloseTo(0.3069, 4);
+    expect(k3(0)).toBe(0);
   });
 
   it('Wilson interval: 8 of 10 is [0.49, 0.94] (Wilson 1927, z = 1.96)', () => {

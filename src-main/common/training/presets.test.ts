@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../errors.ts';
-import { describePresets, lrForSize, presetConfig, resolveTrainingConfig, sizeBucket, TrainingConfigSchema } from './presets.ts';
+import { describePresets, KL_BUDGETS, lrForSize, presetConfig, resolveTrainingConfig, sizeBucket, TrainingConfigSchema } from './presets.ts';
 
 const dense = (n: number) => ({ activeParams: n, totalParams: n, moe: false });
 
@@ -34,8 +34,14 @@ describe('presets', () => {
     // One trust region and one KL budget for every size: MIS-PO's clip and ReinforceClaw's bands.
     for (const n of [60e3, 0.05e9, 0.5e9, 7e9, 70e9]) {
       const c = presetConfig('balanced', dense(n));
-      expect([c.ratioClipLow, c.ratioClipHigh, c.bandLow, c.bandHigh, c.batchSize, c.klBudget]).toEqual([0.5, 2, 0.994, 1.002, 8, 0.1]);
+      expect([c.ratioClipLow, c.ratioClipHigh, c.bandLow, c.bandHigh, c.batchSize, c.epochs, c.heldoutFraction]).toEqual([0.5, 2, 0.994, 1.002, 8, 1, 0.2]);
+      expect(c.klBudget).toBe(KL_BUDGETS.balanced);
     }
+    // The per-round budgets are the per-token k3 at MIS-PO's clip edges (by hand: k3(ρ) = ρ − 1 − ln ρ).
+    expect(KL_BUDGETS.balanced).toBeCloseTo(0.5 - 1 + Math.LN2, 12); // 0.193, at ρ = 0.5
+    expect(KL_BUDGETS.aggressive).toBeCloseTo(2 - 1 - Math.LN2, 12); // 0.307, at ρ = 2
+    expect(KL_BUDGETS.careful).toBeCloseTo(Math.SQRT1_2 - 1 + Math.LN2 / 2, 12); // 0.054, at ρ = 1/√2
+    expect(presetConfig('careful', dense(1e9)).klBudget).toBeLessThan(presetConfig('balanced', dense(1e9)).klBudget);
     expect(() => sizeBucket(0)).toThrow(BadInputError);
   });
 
@@ -48,8 +54,8 @@ describe('presets', () => {
     expect(() => resolveTrainingConfig('custom', dense(1e9), { nope: 1 })).toThrow(BadInputError);
     expect(() => resolveTrainingConfig('custom', dense(1e9), { bandLow: 0.999, bandHigh: 1 })).not.toThrow();
     expect(() => resolveTrainingConfig('custom', dense(1e9), { bandLow: 1, bandHigh: 1 })).toThrow(/bandLow/);
-    // A custom config saved before heldoutFraction was removed still resolves.
-    expect(resolveTrainingConfig('custom', dense(1e9), { heldoutFraction: 0.15, steps: 5 }).steps).toBe(5);
+    expect(resolveTrainingConfig('custom', dense(1e9), { heldoutFraction: 0.15, steps: 5 }).heldoutFraction).toBe(0.15);
+    expect(() => resolveTrainingConfig('custom', dense(1e9), { heldoutFraction: 0.9 })).toThrow(/training\.custom\.heldoutFraction/);
   });
 
   it('describePresets lists every field with help text', () => {

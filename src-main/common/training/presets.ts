@@ -45,8 +45,10 @@ export const TrainingConfigSchema = z.strictObject({
   ktoBeta: z.number().positive().max(100).describe('KTO β: sharpness of the sigmoid on the log-ratio to the base.'),
   ktoDesirable: z.number().min(0).max(100).describe('KTO weight λ_D of desirable (good) off-policy turns.'),
   ktoUndesirable: z.number().min(0).max(100).describe('KTO weight λ_U of undesirable (bad) off-policy turns.'),
-  gateTurns: z.number().int().min(0).max(10_000).describe('Most older rated turns (trained in earlier rounds, not replayed in this one) that the eval gate scores; every pending rating trains.'),
-  klBudget: z.number().positive().max(100).describe('Largest mean per-token KL to the base on probe prompts that the gate accepts.'),
+  epochs: z.number().positive().max(100).describe('Passes over the trained ratings: a round runs at least ceil(epochs × trained / batch) steps, so every trained rating is drawn.'),
+  heldoutFraction: z.number().min(0).max(0.5).describe("Share of a round's pending ratings held out (seeded, at random) to score the candidate; they stay pending and train in the next round."),
+  gateTurns: z.number().int().min(0).max(10_000).describe('Most older ratings that no version of the active lineage trained on (rolled-back ones) added to the held-out set.'),
+  klBudget: z.number().positive().max(100).describe("Largest mean per-token k3 KL of the candidate to its parent over the held-out responses that the gate accepts (per round)."),
   maxTokens: z.number().int().min(16).max(32_768).describe('Longest prompt + response, in tokens, used for training (longer turns are cut from the left of the prompt).'),
   seed: z.number().int().min(0).max(2 ** 31 - 1).describe('Seed of the adapter init and the batch order.'),
 });
@@ -70,11 +72,26 @@ interface PresetRow {
   klBudget: number;
 }
 
+/**
+ * The per-round KL budget from MIS-PO's token trust region [0.5, 2] (the ratio clip below): the gate measures the
+ * mean per-token k3 = (ρ − 1) − log ρ of the candidate against its parent on held-out responses (common/training/
+ * gate.ts), and a round whose every token moved to a ratio ρ has k3(ρ). At the clip's edges k3(0.5) = 0.193 and
+ * k3(2) = 0.307. balanced allows the tighter edge: on average no further than the trust region lets one token move.
+ * aggressive allows the looser edge. careful allows half the region in log space, ρ ∈ [1/√2, √2], at its tighter
+ * edge k3(1/√2) = 0.054. The budgets follow from the band, not from where any round's KL landed.
+ */
+const k3At = (rho: number): number => rho - 1 - Math.log(rho);
+export const KL_BUDGETS = {
+  careful: Math.min(k3At(Math.SQRT1_2), k3At(Math.SQRT2)),
+  balanced: Math.min(k3At(0.5), k3At(2)),
+  aggressive: Math.max(k3At(0.5), k3At(2)),
+} as const;
+
 /** The per-preset column of the table. */
 export const PRESETS: Record<PresetName, PresetRow> = {
-  careful: { lrFactor: 0.5, beta: 0.002, steps: 24, band: [0.996, 1.001], klBudget: 0.05 },
-  balanced: { lrFactor: 1, beta: 0.001, steps: 32, band: [0.994, 1.002], klBudget: 0.1 },
-  aggressive: { lrFactor: 2, beta: 0.0005, steps: 48, band: [0.992, 1.004], klBudget: 0.2 },
+  careful: { lrFactor: 0.5, beta: 0.002, steps: 24, band: [0.996, 1.001], klBudget: KL_BUDGETS.careful },
+  balanced: { lrFactor: 1, beta: 0.001, steps: 32, band: [0.994, 1.002], klBudget: KL_BUDGETS.balanced },
+  aggressive: { lrFactor: 2, beta: 0.0005, steps: 48, band: [0.992, 1.004], klBudget: KL_BUDGETS.aggressive },
 };
 
 /** The per-size column: the LoRA rank. The learning rate is not a bucket's: it follows lrForSize. */
@@ -119,7 +136,11 @@ const DEFAULTS = {
   ktoBeta: 0.1,
   ktoDesirable: 1,
   ktoUndesirable: 1,
-  // Each scored turn costs up to three forwards (candidate, base, active adapter): 16 keep a 0.5B gate to minutes.
+  // One pass over the trained ratings: every pending rating gives a gradient once (issue #12, "nothing is burned").
+  epochs: 1,
+  // About a fifth of each round's pending ratings score the candidate (issue #12: "hold out about 20%").
+  heldoutFraction: 0.2,
+  // Each scored turn costs up to three forwards (candidate, base, parent adapter): 16 keep a 0.5B gate to minutes.
   gateTurns: 16,
   maxTokens: 2048,
   seed: 0,
@@ -150,10 +171,7 @@ export function presetConfig(name: PresetName, shape: ModelShape): TrainingConfi
 /** The config a round uses: a preset, or `custom` = balanced overridden by the validated custom fields. */
 export function resolveTrainingConfig(choice: PresetChoice, shape: ModelShape, custom: unknown = {}): TrainingConfig {
   if (choice !== 'custom') return presetConfig(choice, shape);
-  // heldoutFraction (the newest pending share withheld for the gate) is gone: every pending rating trains now. A
-  // training.custom saved by an earlier build may still carry it, and it must not make every round fail.
-  const { heldoutFraction: _legacy, ...rest } = (custom ?? {}) as Record<string, unknown>;
-  const parsed = CustomTrainingSchema.safeParse(rest);
+  const parsed = CustomTrainingSchema.safeParse(custom ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.map(String).join('.');

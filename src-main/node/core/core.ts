@@ -115,6 +115,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       ema: ema === null ? null : { value: ema, count: c.ratings.total },
       turns: c.turns,
       training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
+      rejected: store.lastRejected(modelId),
       capture: { paused: s['capture.paused'] },
     };
   }

@@ -29,10 +29,9 @@ import type { ProxyServer } from './proxy.ts';
 const TOKEN = 'c'.repeat(64);
 // fp32 engine (ONNX Runtime) against fp32 llama.cpp with an F32 KV cache.
 const TOL = 2e-3;
-// A short round that moves a width-64 model measurably: field overrides of the balanced preset (ratio clip [0.5, 2]);
-// the KL budget is raised to the 2 nats the toy size bucket used to give, since this test is about serving the
-// version, not about the gate, which otherwise runs as the product runs it.
-const TRAINING = { steps: 8, batchSize: 4, lr: 0.01, klBudget: 2 };
+// A short round: the balanced preset with fewer steps and a smaller batch (fields a user can set); the learning rate
+// and the KL budget are the preset's, as every user gets them.
+const TRAINING = { steps: 8, batchSize: 4 };
 let root: string;
 let modelDir: string;
 let core: ReinCore;
@@ -65,6 +64,8 @@ afterAll(async () => {
 
 const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 6, seed: 11, temperature: 0.8, ...extra });
 // The probe: asked before and after the round with the same prompt and seed, at temperature 0.7 and top_p 0.9.
+const PROMPTS = ['Name a colour.', 'Say hello to the team.', 'What is two plus two?', 'Fix the failing test.', 'Write one line.'];
+const MORE = (i: number) => chat(PROMPTS[i % PROMPTS.length]!, { seed: 100 + i, stream: i % 2 === 1 });
 const PROBE = chat('Write one line.', { logprobs: true, top_logprobs: 20, temperature: 0.7, top_p: 0.9 });
 
 interface Alt {
@@ -211,9 +212,8 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     expect(maxDiff(streamed.served.flatMap((s) => s.top.map((a) => a.logprob)), before.served.flatMap((s) => s.top.map((a) => a.logprob)))).toBeLessThan(1e-5);
 
     // More on-policy turns for the round: other prompts and seeds, every other one streamed, without logprobs.
-    const prompts = ['Name a colour.', 'Say hello to the team.', 'What is two plus two?', 'Fix the failing test.', 'Write one line.'];
     for (let i = 0; i < 6; i++) {
-      const r = await ask(chat(prompts[i % prompts.length]!, { seed: 100 + i, stream: i % 2 === 1 }));
+      const r = await ask(MORE(i));
       expect(r.turn.onPolicy).toBe(true);
       expect(r.served).toEqual([]);
       expect(maxDiff(r.turn.logprobs!, await engineMu(r.turn, null, 0.8, 1))).toBeLessThan(TOL);
@@ -230,10 +230,17 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     }
   });
 
-  it('rates the turns and a training round trains them, passes the gate and activates v1', { timeout: 60_000 }, async () => {
+  it('rates the turns and a training round trains them, passes the gate and activates v1', { timeout: 180_000 }, async () => {
+    // The round holds out a fifth of its ratings to score the candidate, and a parity rule over a random model's token
+    // ids does not generalise to replies the round never saw. A user asks the same things again: the 8 requests
+    // repeated (same prompt and seed, so the same reply) give most held-out turns a trained twin, which the
+    // candidate must have moved the rated way.
+    for (let i = 0; i < 6; i++) await ask(MORE(i));
+    await ask(PROBE);
+    await ask({ ...PROBE, stream: true });
     // The rule: a reply whose first token id is even is good. Both signs of advantage occur.
     const turns = (await core.call('listTurns', { limit: 100 }, 'test')).items;
-    expect(turns).toHaveLength(8);
+    expect(turns).toHaveLength(16);
     const values = new Map<string, number>();
     for (const t of turns) {
       const full = await core.call('getTurn', { turnId: t.id }, 'test');
@@ -243,22 +250,23 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     }
     expect(values.get('good') ?? 0).toBeGreaterThan(0);
     expect(values.get('bad') ?? 0).toBeGreaterThan(0);
-    expect((await core.call('status', {}, 'test')).pending).toBe(8);
+    expect((await core.call('status', {}, 'test')).pending).toBe(16);
 
     await core.call('startTraining', {}, 'test');
     await core.scheduler.idle();
     const run = (await core.call('listRuns', {}, 'test'))[0]!;
     expect(run.status, String(run.error)).toBe('succeeded');
-    const m = run.metrics as { samples: { pending: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
+    const m = run.metrics as { samples: { pending: number; heldout: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
     console.log(`round: ${JSON.stringify({ samples: m.samples, advantages: m.advantages, gate: m.gate })}`);
-    expect(m.samples.pending).toBe(8);
-    expect(m.samples.mispo).toBe(8);
+    // 3 of 16 held out (round(0.2 × 16)); they stay pending.
+    expect([m.samples.pending, m.samples.heldout]).toEqual([13, 3]);
+    expect(m.samples.mispo).toBe(13);
     expect(m.advantages.positive).toBeGreaterThan(0);
     expect(m.advantages.negative).toBeGreaterThan(0);
     const v = (await core.call('listAdapters', {}, 'test'))[0]!;
     expect(v.version).toBe(1);
-    expect(v.status).toBe('active');
-    expect((await core.call('status', {}, 'test')).pending).toBe(0);
+    expect(v.status, v.reason ?? '').toBe('active');
+    expect((await core.call('status', {}, 'test')).pending).toBe(3);
     trained = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config)).adapter;
   });
 
@@ -277,11 +285,14 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     const tunedRows = await engineRows(after.turn, trained);
     const shift = Math.max(...baseRows.map((r, i) => maxDiff(r, tunedRows[i]!)));
     console.log(`served top-20 at position 0 moved by at least ${moved.toFixed(4)} nats (ids in both lists: ${after.served[0]!.top.filter((x) => before.served[0]!.top.some((y) => y.id === x.id)).length}); engine rows base vs v1 differ by up to ${shift.toFixed(4)}`);
-    expect(moved).toBeGreaterThan(0.5);
+    // The preset's learning rate moves this model by tenths of a nat in one short round (the test-only LR 0.01 moved
+    // it by more than 0.5, and its KL, 8 nats per token, was far outside any budget). The bar is what the check below
+    // can tell apart: ten times the tolerance at which served and engine rows must agree.
+    expect(moved).toBeGreaterThan(10 * TOL);
 
     // (b) Equal to the engine with v1 applied, at every position, and not to the base (the check tells them apart).
     expect(topDiff(after.served, tunedRows)).toBeLessThan(TOL);
-    expect(topDiff(after.served, baseRows)).toBeGreaterThan(0.5);
+    expect(topDiff(after.served, baseRows)).toBeGreaterThan(10 * TOL);
     expect(maxDiff(after.turn.logprobs!, await engineMu(after.turn, trained, 0.7, 0.9))).toBeLessThan(TOL);
 
     // Streaming with v1: the same tokens and lists.

@@ -80,7 +80,7 @@ export interface AdapterRow {
   publish: string;
 }
 
-export function ratingView(r: RatingRow): RatingView {
+export function ratingView(r: RatingRow, lastRound: RatingView['lastRound'] = null): RatingView {
   return {
     id: r.id,
     turnId: r.turn_id,
@@ -95,6 +95,7 @@ export function ratingView(r: RatingRow): RatingView {
     createdAt: r.created_at,
     undone: r.undone_at !== null,
     runId: r.run_id,
+    lastRound,
   };
 }
 

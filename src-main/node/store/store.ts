@@ -237,7 +237,7 @@ export class Store {
 
   liveRating(turnId: number): RatingView | null {
     const r = this.stmt<RatingRow>(Q.liveRatingOfTurn).get(turnId);
-    return r === undefined ? null : ratingView(r);
+    return r === undefined ? null : this.ratingOut(r);
   }
 
   turnSummary(id: number): TurnSummary | null {
@@ -334,7 +334,7 @@ export class Store {
       for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id').all(turnId)) {
         this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, old.id);
         this.emaRemove(old, 'undo');
-        replaced.push(ratingView({ ...old, undone_at: now }));
+        replaced.push(this.ratingOut({ ...old, undone_at: now }));
         prev = old;
       }
       // Changing Good to Bad is not a request to throw away the correction, tags or comment written earlier: what
@@ -344,7 +344,7 @@ export class Store {
       const comment = r.comment ?? prev?.comment ?? null;
       const row = this.insertRating({ turn_id: turnId, model_id: modelId, kind, value: reward, scale, correction, tags, comment, rater: r.rater }, now);
       this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward, replaced: replaced.map((x) => x.id) });
-      return { rating: ratingView(row), replaced };
+      return { rating: this.ratingOut(row), replaced };
     });
   }
 
@@ -385,7 +385,7 @@ export class Store {
       this.emaRemove(row, 'undo');
       if (prev === undefined) this.unrateIfNoLiveRating(row.turn_id);
       this.audit(actor, 'undo', `rating:${row.id}`, { turnId: row.turn_id, restored: prev?.id ?? null });
-      return { undone: ratingView({ ...row, undone_at: now }), restored: prev === undefined ? null : ratingView({ ...prev, undone_at: null }) };
+      return { undone: this.ratingOut({ ...row, undone_at: now }), restored: prev === undefined ? null : this.ratingOut({ ...prev, undone_at: null }) };
     });
   }
 
@@ -397,7 +397,7 @@ export class Store {
       this.stmt('DELETE FROM ratings WHERE id = ?').run(id);
       this.unrateIfNoLiveRating(row.turn_id);
       this.audit(actor, 'deleteRating', `rating:${id}`, { turnId: row.turn_id, live: row.undone_at === null });
-      return ratingView(row);
+      return this.ratingOut(row);
     });
   }
 
@@ -430,7 +430,7 @@ export class Store {
       q.limit,
       q.offset,
     );
-    return { items: rows.map(ratingView), total };
+    return { items: rows.map((r) => this.ratingOut(r)), total };
   }
 
   /** The tags on live ratings with how many carry each, most used first (the history's tag filter). */
@@ -445,7 +445,7 @@ export class Store {
     const get = this.stmt<RatingRow>('SELECT * FROM ratings WHERE id = ?');
     return ids.flatMap((id) => {
       const r = get.get(id);
-      return r === undefined ? [] : [ratingView(r)];
+      return r === undefined ? [] : [this.ratingOut(r)];
     });
   }
 
@@ -516,6 +516,47 @@ export class Store {
       .reverse()
       .filter((r) => r.value_after !== null)
       .map((r) => ({ at: r.at, value: r.value_after!, reason: r.reason, ratingId: r.rating_id }));
+  }
+
+  /** A rating as the verbs return it: its row and its latest round (ratingView). */
+  private ratingOut(r: RatingRow): RatingView {
+    return ratingView(r, r.run_id !== null ? { runId: r.run_id, role: 'trained', outcome: 'accepted' } : this.lastRound(r.id));
+  }
+
+  /**
+   * The latest round that drew or scored a pending rating (run_samples; round.ts writes a row for each rating it drew
+   * into a step or held out). Drawn and still pending means its version was not accepted.
+   */
+  private lastRound(ratingId: number): RatingView['lastRound'] {
+    const s = this.stmt<{ run_id: number; role: string; status: string | null }>(
+      `SELECT s.run_id, s.role, a.status FROM run_samples s LEFT JOIN adapters a ON a.run_id = s.run_id WHERE s.rating_id = ? ORDER BY s.run_id DESC LIMIT 1`,
+    ).get(ratingId);
+    if (s === undefined) return null;
+    const heldout = s.role === 'heldout';
+    return { runId: s.run_id, role: heldout ? 'heldout' : 'trained', outcome: s.status === 'rejected' || (!heldout && s.status === null) ? 'rejected' : 'accepted' };
+  }
+
+  /**
+   * The model's latest finished round when its version was rejected, with how many of the ratings it drew are still
+   * pending; null when that round's version went live, or no round finished.
+   */
+  lastRejected(modelId: string): { runId: number; pending: number } | null {
+    const last = this.stmt<{ id: number; status: string | null }>(
+      `SELECT r.id, a.status FROM runs r LEFT JOIN adapters a ON a.run_id = r.id WHERE r.model_id = ? AND r.status = 'succeeded' ORDER BY r.id DESC LIMIT 1`,
+    ).get(modelId);
+    if (last === undefined || last.status !== 'rejected') return null;
+    const pending = this.stmt<{ n: number }>(
+      `SELECT count(*) AS n FROM run_samples s JOIN ratings r ON r.id = s.rating_id WHERE s.run_id = ? AND s.role = 'pending' AND r.run_id IS NULL AND r.undone_at IS NULL`,
+    ).get(last.id)!.n;
+    return { runId: last.id, pending };
+  }
+
+  /** Pending ratings of the model that a round has not drawn or scored since round `runId` (the scheduler's retry count). */
+  pendingSince(modelId: string, runId: number): number {
+    return this.stmt<{ n: number }>(
+      `SELECT count(*) AS n FROM ratings r WHERE r.model_id = ? AND r.run_id IS NULL AND r.undone_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM run_samples s WHERE s.rating_id = r.id AND s.run_id >= ?)`,
+    ).get(modelId, runId)!.n;
   }
 
   // Status counts.

@@ -1,5 +1,5 @@
-// Data selection and the reward baseline against a real store: every pending rating trains, the gate's turns are
-// older ratings that were not replayed, and each rating meets the EMA of rewards as it stood before it.
+// Data selection and the reward baseline against a real store: a seeded random share of the pending ratings is held
+// out for the gate, replay comes from the active lineage, and each rating meets the EMA of rewards as it stood before it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,7 @@ import { resolveHome } from '../home.ts';
 import { CLAUDE_SOURCE, createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
-import { encodeRound, ratingBaselines, selectRound } from './data.ts';
+import { encodeRound, heldoutCount, lineageRuns, ratingBaselines, selectRound } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-data-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -27,30 +27,76 @@ async function rated(core: ReinCore, values: ('good' | 'bad')[], tag: string): P
 }
 
 describe('a round selects', () => {
-  it('every pending rating for training, and older ratings not replayed for the gate (newest first, up to gateTurns)', async () => {
+  it('a seeded random 20% of the pending ratings to hold out (still pending), the rest to train, and ≥ 1 of each', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'sel') }) });
     try {
       const model = DEFAULT_MODEL_ID;
-      const first = await rated(core, Array.from({ length: 32 }, (_, i) => (i % 4 === 0 ? 'good' : 'bad')), 'a');
-      const one = selectRound(core.store, model, { replayRatio: 0.25, gateTurns: 64, seed: 1 });
-      // A first round: all 32 pending train, nothing is replayed or held out.
-      expect(one.map((t) => t.ratingId)).toEqual(first);
-      expect(new Set(one.map((t) => t.role))).toEqual(new Set(['pending']));
-      // Mark them trained, as a finished round does, then rate 8 more.
-      const run = core.store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system');
-      core.store.write(() => {
-        for (const id of first) core.store.stmt('UPDATE ratings SET run_id = ? WHERE id = ?').run(run.id, id);
-      });
-      const second = await rated(core, Array.from({ length: 8 }, () => 'good'), 'b');
-      const two = selectRound(core.store, model, { replayRatio: 0.25, gateTurns: 10, seed: 1 });
-      const by = (role: string): number[] => two.filter((t) => t.role === role).map((t) => t.ratingId);
-      expect(by('pending')).toEqual(second);
-      expect(by('replay')).toHaveLength(2);
-      expect(by('heldout')).toHaveLength(10);
-      // No rating has two roles, the held-out ones are older ratings, and they are the newest of those left.
-      expect(new Set(two.map((t) => t.ratingId)).size).toBe(two.length);
-      const left = first.filter((id) => !by('replay').includes(id));
-      expect(by('heldout')).toEqual(left.slice(-10));
+      const ids = await rated(core, Array.from({ length: 32 }, (_, i) => (i % 4 === 0 ? 'good' : 'bad')), 'a');
+      const opts = { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 64, seed: 1, lineageRuns: new Set<number>() };
+      const one = selectRound(core.store, model, opts);
+      const by = (ts: typeof one, role: string): number[] => ts.filter((t) => t.role === role).map((t) => t.ratingId);
+      expect(by(one, 'heldout')).toHaveLength(6); // round(0.2 × 32)
+      expect(by(one, 'pending')).toHaveLength(26);
+      expect([...by(one, 'pending'), ...by(one, 'heldout')].sort((x, y) => x - y)).toEqual(ids);
+      // At random, not the newest six; the same seed gives the same split, another seed another one.
+      expect(by(one, 'heldout').sort((x, y) => x - y)).not.toEqual(ids.slice(-6));
+      expect(by(selectRound(core.store, model, opts), 'heldout')).toEqual(by(one, 'heldout'));
+      expect(by(selectRound(core.store, model, { ...opts, seed: 2 }), 'heldout')).not.toEqual(by(one, 'heldout'));
+      // Selecting marks nothing: every rating is still pending.
+      expect(core.store.counts(model).pending).toBe(32);
+      expect([0, 1, 2, 3, 5, 200].map((n) => heldoutCount(n, 0.2))).toEqual([0, 0, 1, 1, 1, 40]);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('replay only from the runs of the active lineage; ratings no version of it trained on join the held-out set', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage') }) });
+    try {
+      const model = DEFAULT_MODEL_ID;
+      const store = core.store;
+      // v1 (run 1) trained a; v2 (run 2, parent v1) trained b and was rolled back; v3 (run 3, parent v1) trained c.
+      const a = await rated(core, Array.from({ length: 8 }, () => 'good'), 'a');
+      const b = await rated(core, Array.from({ length: 8 }, () => 'bad'), 'b');
+      const c = await rated(core, Array.from({ length: 8 }, () => 'good'), 'c');
+      const versions: [number[], number, number | null, 'inactive' | 'rolled_back' | 'active'][] = [
+        [a, 1, null, 'inactive'],
+        [b, 2, 1, 'rolled_back'],
+        [c, 3, 1, 'active'],
+      ];
+      for (const [rs, version, parent, status] of versions) {
+        const run = store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: parent }, 'system');
+        store.write(() => {
+          for (const id of rs) store.stmt('UPDATE ratings SET run_id = ? WHERE id = ?').run(run.id, id);
+          store.insertAdapter({ modelId: model, version, status, path: `/nowhere/v${version}`, runId: run.id, parentVersion: parent }, 'system');
+        });
+      }
+      const runOf = (ids: number[]): number => store.stmt<{ run_id: number }>('SELECT run_id FROM ratings WHERE id = ?').get(ids[0])!.run_id;
+      expect(lineageRuns(store, model, 3)).toEqual(new Set([runOf(a), runOf(c)]));
+      expect(lineageRuns(store, model, null)).toEqual(new Set());
+      // Pruning deletes v1's row (an old inactive version); v1's round still counts for v3, the rolled-back v2's not.
+      const pruned = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage-pruned') }) });
+      try {
+        const ids = [1, 2, 3].map(() => pruned.store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system').id);
+        pruned.store.write(() => {
+          ids.forEach((id, i) => pruned.store.stmt('UPDATE runs SET adapter_version = ? WHERE id = ?').run(i + 1, id));
+          pruned.store.insertAdapter({ modelId: model, version: 2, status: 'rolled_back', path: '/nowhere/v2', runId: ids[1], parentVersion: 1 }, 'system');
+          pruned.store.insertAdapter({ modelId: model, version: 3, status: 'active', path: '/nowhere/v3', runId: ids[2], parentVersion: 1 }, 'system');
+        });
+        expect(lineageRuns(pruned.store, model, 3)).toEqual(new Set([ids[0], ids[2]]));
+      } finally {
+        pruned.close();
+      }
+      const d = await rated(core, Array.from({ length: 40 }, () => 'good'), 'd');
+      const turns = selectRound(store, model, { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 16, seed: 3, lineageRuns: lineageRuns(store, model, 3) });
+      const by = (role: string): number[] => turns.filter((t) => t.role === role).map((t) => t.ratingId);
+      expect(by('pending')).toHaveLength(32);
+      expect(by('replay')).toHaveLength(8);
+      expect(by('replay').every((id) => a.includes(id) || c.includes(id))).toBe(true);
+      // Held out: 8 of the 40 pending, and all 8 of the rolled-back v2's ratings (unseen by v3 and its parent).
+      expect(by('heldout').filter((id) => d.includes(id))).toHaveLength(8);
+      expect(by('heldout').filter((id) => !d.includes(id)).sort((x, y) => x - y)).toEqual(b);
+      expect(new Set(turns.map((t) => t.ratingId)).size).toBe(turns.length);
     } finally {
       core.close();
     }
@@ -142,7 +188,7 @@ describe('the reward baseline', () => {
       const b = ratingBaselines(core.store, model);
       expect([...b.before.values()]).toEqual([0, emaFold(null, [0.5]), emaFold(null, [0.5, 0.5])]);
       expect(b.after).toBe(emaFold(null, [0.5, 0.5, -0.5]));
-      const turns = selectRound(core.store, model, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      const turns = selectRound(core.store, model, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
       expect(turns.map((t) => [t.ratingId, t.reward])).toEqual([[ids[0], 0.5], [ids[1], 0.5], [ids[2], -0.5]]);
     } finally {
       core.close();
@@ -179,7 +225,7 @@ describe('a round encodes', () => {
         const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
         await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
       }
-      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
       const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
@@ -200,7 +246,7 @@ describe('a round encodes', () => {
       const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
       const ra = await core.call('rate', { turnId: a.turn!.id, value: 'bad' }, 'test');
       const rb = await core.call('rate', { turnId: b.turn!.id, value: 'good' }, 'test');
-      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }), tok, { ...opts, ...baselines(core) });
+      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }), tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn!.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
       expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
     } finally {
@@ -221,7 +267,7 @@ describe('a round encodes', () => {
       const page = await core.call('listTurns', {}, 'test');
       expect(page.total).toBe(1);
       await core.call('rate', { turnId: page.items[0]!.id, value: 'good' }, 'test');
-      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 });
+      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
       const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
       expect(skipped).toEqual([]);
       expect(sequences).toHaveLength(1);

@@ -1,9 +1,9 @@
-// What a round trains on (ARCHITECTURE §4): every pending rating of the model, plus replay_ratio × older ones. The
-// eval gate scores older rated turns that this round does not replay: a time split across rounds, so no pending
-// rating is withheld from training (withholding the newest 15% meant a round of 32 trained on 27, and a rating rated
-// last before a round always waited a round). Those older turns were trained in earlier rounds, so on them the gate
-// checks that the candidate keeps what the user already taught (against the active adapter); the first round has
-// none, and its gate scores the trained turns themselves (scope 'trained', gate.ts says so in its reason).
+// What a round trains on and what scores it (ARCHITECTURE §4). The pending ratings of the model are split at random
+// (seeded by the run): about heldoutFraction of them are held out, scored by the eval gate and not trained; they stay
+// pending and train in the next round, so nothing is burned. The rest train, with replay_ratio × as many older
+// ratings replayed from the runs of the active lineage (the versions the candidate descends from). Older ratings
+// that no version of that lineage trained on (their version was rolled back) are unseen by both the candidate and
+// its parent: the newest gateTurns of them join the held-out set.
 import type { TurnPolicy } from '../../common/api.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
@@ -37,6 +37,7 @@ export interface RatedTurn {
 
 interface Row {
   rating_id: number;
+  run_id: number | null;
   turn_id: number;
   value: number;
   correction: string | null;
@@ -50,7 +51,7 @@ interface Row {
   policy: string | null;
 }
 
-const SELECT = `SELECT r.id AS rating_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
+const SELECT = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
 
 function toTurn(r: Row, role: SampleRole): RatedTurn {
@@ -71,21 +72,74 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
   };
 }
 
-export function selectRound(store: Store, modelId: string, o: { replayRatio: number; gateTurns: number; seed: number }): RatedTurn[] {
+/**
+ * The runs whose versions the adapter `version` descends from (itself included), following adapters.parent_version;
+ * empty for the base (version null or 0). pruneInactive deletes the rows of old inactive versions, which were live
+ * once: where the chain reaches a deleted version v, the rounds that made v and the versions before it count, except
+ * those whose version is kept as rolled back or rejected (never in a live chain since).
+ */
+export function lineageRuns(store: Store, modelId: string, version: number | null): Set<number> {
+  const runs = new Set<number>();
+  const row = store.stmt<{ run_id: number | null; parent_version: number | null }>('SELECT run_id, parent_version FROM adapters WHERE model_id = ? AND version = ?');
+  const seen = new Set<number>();
+  for (let v = version; v !== null && v > 0 && !seen.has(v); ) {
+    seen.add(v);
+    const r = row.get(modelId, v);
+    if (r === undefined) {
+      const before = store.stmt<{ id: number }>(
+        `SELECT r.id FROM runs r WHERE r.model_id = ? AND r.status = 'succeeded' AND r.adapter_version <= ?
+           AND NOT EXISTS (SELECT 1 FROM adapters a WHERE a.model_id = r.model_id AND a.version = r.adapter_version AND a.status IN ('rolled_back', 'rejected'))`,
+      );
+      for (const x of before.all(modelId, v)) runs.add(x.id);
+      break;
+    }
+    if (r.run_id !== null) runs.add(r.run_id);
+    v = r.parent_version;
+  }
+  return runs;
+}
+
+/** How many of n pending ratings a round holds out: round(fraction × n), at least 1 when n ≥ 2, and 1 always trains. */
+export function heldoutCount(n: number, fraction: number): number {
+  if (n < 2 || fraction <= 0) return 0;
+  return Math.min(n - 1, Math.max(1, Math.round(fraction * n)));
+}
+
+export function selectRound(
+  store: Store,
+  modelId: string,
+  o: { replayRatio: number; heldoutFraction: number; gateTurns: number; seed: number; lineageRuns: ReadonlySet<number> },
+): RatedTurn[] {
   const pending = store.stmt<Row>(`${SELECT} AND r.run_id IS NULL ORDER BY r.created_at, r.id`).all(modelId);
   const older = store.stmt<Row>(`${SELECT} AND r.run_id IS NOT NULL ORDER BY r.created_at, r.id`).all(modelId);
-  const train = pending.map((r) => toTurn(r, 'pending'));
-  const nReplay = Math.min(older.length, Math.round(train.length * o.replayRatio));
   const rng = new Rng(o.seed);
-  const pool = older.slice();
+  // A seeded random subset, not the newest: the newest ratings would always wait a round, and a time split scores
+  // the candidate on a different distribution than it trained on when the user's habits drift.
+  const nHeld = heldoutCount(pending.length, o.heldoutFraction);
+  const heldIdx = new Set(shuffle(pending.length, rng).slice(0, nHeld));
+  const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending'));
+  const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout'));
+  const seen = older.filter((r) => o.lineageRuns.has(r.run_id!));
+  const unseen = older.filter((r) => !o.lineageRuns.has(r.run_id!));
+  const nReplay = Math.min(seen.length, Math.round(train.length * o.replayRatio));
+  const pool = seen.slice();
   const replay: RatedTurn[] = [];
   for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay'));
-  // The gate's turns: the newest older ratings that were not replayed (pool keeps their time order).
-  const held = pool.slice(Math.max(0, pool.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
-  const out = [...train, ...replay, ...held];
+  const heldOlder = unseen.slice(Math.max(0, unseen.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
+  const out = [...train, ...replay, ...heldPending, ...heldOlder];
   // The user's reward mapper (training.rewardMapper) replaces the stored default rewards; null when none is set.
   const mapped = roundRewards(store, out.map((t) => t.ratingId));
   return mapped === null ? out : out.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
+}
+
+/** Fisher-Yates over 0..n-1 with a seeded stream. */
+export function shuffle(n: number, rng: Rng): number[] {
+  const a = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(rng.uniform() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
 }
 
 /**

@@ -1,53 +1,68 @@
-// The eval gate's runner: scores a candidate (and the active adapter it would replace) on held-out rated turns and
-// measures its KL to the base at probe positions, with the engine. The decision is common/training/gate.ts.
+// The eval gate's runner: scores a candidate and its parent on the round's held-out rated turns and measures the
+// candidate's per-token k3 KL to the parent and to the base there, with the engine. The rule and its reasons are
+// common/training/gate.ts.
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { klDivergence, preferenceCorrect, RETENTION_TOLERANCE, wilson, type GateMetrics } from '../../common/training/gate.ts';
+import { k3, pairedCi, preferenceCorrect, wilson, type GateMetrics } from '../../common/training/gate.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { TrainSequence } from './data.ts';
 
-const mean = (a: Float64Array): number => a.reduce((s, x) => s + x, 0) / a.length;
-
-async function accuracy(engine: Engine, adapter: LoraAdapter, turns: readonly TrainSequence[], base: Map<TrainSequence, Float64Array>): Promise<number> {
-  let correct = 0;
-  for (const s of turns) {
-    const lp = await engine.logprobs(s.tokens, { start: s.start, adapter });
-    const ratio = mean(lp) - mean(base.get(s)!);
-    if (preferenceCorrect(ratio, s.desirable)) correct++;
-  }
-  return correct;
+/**
+ * The indices (into the response's logprobs) of the tokens that train: the sequence's mask (data.ts: 1 on an
+ * assistant segment, 0 on a tool result) is over the response tokens. Scores and KL count only these.
+ */
+function trainedTokens(s: TrainSequence, n: number): number[] {
+  if (s.mask.length !== n) throw new Error(`gate: rating ${s.ratingId} has a mask of ${s.mask.length} for ${n} response tokens`);
+  return Array.from({ length: n }, (_, i) => i).filter((i) => s.mask[i] === 1);
 }
+
+/** The training target's direction: the sign of the MIS-PO advantage, or KTO's label; 0 when it has none. */
+export function targetDirection(s: TrainSequence): 1 | -1 | 0 {
+  if (s.kind === 'kto') return s.desirable ? 1 : -1;
+  return s.advantage > 0 ? 1 : s.advantage < 0 ? -1 : 0;
+}
+
+const meanAt = (idx: readonly number[], f: (i: number) => number): number => idx.reduce((s, i) => s + f(i), 0) / Math.max(1, idx.length);
 
 export async function evaluateGate(
   engine: Engine,
   candidate: LoraAdapter,
-  previous: LoraAdapter | null,
+  parent: LoraAdapter | null,
   heldout: readonly TrainSequence[],
-  probes: readonly TrainSequence[],
   klBudget: number,
-  scope: GateMetrics['scope'],
 ): Promise<GateMetrics> {
-  // MIS-PO turns rated 3 of 5 (advantage from reward 0) carry no direction; a KTO sequence always has one.
-  const scored = heldout.filter((s) => s.kind === 'kto' || s.advantage !== 0 || s.desirable);
-  const base = new Map<TrainSequence, Float64Array>();
-  for (const s of scored) base.set(s, await engine.logprobs(s.tokens, { start: s.start, adapter: null }));
-  const correct = await accuracy(engine, candidate, scored, base);
-  const prev = previous === null || scored.length === 0 ? null : (await accuracy(engine, previous, scored, base)) / scored.length;
-  // Probe positions: the first response position of each probe turn, over the whole vocabulary.
+  const cand: boolean[] = [];
+  const prev: boolean[] = [];
   let kl = 0;
-  for (const s of probes) {
-    const prefix = s.tokens.slice(0, s.start);
-    kl += klDivergence(await engine.driver.nextLogprobs(prefix, candidate), await engine.driver.nextLogprobs(prefix, null));
+  let klBase = 0;
+  let klTokens = 0;
+  for (const s of heldout) {
+    const base = await engine.logprobs(s.tokens, { start: s.start, adapter: null });
+    const lc = await engine.logprobs(s.tokens, { start: s.start, adapter: candidate });
+    const lp = parent === null ? base : await engine.logprobs(s.tokens, { start: s.start, adapter: parent });
+    const idx = trainedTokens(s, lc.length);
+    for (const i of idx) {
+      // ρ = π_cand / π_parent per token (common/training/gate.ts).
+      kl += k3(lc[i]! - lp[i]!);
+      klBase += k3(lc[i]! - base[i]!);
+    }
+    klTokens += idx.length;
+    const dir = targetDirection(s);
+    if (dir === 0 || idx.length === 0) continue;
+    cand.push(preferenceCorrect(meanAt(idx, (i) => lc[i]! - base[i]!), dir));
+    if (parent !== null) prev.push(preferenceCorrect(meanAt(idx, (i) => lp[i]! - base[i]!), dir));
   }
+  const n = cand.length;
+  const correct = cand.filter(Boolean).length;
   return {
-    scope,
-    heldout: scored.length,
+    heldout: n,
     correct,
-    accuracy: scored.length === 0 ? null : correct / scored.length,
-    previousAccuracy: prev,
-    accuracyCi: scored.length === 0 ? null : wilson(correct, scored.length),
-    kl: probes.length === 0 ? 0 : kl / probes.length,
-    probes: probes.length,
+    accuracy: n === 0 ? null : correct / n,
+    accuracyCi: n === 0 ? null : wilson(correct, n),
+    previousAccuracy: parent === null || n === 0 ? null : prev.filter(Boolean).length / n,
+    pairedCi: parent === null || n === 0 ? null : pairedCi(cand, prev),
+    kl: klTokens === 0 ? 0 : kl / klTokens,
+    klBase: klTokens === 0 ? 0 : klBase / klTokens,
+    klTokens,
     klBudget,
-    tolerance: RETENTION_TOLERANCE,
   };
 }

@@ -77,7 +77,7 @@ describe('training.rewardMapper', () => {
       }
       expect(snapshot(core)).toEqual(before);
       // The round still maps with the mapper that was saved.
-      expect(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }).map((t) => t.reward)).toEqual([0.5, -0.5, 0.25]);
+      expect(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }).map((t) => t.reward)).toEqual([0.5, -0.5, 0.25]);
     } finally {
       core.close();
     }
@@ -86,7 +86,7 @@ describe('training.rewardMapper', () => {
   it('sets the round\'s rewards once saved, and the default (stored) rewards come back when cleared', async () => {
     const core = await withRatings('round');
     try {
-      const rewards = () => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 }).map((t) => t.reward);
+      const rewards = () => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }).map((t) => t.reward);
       expect(rewards()).toEqual([1, -1, 0.5]);
       await core.call('setSettings', { values: { 'training.rewardMapper': "(rating, turn) => rating.tags.includes('style') ? 0.2 : rating.reward" } }, 'test');
       expect(rewards()).toEqual([0.2, -1, 0.5]);
@@ -105,7 +105,7 @@ describe('training.rewardMapper', () => {
       const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'late', prompt: 'p', response: 'r' }, 'test');
       await core.call('rate', { turnId: turn!.id, value: 'bad', comment: 'boom' }, 'test');
       const before = snapshot(core);
-      expect(() => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, gateTurns: 0, seed: 1 })).toThrow(/training\.rewardMapper: returned NaN for rating 4/);
+      expect(() => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() })).toThrow(/training\.rewardMapper: returned NaN for rating 4/);
       expect(snapshot(core)).toEqual(before);
     } finally {
       core.close();

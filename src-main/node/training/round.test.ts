@@ -12,6 +12,7 @@ import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { resolveHome } from '../home.ts';
 import { writeDemoModel } from './demo-model.ts';
+import { heldoutCount } from './data.ts';
 import { readTrainingLock } from './lock.ts';
 import { captureAndRate, preferredRate, sampleTurns } from './synthetic.ts';
 import { modelAdaptersDir } from './versions.ts';
@@ -22,10 +23,6 @@ import { modelAdaptersDir } from './versions.ts';
 // 32 samples even by supervised fine-tuning on the good ones (0.47-0.70 after): each good answer is five random words
 // around one polite one. A one-to-four-word rule (no empty answers) learned less (0.53-0.56 at 32 ratings).
 const rule = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
-// Only used where a test needs a round to last (kill -9) or a version to go live whatever the gate's KL says
-// (rollback; this round's KL at the gate's probes is 0.13 against balanced's budget of 0.1): field overrides of the
-// balanced preset.
-const CUSTOM = { steps: 32, klBudget: 2 };
 
 let root: string;
 let modelDir: string;
@@ -98,7 +95,7 @@ describe('a training round', () => {
       const half = (1.96 * sd) / Math.sqrt(d.length);
       return { mean, lo: mean - half, hi: mean + half };
     };
-    const cell = (p: Point): string => `${f(p.rate)} (KL ${p.kl.toFixed(2)}${p.status === 'active' ? '' : `, ${p.status}`})`;
+    const cell = (p: Point): string => `${f(p.rate)} (KL ${p.kl.toFixed(3)}/token of ${p.budget.toFixed(3)}${p.status === 'active' ? '' : `, ${p.status}`})`;
     const lines = table.map((r) => `seed ${r.seed}: base ${f(r.before)} | ${NS.map((n) => `${n}: ${cell(r.after.get(n)!)}`).join(' | ')}`);
     const meanAt = (n: number): number => table.reduce((s, r) => s + r.after.get(n)!.rate, 0) / table.length;
     const meanBase = table.reduce((s, r) => s + r.before, 0) / table.length;
@@ -115,7 +112,8 @@ describe('a training round', () => {
     );
     for (const r of table) {
       expect(r.before).toBeLessThanOrEqual(0.2);
-      for (const n of NS) expect(r.after.get(n)!.pending).toBe(n); // every pending rating trained
+      // Every pending rating trains but the held-out fifth, which stays pending for the next round.
+      for (const n of NS) expect(r.after.get(n)!.pending).toBe(n - heldoutCount(n, 0.2));
     }
     expect(paired(32).lo).toBeGreaterThan(0);
   });
@@ -190,7 +188,8 @@ describe('a training round', () => {
   });
 
   it('rolls back to the base and forward again, restoring the stored EMA; reset removes the versions', { timeout: 120_000 }, async () => {
-    const core = await newCore('rollback', CUSTOM);
+    // The balanced preset as a user gets it: these 32 ratings are the learning curve's seed 1 at N = 32, which goes live.
+    const core = await newCore('rollback');
     try {
       await captureAndRate(core, await sampleTurns(engine, 32, 1), rule, 'r');
       await core.call('startTraining', {}, 'test');
@@ -205,8 +204,8 @@ describe('a training round', () => {
       expect(toBase.active).toBeNull();
       await core.call('rollback', { version: 1 }, 'test');
       expect((await core.call('status', {}, 'test')).ema!.value).toBe(v1.emaValue);
-      // The rolled-back run's ratings are not requeued (all 32 trained in it; only the 4 later ones are pending).
-      expect((await core.call('status', {}, 'test')).pending).toBe(4);
+      // The rolled-back run's ratings are not requeued: pending are the 6 that v1's round held out and the 4 later ones.
+      expect((await core.call('status', {}, 'test')).pending).toBe(6 + 4);
       const r = await core.call('reset', { confirm: true }, 'test');
       expect(r.adapters).toBe(1);
       expect(existsSync(v1.path)).toBe(false);

@@ -1,5 +1,5 @@
 // The scheduler: starts a round when the active model's pending ratings reach training.threshold (with
-// training.auto), or on `startTraining`; one round at a time (the training lock plus a check of the runs table);
+// training.auto; after a rejected round, when threshold ratings arrived that it did not see), or on `startTraining`; one round at a time (the training lock plus a check of the runs table);
 // the round runs in a child process (worker.ts) at lower priority; its progress becomes `trainingProgress` events
 // and its outcome `adapterChanged` events. At start-up it recovers from a crash: a stale lock is removed, a run left
 // `running` by a process that is gone is marked failed with the reason, and half-written versions are deleted.
@@ -84,8 +84,12 @@ export class Scheduler {
     const s = this.d.settings();
     if (!s['training.auto'] || this.child !== null) return;
     const modelId = this.d.modelId();
-    const pending = this.d.store.counts(modelId).pending;
-    if (pending < s['training.threshold']) return;
+    const threshold = s['training.threshold'];
+    if (this.d.store.counts(modelId).pending < threshold) return;
+    // After a rejected round its ratings are pending again: retrying on the same ratings would be rejected the same
+    // way, again and again. Wait for `threshold` ratings the rejected round did not see.
+    const rejected = this.d.store.lastRejected(modelId);
+    if (rejected !== null && this.d.store.pendingSince(modelId, rejected.runId) < threshold) return;
     try {
       resolveModelDir(this.d.store, modelId);
     } catch {

@@ -61,6 +61,7 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
       turns: { total: turns.length, unrated: turns.filter((t) => live(t.id).length === 0).length },
       training: { state: 'idle', runId: null },
       capture: { paused: false },
+      rejected: null,
     };
   };
 
@@ -113,6 +114,7 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
         createdAt: Date.now(),
         undone: false,
         runId: null,
+        lastRound: null,
       };
       ratings.push(rating);
       return { rating, status: status() };

@@ -1,0 +1,38 @@
+// What `rein status` and `rein ratings` say about rounds: a rejected round's ratings are pending again, and each
+// rating says whether it trained, was held out, or came back from a rejected round.
+import { describe, expect, it } from 'vitest';
+import type { RatingView, Status } from '../../common/domain.ts';
+import { formatRating, formatStatus } from './format.ts';
+
+const status: Status = {
+  version: '0.1.0',
+  home: '/tmp/rein',
+  model: { id: 'm', configured: true },
+  activeAdapter: null,
+  ratings: { good: 6, bad: 4, scaled: 0, total: 10 },
+  pending: 10,
+  threshold: 10,
+  ema: null,
+  turns: { total: 10, unrated: 0 },
+  training: { state: 'idle', runId: null },
+  capture: { paused: false },
+  rejected: null,
+};
+
+const rating = (over: Partial<RatingView>): RatingView => ({
+  id: 1, turnId: 1, kind: 'good', value: 1, scale: null, correction: null, tags: [], comment: null, rater: 'user', modelId: 'm', createdAt: Date.now(), undone: false, runId: null, lastRound: null, ...over,
+});
+
+describe('rein status and ratings', () => {
+  it('say a rejected round left its ratings pending', () => {
+    expect(formatStatus(status)).not.toMatch(/rejected/);
+    expect(formatStatus({ ...status, rejected: { runId: 3, pending: 8 } })).toContain('rejected   round 3 was rejected by the gate: its 8 ratings are pending again (not trained)');
+  });
+
+  it('say where each rating stands', () => {
+    expect(formatRating(rating({ runId: 2, lastRound: { runId: 2, role: 'trained', outcome: 'accepted' } }))).toContain('trained in round 2');
+    expect(formatRating(rating({ lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toContain('not trained (round 3 rejected)');
+    expect(formatRating(rating({ lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toContain('not trained yet (held out to test round 3)');
+    expect(formatRating(rating({}))).toContain('not trained yet');
+  });
+});
