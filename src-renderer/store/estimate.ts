@@ -1,15 +1,10 @@
 // How long the next round will take, for the confirmations of Train now and Retrain (issue #15 item 9). Measured
 // rounds come first: their seconds per trained turn-step (trainSeconds / (steps × batchSize)), and the time outside
 // the steps (loading, base logprobs, the gate, writing). With no round measured yet, a rough figure from the model's
-// size: README "Round time" measured a Qwen2-0.5B-shaped model (494 M parameters, turns of 512 tokens) on two shared
-// cores at 12.5 s per base forward of a turn and 29.2 s per policy forward+backward, and the work scales with the
-// parameter count.
+// size (common/training/estimate.ts, which the wizard's presets use too).
 import type { RunView } from '../../src-main/common/domain.ts';
+import { roundTimeFromSize } from '../../src-main/common/training/estimate.ts';
 import type { PresetTable, TrainingConfig } from '../../src-main/common/training/presets.ts';
-
-const REF_PARAMS = 494e6;
-const REF_BASE_FORWARD_S = 12.5;
-const REF_STEP_TURN_S = 29.2;
 /** Rounds whose measurements the estimate uses (the newest). */
 const MEASURED_RUNS = 5;
 
@@ -47,13 +42,13 @@ const median = (xs: number[]) => {
 };
 
 /** The config the next round will use: the chosen preset, or balanced with the custom fields over it (presets.ts). */
-export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): Pick<TrainingConfig, 'steps' | 'batchSize'> | null {
+export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): Pick<TrainingConfig, 'steps' | 'batchSize' | 'klBudget'> | null {
   if (!presets) return null;
   const name = preset ?? 'balanced';
   if (name !== 'custom') return presets.presets[name as keyof PresetTable['presets']] ?? null;
   const base = presets.presets.balanced;
   const c = (custom ?? {}) as Partial<TrainingConfig>;
-  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize };
+  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize, klBudget: c.klBudget ?? base.klBudget };
 }
 
 /** The estimate, or null when neither a measured round nor the model's size is known. */
@@ -68,8 +63,7 @@ export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig,
     return { seconds, basis: 'runs', runs: ms.length, steps, batchSize };
   }
   if (o.activeParams === null) return null;
-  const scale = o.activeParams / REF_PARAMS;
-  const seconds = (o.pending * REF_BASE_FORWARD_S + steps * batchSize * REF_STEP_TURN_S) * scale;
+  const seconds = roundTimeFromSize({ activeParams: o.activeParams, pending: o.pending, steps, batchSize });
   return { seconds, basis: 'size', runs: 0, steps, batchSize };
 }
 

@@ -56,3 +56,15 @@ export function selectAdapterText(s: ReinState): string {
   const a = s.status?.activeAdapter;
   return a ? `v${a.version}` : 'base model';
 }
+
+/**
+ * A model as people name it, not its folder: "Qwen/Qwen2-0.5B" for a Hugging Face cache snapshot
+ * (…/models--Qwen--Qwen2-0.5B/snapshots/<hash>), the folder's name for any other path, the id itself otherwise.
+ */
+export function modelName(id: string): string {
+  const hf = /models--([^/\\]+?)--([^/\\]+)[/\\]snapshots[/\\]/.exec(id);
+  if (hf) return `${hf[1]}/${hf[2]}`;
+  if (!/[/\\]/.test(id)) return id;
+  const parts = id.split(/[/\\]+/).filter(Boolean);
+  return parts[parts.length - 1] ?? id;
+}

@@ -7,12 +7,13 @@ import { TrainNowButton } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPerDay } from '../store/ratings.ts';
 import { selectPendingProgress } from '../store/status.ts';
-import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
+import { fromFirstRatedDay } from '../store/chart-words.ts';
+import { selectLiveProgress, selectScheduleWords, selectTrainingView } from '../store/training.ts';
 import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
 
 export function Training() {
-  const { pending, view, error, ema, days, load, live } = useRein(
+  const { pending, view, error, ema, days, load, live, schedule } = useRein(
     useShallow((s) => ({
       pending: selectPendingProgress(s),
       view: selectTrainingView(s),
@@ -20,6 +21,7 @@ export function Training() {
       error: s.trainingError,
       ema: s.ema,
       days: selectPerDay(s),
+      schedule: selectScheduleWords(s),
       load: s.loadRecentRatings,
     })),
   );
@@ -43,7 +45,7 @@ export function Training() {
         <p className="muted" aria-live="polite" data-testid="training-state">
           {view.kind === 'unavailable' && <span className="unavailable">{view.message}</span>}
           {view.kind === 'running' && `Training (${view.phase}), ${Math.round(view.fraction * 100)}%`}
-          {view.kind === 'idle' && 'A round starts by itself when the count reaches the threshold (if automatic training is on), or now with Train now.'}
+          {view.kind === 'idle' && schedule}
           {error && <span className="error"> {error.message}</span>}
         </p>
       </section>
@@ -56,8 +58,8 @@ export function Training() {
         </section>
         <section className="panel" aria-labelledby="days-title">
           <h2 id="days-title">Ratings per day</h2>
-          <p className="muted small">The last 14 days.</p>
-          {days.some((d) => d.good + d.bad > 0) ? <PerDayChart days={days} /> : <p className="empty-chart">No ratings in the last 14 days.</p>}
+          <p className="muted small">Good and Bad ratings each day, from your first rating in the last 14 days.</p>
+          {days.some((d) => d.good + d.bad > 0) ? <PerDayChart days={fromFirstRatedDay(days)} /> : <p className="empty-chart">No ratings in the last 14 days.</p>}
         </section>
       </div>
       <RunList />

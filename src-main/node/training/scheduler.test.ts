@@ -42,7 +42,6 @@ class FakeClock implements SchedulerTimers {
   }
 }
 
-const MIN = 60_000;
 /** A local date and time: the nightly mode works in the computer's local time. */
 const local = (d: number, h: number, m = 0) => new Date(2026, 10, d, h, m).getTime();
 
