@@ -3,7 +3,7 @@
 // measured rounds when there are any, else from the model's size, and always called an estimate).
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { durationWords, nextRoundConfig, paramWords, roundEstimate } from '../store/estimate.ts';
+import { durationWords, nextRoundConfig, paramWords, roundEstimate, sizeSeconds } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
 import { Confirm } from './Confirm.tsx';
@@ -30,8 +30,7 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
   const est = roundEstimate({
     runs,
     config: nextRoundConfig(presets, settings?.['training.preset'], settings?.['training.custom']),
-    activeParams: presets?.shape.activeParams ?? null,
-    pending,
+    sizeSeconds: sizeSeconds(presets, settings?.['training.preset'], pending),
   });
   // As the round selects them (node/training/data.ts selectRound): round(pending × replayRatio) of the model's
   // trained ratings, at most as many as there are.

@@ -1,10 +1,10 @@
 // How long the next round will take, for the confirmations of Train now and Retrain (issue #15 item 9). Measured
 // rounds come first: their seconds per trained turn-step (trainSeconds / (steps × batchSize)), and the time outside
 // the steps (loading, base logprobs, the gate, writing). With no round measured yet, a rough figure from the model's
-// size (common/training/estimate.ts, which the wizard's presets use too).
+// size, as describePresets answers it per preset (`roundTime`, common/training/estimate.ts; the wizard's presets show
+// the same figure).
 import type { RunView } from '../../src-main/common/domain.ts';
-import { roundTimeFromSize } from '../../src-main/common/training/estimate.ts';
-import type { PresetTable, TrainingConfig } from '../../src-main/common/training/presets.ts';
+import type { PresetChoice, PresetTable, TrainingConfig } from '../../src-main/common/training/presets.ts';
 /** Rounds whose measurements the estimate uses (the newest). */
 const MEASURED_RUNS = 5;
 
@@ -51,8 +51,15 @@ export function nextRoundConfig(presets: PresetTable | null, preset: string | un
   return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize, klBudget: c.klBudget ?? base.klBudget };
 }
 
+/** The core's size-based round time for `preset` and `pending` ratings, or null when it answered for another count. */
+export function sizeSeconds(presets: PresetTable | null, preset: string | undefined, pending: number): number | null {
+  const t = presets?.roundTime;
+  if (!t || t.pending !== pending) return null;
+  return t.seconds[(preset ?? 'balanced') as PresetChoice] ?? null;
+}
+
 /** The estimate, or null when neither a measured round nor the model's size is known. */
-export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig, 'steps' | 'batchSize'> | null; activeParams: number | null; pending: number }): RoundEstimate | null {
+export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig, 'steps' | 'batchSize'> | null; sizeSeconds: number | null }): RoundEstimate | null {
   const ms = o.runs.map(measured).filter((m): m is Measured => m !== null).slice(0, MEASURED_RUNS);
   const last = o.runs.find((r) => measured(r) !== null)?.config as { steps: number; batchSize: number } | undefined;
   const steps = o.config?.steps ?? last?.steps;
@@ -62,8 +69,8 @@ export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig,
     const seconds = median(ms.map((m) => m.stepTurnSeconds)) * steps * batchSize + median(ms.map((m) => m.otherSeconds));
     return { seconds, basis: 'runs', runs: ms.length, steps, batchSize };
   }
-  if (o.activeParams === null) return null;
-  const seconds = roundTimeFromSize({ activeParams: o.activeParams, pending: o.pending, steps, batchSize });
+  if (o.sizeSeconds === null) return null;
+  const seconds = o.sizeSeconds;
   return { seconds, basis: 'size', runs: 0, steps, batchSize };
 }
 

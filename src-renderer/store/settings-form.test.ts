@@ -7,7 +7,8 @@ import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import { describeSettings } from '../../src-main/common/config.ts';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { ApiError, type ReinClient } from '../services/api.ts';
-import { durationWords, roundEstimate } from './estimate.ts';
+import type { PresetTable } from '../../src-main/common/training/presets.ts';
+import { durationWords, roundEstimate, sizeSeconds } from './estimate.ts';
 import { createReinStore } from './index.ts';
 import { fieldSpec, parseDraft } from './setting-form.ts';
 import { selectSettingSections, settingMessage } from './settings.ts';
@@ -91,15 +92,19 @@ describe('the round-time estimate', () => {
 
   it('comes from measured rounds when there are any: seconds per turn-step × the next round, plus the time around the steps', () => {
     // 80 s / (10 × 4) = 2 s per turn-step; 20 s outside the steps; next round 32 steps × 8 turns.
-    const e = roundEstimate({ runs: [run(2), run(1, { status: 'failed', metrics: null })], config: { steps: 32, batchSize: 8 }, activeParams: 494e6, pending: 32 });
+    const e = roundEstimate({ runs: [run(2), run(1, { status: 'failed', metrics: null })], config: { steps: 32, batchSize: 8 }, sizeSeconds: 7000 });
     expect(e).toEqual({ seconds: 2 * 32 * 8 + 20, basis: 'runs', runs: 1, steps: 32, batchSize: 8 });
   });
 
-  it('falls back to the model size (README: 0.5B, 32 turns, 32 × 8 turn-steps ≈ 2.2 h), and to nothing when that is unknown', () => {
-    const e = roundEstimate({ runs: [], config: { steps: 32, batchSize: 8 }, activeParams: 494e6, pending: 32 });
+  it('falls back to the core\'s size estimate for this preset and count (common/training/estimate.test.ts checks the figure), and to nothing when that is unknown', () => {
+    const table = { roundTime: { pending: 32, seconds: { careful: 1, balanced: 2, aggressive: 3, custom: 7860 } } } as PresetTable;
+    const e = roundEstimate({ runs: [], config: { steps: 32, batchSize: 8 }, sizeSeconds: sizeSeconds(table, 'custom', 32) });
     expect(e?.basis).toBe('size');
     expect(durationWords(e!.seconds)).toBe('about 2 h 11 min');
-    expect(roundEstimate({ runs: [], config: null, activeParams: null, pending: 3 })).toBeNull();
+    expect(sizeSeconds(table, undefined, 32)).toBe(2);
+    // An answer for another pending count is not this round's.
+    expect(sizeSeconds(table, 'custom', 6)).toBeNull();
+    expect(roundEstimate({ runs: [], config: null, sizeSeconds: null })).toBeNull();
     expect(durationWords(30)).toBe('under a minute');
   });
 });

@@ -1,7 +1,6 @@
 import { useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AgentId } from '../../src-main/common/system.ts';
-import { roundTimeFromSize } from '../../src-main/common/training/estimate.ts';
 import { durationWords, paramWords } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { modelName } from '../store/status.ts';
@@ -134,20 +133,21 @@ export function ModelStep() {
 }
 
 export function PresetStep() {
-  const { presets, settings, save, load, openSetting, pending, modelId } = useRein(
+  const { presets, settings, save, load, openSetting, threshold, modelId } = useRein(
     useShallow((s) => ({
       presets: s.presets,
       settings: s.settings,
       save: s.saveSettings,
       load: s.loadPresets,
       openSetting: s.openSetting,
-      // A round takes the ratings the schedule waits for (status.threshold: training.threshold or its minimum).
-      pending: s.status?.threshold ?? 32,
+      threshold: s.status?.threshold ?? null,
       modelId: s.status?.model.id ?? null,
     })),
   );
   const chosen = settings?.['training.preset'] ?? 'balanced';
-  if (!presets) {
+  // A round takes the ratings the schedule waits for (status.threshold): the count describePresets timed by default.
+  const timed = presets?.roundTime;
+  if (!presets || !timed || (threshold !== null && timed.pending !== threshold)) {
     return (
       <button type="button" className="secondary" onClick={() => void load()}>
         Show the presets for the chosen model
@@ -155,10 +155,8 @@ export function PresetStep() {
     );
   }
   const named = ['careful', 'balanced', 'aggressive'] as const;
-  const time = (name: (typeof named)[number]) => {
-    const c = presets.presets[name];
-    return durationWords(roundTimeFromSize({ activeParams: presets.shape.activeParams, pending, steps: c.steps, batchSize: c.batchSize }));
-  };
+  const time = (name: (typeof named)[number]) => durationWords(timed.seconds[name]);
+  const pending = timed.pending;
   return (
     <>
       <fieldset className="presets">

@@ -176,6 +176,8 @@ export interface PresetTable {
   shape: ModelShape;
   presets: Record<PresetName, TrainingConfig>;
   fields: PresetField[];
+  /** A round's time from the model's size, per preset, for `pending` new ratings (common/training/estimate.ts). */
+  roundTime?: { pending: number; seconds: Record<PresetChoice, number> };
 }
 
 /** Every preset resolved for a model shape, and every field with its help: what `describePresets` answers. */

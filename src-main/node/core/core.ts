@@ -16,7 +16,8 @@ import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
-import { describePresets } from '../../common/training/presets.ts';
+import { withRoundTimes } from '../../common/training/estimate.ts';
+import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
@@ -324,10 +325,18 @@ export function createCore(opts: CoreOptions): ReinCore {
     cancelTraining: () => ({ cancelled: scheduler.cancel() }),
 
     describePresets: (input) => {
-      if (input.activeParams !== undefined) {
-        return describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false });
+      const table =
+        input.activeParams !== undefined
+          ? describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false })
+          : describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
+      const s = settings();
+      let custom: TrainingConfig = table.presets.balanced;
+      try {
+        custom = resolveTrainingConfig('custom', table.shape, s['training.custom']);
+      } catch {
+        // A custom field an older build saved that no longer validates: the round would say so; the estimate uses balanced.
       }
-      return describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
+      return withRoundTimes(table, custom, input.pending ?? status().threshold);
     },
 
     rollback: (input, actor) => {
