@@ -99,7 +99,7 @@ describe('the wizard (item 8)', () => {
 
   it('presets are plain words with a round time each; β, the KL budget and the rank wait behind Technical details', async () => {
     await next().click();
-    await page.getByText('Careful', { exact: true }).waitFor();
+    await page.locator('[data-preset="careful"]').waitFor();
     for (const name of ['careful', 'balanced', 'aggressive']) {
       expect(await page.getByTestId(`preset-time-${name}`).innerText()).toMatch(/^A round takes (under a minute|about \d+ (min|h)( \d+ min)?)\.$/);
     }
@@ -130,18 +130,19 @@ describe('the charts (item 6) and the schedule sentence', () => {
     await tab('Training');
     // Every rating is from today: one day of bars, not thirteen empty days before it.
     await page.getByTestId('days-chart').waitFor();
-    await expect.poll(() => page.getByTestId('days-chart').locator('.recharts-xAxis .recharts-cartesian-axis-tick').count()).toBe(1);
+    await expect.poll(() => page.getByTestId('days-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value').allTextContents()).toHaveLength(1);
     expect(await page.getByTestId('days-summary').textContent()).toMatch(/1 day, % Good: 50% \(8 of 16\) in all\./);
     // The running average's time axis: ticks never read the same.
-    await page.getByTestId('ema-chart').locator('.recharts-xAxis .recharts-cartesian-axis-tick').first().waitFor();
-    const ticks = await page.getByTestId('ema-chart').locator('.recharts-xAxis .recharts-cartesian-axis-tick').allInnerTexts();
+    const emaTicks = page.getByTestId('ema-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value');
+    await expect.poll(() => emaTicks.count()).toBeGreaterThan(0);
+    const ticks = await emaTicks.allTextContents();
     expect(new Set(ticks).size).toBe(ticks.length);
     expect(await page.getByTestId('ema-summary').textContent()).toMatch(/^Running average of your ratings over time\. \d+ points from/);
 
     await page.getByRole('button', { name: 'Train now' }).click();
     await page.getByTestId('confirm').getByRole('button', { name: 'Start training' }).click();
     await page.getByTestId('live-run').waitFor({ timeout: 30_000 });
-    expect(await page.getByTestId('live-run').innerText()).toContain('Training-batch KL');
+    expect(await page.getByTestId('live-run').textContent()).toContain('Training-batch KL');
     await expect.poll(async () => (await serve.call('listRuns', {}))[0]?.status, { timeout: 240_000, interval: 1000 }).not.toBe('running');
     await page.getByTestId('live-run').waitFor({ state: 'detached', timeout: 30_000 });
     const run = (await serve.call('listRuns', {}))[0]!;
@@ -151,8 +152,8 @@ describe('the charts (item 6) and the schedule sentence', () => {
     const loss = page.getByTestId('loss-chart');
     const kl = page.getByTestId('kl-chart');
     await kl.locator('.recharts-line').first().waitFor();
-    expect(await loss.locator('.recharts-label').allInnerTexts()).toEqual(['Training step', 'Loss']);
-    expect(await kl.locator('.recharts-label').allInnerTexts()).toEqual(expect.arrayContaining(['Training step', 'KL (nats)']));
+    expect(await loss.locator('.recharts-label').allTextContents()).toEqual(['Training step', 'Loss']);
+    expect(await kl.locator('.recharts-label').allTextContents()).toEqual(expect.arrayContaining(['Training step', 'KL (nats)']));
     // One y-axis per chart: loss and KL no longer share a chart with two unlabelled axes.
     expect(await loss.locator('.recharts-yAxis').count()).toBe(1);
     expect(await kl.locator('.recharts-yAxis').count()).toBe(1);
@@ -169,7 +170,8 @@ describe('the charts (item 6) and the schedule sentence', () => {
   it("the Training screen's sentence follows training.schedule, and the Settings screen offers it", async () => {
     await serve.call('setSettings', { values: { 'training.auto': true, 'training.schedule': { mode: 'nightly', everyMinutes: 60, at: '02:00', minPending: 4 } } });
     await page.reload();
-    await page.getByTestId('training-state').waitFor();
+    await tab('Training');
+    await page.getByTestId('dash-pending').waitFor();
     await expect.poll(() => page.getByTestId('training-state').textContent()).toBe(
       'A round starts by itself once a night, between 02:00 and 08:00, when at least 4 ratings are waiting and the computer is idle. Train now starts one at once.',
     );

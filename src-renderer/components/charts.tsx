@@ -11,7 +11,10 @@ const axisTitle = { fill: 'var(--muted)', fontSize: 12 };
 const tooltip = { contentStyle: { background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' } };
 const margin = { top: 8, right: 16, bottom: 20, left: 8 };
 
-/** The chart itself is hidden from screen readers; this sentence says what it shows. */
+/**
+ * The chart itself is hidden from screen readers (aria-hidden, and recharts' keyboard layer off so nothing inside it
+ * takes focus); this sentence says what it shows.
+ */
 function Summary(props: { id: string; text: string }) {
   return (
     <p className="sr-only" data-testid={props.id}>
@@ -27,7 +30,7 @@ export function EmaChart(props: { points: EmaPoint[] }) {
     <figure className="chart" data-testid="ema-chart">
       <div aria-hidden="true">
         <ResponsiveContainer width="100%" height={220}>
-          <LineChart data={data} margin={margin}>
+          <LineChart data={data} margin={margin} accessibilityLayer={false}>
             <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
             <XAxis dataKey="at" type="number" scale="time" domain={['dataMin', 'dataMax']} ticks={ticks} tickFormatter={format} {...axis} label={{ value: 'Time of rating', position: 'insideBottom', offset: -12, ...axisTitle }} />
             <YAxis domain={[-1, 1]} {...axis} label={{ value: 'Average reward', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
@@ -46,7 +49,7 @@ export function PerDayChart(props: { days: { day: string; good: number; bad: num
     <figure className="chart" data-testid="days-chart">
       <div aria-hidden="true">
         <ResponsiveContainer width="100%" height={220}>
-          <BarChart data={props.days} margin={margin}>
+          <BarChart data={props.days} margin={margin} accessibilityLayer={false}>
             <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
             <XAxis dataKey="day" {...axis} label={{ value: 'Day', position: 'insideBottom', offset: -12, ...axisTitle }} />
             <YAxis allowDecimals={false} {...axis} label={{ value: 'Ratings', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
@@ -97,7 +100,7 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
         <figcaption className="small">Loss</figcaption>
         <div aria-hidden="true">
           <ResponsiveContainer width="100%" height={height}>
-            <LineChart data={props.steps} margin={margin}>
+            <LineChart data={props.steps} margin={margin} accessibilityLayer={false}>
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis {...axis} label={{ value: 'Loss', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
@@ -112,7 +115,7 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
         <figcaption className="small">KL to the original model</figcaption>
         <div aria-hidden="true">
           <ResponsiveContainer width="100%" height={height}>
-            <LineChart data={props.steps} margin={margin}>
+            <LineChart data={props.steps} margin={margin} accessibilityLayer={false}>
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
               <YAxis {...axis} domain={[0, (max: number) => Math.max(max, ...refs.map((r) => r.value)) * 1.05 || 1]} tickFormatter={(v: number) => Number(v.toPrecision(2)).toString()} label={{ value: 'KL (nats)', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
