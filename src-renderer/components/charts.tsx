@@ -61,7 +61,8 @@ export function PerDayChart(props: { days: { day: string; good: number; bad: num
                 return d ? `${String(day)} · ${percentGood(d.good, d.bad)}` : String(day);
               }}
             />
-            <Legend verticalAlign="top" height={28} />
+            {/* Good first, as everywhere else (the legend sorts by name by default). */}
+            <Legend verticalAlign="top" height={28} itemSorter={null} />
             <Bar dataKey="good" name="Good" stackId="r" fill="var(--good)" isAnimationActive={false} />
             <Bar dataKey="bad" name="Bad" stackId="r" fill="var(--bad)" isAnimationActive={false} />
           </BarChart>
@@ -118,7 +119,7 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
             <LineChart data={props.steps} margin={margin} accessibilityLayer={false}>
               <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
               {xAxis}
-              <YAxis {...axis} domain={[0, (max: number) => Math.max(max, ...refs.map((r) => r.value)) * 1.05 || 1]} tickFormatter={(v: number) => Number(v.toPrecision(2)).toString()} label={{ value: 'KL (nats)', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
+              <YAxis {...axis} domain={[0, 'auto']} tickFormatter={(v: number) => Number(v.toPrecision(2)).toString()} label={{ value: 'KL (nats)', angle: -90, position: 'insideLeft', offset: 4, style: { textAnchor: 'middle' }, ...axisTitle }} />
               <Tooltip {...tooltip} labelFormatter={(s) => `Step ${String(s)}`} formatter={(v) => Number(v).toPrecision(3)} />
               <Line dataKey="kl" name="Training-batch KL" stroke="var(--bad)" dot={false} isAnimationActive={false} />
               {heldout !== null && <ReferenceLine y={heldout} stroke="var(--good)" strokeDasharray="6 3" ifOverflow="extendDomain" />}
@@ -131,6 +132,10 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
           {heldout !== null && <li><span className="swatch dashed" style={{ borderColor: 'var(--good)' }} />Held-out KL (gate)</li>}
           {budget !== null && <li><span className="swatch dotted" style={{ borderColor: 'var(--muted)' }} />Gate's KL budget</li>}
         </ul>
+        <p className="muted small">
+          The training-batch KL is measured on the answers each step trains on, and jumps about. The check after the round measures KL once, on a few probe turns with the
+          finished version, averaged per token; only that one must stay within the budget.
+        </p>
         <Summary id="kl-summary" text={curveSummary('Training-batch KL', props.steps.map((s) => ({ step: s.step, value: s.kl })), refs)} />
       </figure>
     </div>

@@ -159,17 +159,18 @@ export function PresetStep() {
   const pending = timed.pending;
   return (
     <>
-      <fieldset className="presets">
-        <legend className="muted small">
-          How much each round may change {modelId ? modelName(modelId) : 'the model'} ({paramWords(presets.shape.activeParams)} parameters). Times are for a round of {pending} ratings on this
-          computer's processor, a rough guess until Rein has measured a round.
-        </legend>
+      <p className="muted small" id="preset-intro">
+        How much each round may change {modelId ? modelName(modelId) : 'the model'} ({paramWords(presets.shape.activeParams)} parameters). Times are for a round of {pending} ratings on this
+        computer's processor, a rough guess until Rein has measured a round.
+      </p>
+      <fieldset className="presets" aria-describedby="preset-intro">
+        <legend className="sr-only">Preset</legend>
         {named.map((name) => (
           <label key={name} className="choice preset" data-preset={name}>
             <input type="radio" name="preset" checked={chosen === name} onChange={() => void save({ 'training.preset': name })} />
             <span>
               <strong>{PRESET_TITLES[name]}</strong> {PRESET_WORDS[name]}
-              <span className="muted small preset-numbers" data-testid={`preset-time-${name}`}>
+              <span className="muted small preset-time" data-testid={`preset-time-${name}`}>
                 A round takes {time(name)}.
               </span>
             </span>
@@ -205,7 +206,7 @@ export function PresetStep() {
               return (
                 <tr key={name}>
                   <th scope="row">{PRESET_TITLES[name]}</th>
-                  <td>{c.lr}</td>
+                  <td>{Number(c.lr.toPrecision(2))}</td>
                   <td>{c.steps}</td>
                   <td>{c.beta}</td>
                   <td>{c.rank}</td>
@@ -216,8 +217,8 @@ export function PresetStep() {
           </tbody>
         </table>
         <p className="muted small">
-          β weighs staying close to the original model against your ratings; the KL budget is the most a new version may drift from it, measured on held-out prompts, before
-          the check after each round turns it down; the rank is the size of the adapter.
+          β weighs staying close to the original model against your ratings; the KL budget is the most a new version may drift from it, measured on a few probe turns,
+          before the check after each round turns it down; the rank is the size of the adapter.
         </p>
       </details>
     </>

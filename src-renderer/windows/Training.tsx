@@ -39,7 +39,17 @@ export function Training() {
           <TrainNowButton className="primary" />
         </div>
         <p className="big-number" data-testid="dash-pending">
-          {pending ? `${pending.pending} of ${pending.threshold}` : '…'} <span className="muted">ratings waiting</span>
+          {!pending ? (
+            '…'
+          ) : pending.pending < pending.threshold ? (
+            <>
+              {pending.pending} of {pending.threshold} <span className="muted">ratings waiting</span>
+            </>
+          ) : (
+            <>
+              {pending.pending} <span className="muted">ratings waiting, enough for a round (it needs {pending.threshold})</span>
+            </>
+          )}
         </p>
         {pending && <progress className="meter wide" max={pending.threshold} value={Math.min(pending.pending, pending.threshold)} aria-label="Pending ratings toward the training threshold" />}
         <p className="muted" aria-live="polite" data-testid="training-state">
