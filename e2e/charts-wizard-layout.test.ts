@@ -42,7 +42,8 @@ async function screens(name: string): Promise<void> {
     await shot(`${name}-1440-${scheme}`);
     expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
     await page.setViewportSize({ width: 390, height: 844 });
-    expect(await overflowing(page), `${name} at 390 px`).toEqual({ elements: [], pageScroll: 0 });
+    // Charts follow the new width a frame later (ResizeObserver).
+    await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
     await shot(`${name}-390-${scheme}`);
   }
   await page.emulateMedia({ colorScheme: 'light' });
@@ -208,7 +209,7 @@ describe('390 px (item 10)', () => {
           `[...document.querySelectorAll('.badge')].filter((e) => e.getClientRects().length > 1 || e.getBoundingClientRect().height > 2 * parseFloat(getComputedStyle(e).fontSize)).map((e) => e.textContent)`,
         );
         expect(wrapped, `wrapped badges on ${name}`).toEqual([]);
-        expect(await overflowing(page), `${name} at 390 px`).toEqual({ elements: [], pageScroll: 0 });
+        await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
         expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
         await shot(`${name.toLowerCase()}-390-${scheme}`);
       }

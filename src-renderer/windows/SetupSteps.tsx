@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AgentId } from '../../src-main/common/system.ts';
 import { durationWords, paramWords } from '../store/estimate.ts';
@@ -145,9 +145,15 @@ export function PresetStep() {
     })),
   );
   const chosen = settings?.['training.preset'] ?? 'balanced';
-  // A round takes the ratings the schedule waits for (status.threshold): the count describePresets timed by default.
+  // A round takes the ratings the schedule waits for (status.threshold), the count describePresets times by default;
+  // presets loaded for a confirmation were timed for the ratings waiting then, and are asked again (the intro names
+  // the count the times shown are for).
   const timed = presets?.roundTime;
-  if (!presets || !timed || (threshold !== null && timed.pending !== threshold)) {
+  const stale = timed !== undefined && threshold !== null && timed.pending !== threshold;
+  useEffect(() => {
+    if (stale) void load();
+  }, [stale, load]);
+  if (!presets || !timed) {
     return (
       <button type="button" className="secondary" onClick={() => void load()}>
         Show the presets for the chosen model
