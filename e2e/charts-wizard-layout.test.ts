@@ -186,6 +186,9 @@ describe('the charts (item 6) and the schedule sentence', () => {
     await row.waitFor();
     expect(await row.innerText()).toContain('When rounds start');
     expect(await row.innerText()).toMatch(/nightly: once a night/);
+    await row.scrollIntoViewIfNeeded();
+    await row.screenshot({ path: artifactPath('cwl-settings-schedule-1440-light.png') });
+    expect(await axeViolations(page), 'Settings').toEqual([]);
   });
 });
 
