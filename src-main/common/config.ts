@@ -49,7 +49,7 @@ export const SETTINGS = {
     ScheduleSchema,
     DEFAULT_SCHEDULE,
     'training',
-    'When automatic rounds start. mode threshold: as soon as training.threshold ratings are pending. interval: at most every everyMinutes minutes, when at least minPending ratings are pending. nightly: once a night, within 6 hours after the local time at (HH:MM), when at least minPending ratings are pending and the computer is idle.',
+    'When automatic rounds start. `threshold`: as soon as training.threshold ratings are pending. `interval`: at most once every `everyMinutes` minutes, when at least `minPending` ratings are pending. `nightly`: once a night, within 6 hours after the local time `at` (HH:MM), when at least `minPending` ratings are pending and the computer is idle.',
   ),
   'training.preset': def(
     z.enum(['careful', 'balanced', 'aggressive', 'custom']),
