@@ -133,6 +133,7 @@ describe('the charts (item 6) and the schedule sentence', () => {
     await page.getByTestId('days-chart').waitFor();
     await expect.poll(() => page.getByTestId('days-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value').allTextContents()).toHaveLength(1);
     expect(await page.getByTestId('days-summary').textContent()).toMatch(/1 day, % Good: 50% \(8 of 16\) in all\./);
+    expect(await page.getByTestId('days-latest').textContent()).toMatch(/^\d\d-\d\d, % Good: 50% \(8 of 16\)\.$/);
     // The running average's time axis: ticks never read the same.
     const emaTicks = page.getByTestId('ema-chart').locator('.recharts-xAxis-tick-labels .recharts-cartesian-axis-tick-value');
     await expect.poll(() => emaTicks.count()).toBeGreaterThan(0);

@@ -45,6 +45,7 @@ export function EmaChart(props: { points: EmaPoint[] }) {
 }
 
 export function PerDayChart(props: { days: { day: string; good: number; bad: number }[] }) {
+  const latest = props.days[props.days.length - 1];
   return (
     <figure className="chart" data-testid="days-chart">
       <div aria-hidden="true">
@@ -68,6 +69,11 @@ export function PerDayChart(props: { days: { day: string; good: number; bad: num
           </BarChart>
         </ResponsiveContainer>
       </div>
+      {latest && (
+        <p className="muted small" data-testid="days-latest">
+          {latest.day}, {percentGood(latest.good, latest.bad)}.
+        </p>
+      )}
       <Summary id="days-summary" text={`Good and Bad ratings per day. ${perDaySummary(props.days)}`} />
     </figure>
   );
