@@ -47,10 +47,12 @@ describe('the app in Chromium', () => {
     await page.getByTestId('model-chosen').waitFor();
     const status = await serve.call('status', {});
     expect(status.model.configured).toBe(true);
-    expect(await page.getByTestId('model-chosen').textContent()).toContain(status.model.id);
+    // Named as people name it; the folder is shown beside it (the header names it too, with the folder as its title).
+    expect(await page.getByTestId('model-chosen').textContent()).toBe(`Training demo ${status.model.id}`);
+    expect(await page.getByTestId('header-model').textContent()).toBe('demo');
     await shot('wizard-model');
     await page.getByRole('button', { name: 'Next' }).click();
-    await page.getByText('careful', { exact: true }).waitFor();
+    await page.locator('[data-preset="careful"]').waitFor();
     await shot('wizard-preset');
     await page.getByRole('button', { name: 'Next' }).click();
     await page.getByRole('button', { name: 'Send a test turn' }).click();

@@ -2,7 +2,7 @@
 // and Debian Chromium through playwright-core (shared/notes/TOOLCHAIN.md, "Browser tests").
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -116,4 +116,39 @@ export function collectProblems(page: Page, problems: string[], expected: (text:
 export function artifactPath(name: string): string {
   mkdirSync(ARTIFACTS, { recursive: true });
   return path.join(ARTIFACTS, name);
+}
+
+/**
+ * What sticks out past the right edge of the window (issue #15 item 10): each element named with its classes, and
+ * how far the page scrolls sideways. Content inside a box that scrolls or clips sideways (the tab row on a phone, a
+ * code block) is that box's business, not the page's. (A string to evaluate: this file is type-checked without the
+ * DOM library.)
+ */
+export async function overflowing(page: Page): Promise<{ elements: string[]; pageScroll: number }> {
+  const elements = await page.evaluate<string[]>(`(() => {
+    const edge = document.documentElement.clientWidth + 0.5;
+    const clipped = (el) => {
+      for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+        const o = getComputedStyle(p).overflowX;
+        if (o === 'auto' || o === 'scroll' || o === 'hidden' || o === 'clip') return p.getBoundingClientRect().right <= edge;
+      }
+      return false;
+    };
+    return [...document.querySelectorAll('body *')]
+      .filter((el) => el.getBoundingClientRect().right > edge && !clipped(el))
+      .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' right=' + Math.round(el.getBoundingClientRect().right))
+      .slice(0, 8);
+  })()`);
+  const pageScroll = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+  return { elements, pageScroll };
+}
+
+/** axe-core's serious and critical violations on the page as it is now, as "rule: selectors". */
+export async function axeViolations(page: Page): Promise<string[]> {
+  if (!(await page.evaluate<boolean>('typeof axe !== "undefined"'))) {
+    await page.evaluate(readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
+  }
+  return page.evaluate<string[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')))`);
 }

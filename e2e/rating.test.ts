@@ -2,11 +2,10 @@
 // (checked through the API) and the status header updates; key 2 rates the next one Bad; training answers
 // honestly that it is not available yet. Screenshots at 1440 and 360 px go to e2e/artifacts/.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, collectProblems, launchChromium, ROOT, startServe } from './harness.ts';
+import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, ROOT, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -303,32 +302,21 @@ describe('rating flow in Chromium against rein serve', () => {
   it('fits a 360 px window and a dark theme, and logged no errors', async () => {
     await page.screenshot({ path: artifactPath('dashboard-1440.png'), fullPage: true });
     await page.setViewportSize({ width: 360, height: 780 });
-    // Elements that stick out to the right of the viewport, named so a failure says what to fix.
-    // (A string, because this file is type-checked without the DOM library.)
-    const wide = await page.evaluate<string[]>(`
-      [...document.querySelectorAll('body *')]
-        .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-        .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' right=' + Math.round(el.getBoundingClientRect().right))
-    `);
-    expect(wide).toEqual([]);
-    // Text that spills out of its box widens the page without widening any element.
-    expect(await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth')).toBe(0);
+    // Elements that stick out to the right, and text that spills out of its box (it widens the page without
+    // widening any element).
+    expect(await overflowing(page)).toEqual({ elements: [], pageScroll: 0 });
     await page.screenshot({ path: artifactPath('dashboard-360.png'), fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.screenshot({ path: artifactPath('dashboard-360-dark.png'), fullPage: true });
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.screenshot({ path: artifactPath('dashboard-1440-dark.png'), fullPage: true });
     // Every screen has one h1 naming it, and axe-core finds no serious or critical violation there, in both schemes.
-    await page.evaluate(readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
     for (const scheme of ['dark', 'light'] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       for (const name of ['Training', 'Versions', 'Ratings', 'Setup', 'Settings', 'Rate']) {
         await page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
         expect(await page.locator('h1').allTextContents()).toEqual([name]);
-        const found = await page.evaluate<string[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-          .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-          .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')))`);
-        expect(found, `${name} (${scheme})`).toEqual([]);
+        expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
       }
     }
     expect(problems).toEqual([]);

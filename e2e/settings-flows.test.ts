@@ -4,12 +4,12 @@
 // one refused, the default mapping kept), errors beside the control that failed (export, "Look there", Retrain),
 // and consent with a time estimate before Train now, Retrain, Cancel and Reset, with Reset's count equal to what it
 // deletes. Screenshots at 1440 and 390 px, light and dark, go to e2e/artifacts/settings-*.png.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, collectProblems, launchChromium, ROOT, startServe } from './harness.ts';
+import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
 
 let serve: ServeChild;
@@ -44,11 +44,7 @@ const row = (key: string) => page.locator(`[data-setting="${key}"]`);
 const setting = async (key: string) => ((await serve.call('getSettings', {})) as Record<string, unknown>)[key];
 
 async function axe(where: string): Promise<void> {
-  if (!(await page.evaluate<boolean>('typeof axe !== "undefined"'))) await page.evaluate(readFileSync(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8'));
-  const found = await page.evaluate<string[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')))`);
-  expect(found, where).toEqual([]);
+  expect(await axeViolations(page), where).toEqual([]);
 }
 
 /** 1440 and 390 px, light and dark, and axe in both schemes; leaves the page at 1440 light. */
@@ -59,15 +55,7 @@ async function shots(name: string): Promise<void> {
     await shot(`${name}-1440-${scheme}`);
     await axe(`${name} (${scheme})`);
     await page.setViewportSize({ width: 390, height: 844 });
-    // Elements that stick out to the right, named so a failure says what to fix (a string: no DOM types here).
-    const wide = await page.evaluate<string[]>(`
-      [...document.querySelectorAll('body *')]
-        .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
-        .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' right=' + Math.round(el.getBoundingClientRect().right))
-        .slice(0, 8)
-    `);
-    expect(wide, `${name} at 390 px`).toEqual([]);
-    expect(await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth'), `${name} at 390 px`).toBe(0);
+    expect(await overflowing(page), `${name} at 390 px`).toEqual({ elements: [], pageScroll: 0 });
     await shot(`${name}-390-${scheme}`);
   }
   await page.emulateMedia({ colorScheme: 'light' });

@@ -8,7 +8,7 @@ import { TrainingPanel } from './components/TrainingPanel.tsx';
 import { PopupCard } from './popup/PopupCard.tsx';
 import type { Transport } from './services/api.ts';
 import { selectPopupTurn } from './store/popup.ts';
-import { useRein } from './store/react.tsx';
+import { useRein, useReinStore } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
 import { VIEWS } from './store/nav.ts';
 import { Ratings } from './windows/Ratings.tsx';
@@ -21,36 +21,38 @@ const KEY_TO_RATING = { '1': 'good', '2': 'bad' } as const;
 
 /**
  * Keys 1 and 2 rate the popup's turn when one waits (else the Rate card's), U undoes, unless the user is typing or
- * holds a modifier.
+ * holds a modifier. The handler reads the store when the key is pressed: a listener bound to the last render's turn
+ * rated the previous card when a key came between a new turn's paint and the effect that re-bound it.
  */
 function useRatingKeys(withPopup: boolean) {
-  const { popupTurn, current, view, rate, ratePopup, undo } = useRein(
-    useShallow((s) => ({ popupTurn: withPopup ? selectPopupTurn(s) : null, current: selectCurrentTurn(s), view: s.view, rate: s.rate, ratePopup: s.ratePopup, undo: s.undo })),
-  );
+  const store = useReinStore();
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.ctrlKey || e.metaKey || e.altKey || e.repeat) return;
       const t = e.target as HTMLElement | null;
       if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
       if (document.querySelector('dialog[open]')) return;
+      const s = store.getState();
+      const popupTurn = withPopup ? selectPopupTurn(s) : null;
       if ((e.key === 'u' || e.key === 'U') && !popupTurn) {
         e.preventDefault();
-        void undo();
+        void s.undo();
         return;
       }
       const value = KEY_TO_RATING[e.key as keyof typeof KEY_TO_RATING];
       if (!value) return;
+      const current = selectCurrentTurn(s);
       if (popupTurn) {
         e.preventDefault();
-        void ratePopup(popupTurn.id, { value });
-      } else if (current && view === 'rate') {
+        void s.ratePopup(popupTurn.id, { value });
+      } else if (current && s.view === 'rate') {
         e.preventDefault();
-        if (current.rating?.kind !== value) void rate(current.id, value);
+        if (current.rating?.kind !== value) void s.rate(current.id, value);
       }
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [popupTurn, current, view, rate, ratePopup, undo]);
+  }, [store, withPopup]);
 }
 
 /** Every screen's h1, for screen readers and the document outline (the tabs show the same name to the eye). */

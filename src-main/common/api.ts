@@ -157,8 +157,9 @@ export const VERBS = {
       activeParams: z.number().positive().optional(),
       totalParams: z.number().positive().optional(),
       moe: z.boolean().optional(),
+      pending: z.number().int().nonnegative().max(1_000_000).optional(),
     }),
-    help: 'The training presets resolved for a model shape (default: the active model), with every field and its help.',
+    help: 'The training presets resolved for a model shape (default: the active model), with every field and its help, and each preset\'s round time from the model\'s size for `pending` new ratings (default: the count the schedule waits for).',
   },
   rollback: {
     input: z.strictObject({ version: z.number().int().nonnegative().optional() }),

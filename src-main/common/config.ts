@@ -2,6 +2,7 @@
 // (store, HTTP, CLI), the `rein settings` output and the UI forms (which receive `describeSettings()`).
 import { z } from 'zod';
 import { CustomTrainingSchema } from './training/presets.ts';
+import { DEFAULT_SCHEDULE, ScheduleSchema } from './training/schedule.ts';
 
 interface SettingDef<S extends z.ZodType> {
   schema: S;
@@ -41,9 +42,15 @@ export const SETTINGS = {
     z.number().int().min(1).max(10_000),
     32,
     'training',
-    'Pending ratings that start a training round automatically.',
+    'Pending ratings that start a training round automatically (when training.schedule mode is threshold).',
   ),
-  'training.auto': def(z.boolean(), true, 'training', 'Train automatically when the threshold is reached.'),
+  'training.auto': def(z.boolean(), true, 'training', 'Train automatically, when training.schedule says a round is due.'),
+  'training.schedule': def(
+    ScheduleSchema,
+    DEFAULT_SCHEDULE,
+    'training',
+    'When automatic rounds start. `threshold`: as soon as training.threshold ratings are pending. `interval`: at most once every `everyMinutes` minutes, when at least `minPending` ratings are pending. `nightly`: once a night, within 6 hours after the local time `at` (HH:MM), when at least `minPending` ratings are pending and the computer is idle.',
+  ),
   'training.preset': def(
     z.enum(['careful', 'balanced', 'aggressive', 'custom']),
     'balanced',

@@ -64,6 +64,8 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     // This process holds core.lock: the one that may spool captures while another process holds the write lock.
     core = await createCore({ home, spoolCaptures: true });
     attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
+    // The serving process is the one whose scheduler wakes by the clock (training.schedule interval and nightly).
+    (core as ReturnType<typeof createCore>).scheduler.startClock();
     const settings = await core.call('getSettings', {}, 'system');
     server = await startCaptureServer({
       core,

@@ -1,7 +1,7 @@
 import { useShallow } from 'zustand/shallow';
 import type { Transport } from '../services/api.ts';
 import { useRein } from '../store/react.tsx';
-import { BASELINE_HELP, BASELINE_LABEL, selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from '../store/status.ts';
+import { BASELINE_HELP, BASELINE_LABEL, modelName, selectAdapterText, selectCounts, selectEmaText, selectPendingProgress } from '../store/status.ts';
 
 export function StatusHeader(props: { transport: Transport }) {
   const { status, error, counts, pending, ema, adapter, connected } = useRein(
@@ -39,8 +39,8 @@ export function StatusHeader(props: { transport: Transport }) {
         <dl className="stats">
           <div className="stat model">
             <dt>Model</dt>
-            <dd title={status?.model.id}>
-              {status ? status.model.id : '…'}
+            <dd title={status?.model.id} data-testid="header-model">
+              {status ? modelName(status.model.id) : '…'}
               {status && !status.model.configured && <span className="hint"> (not set up)</span>}
             </dd>
           </div>

@@ -3,7 +3,7 @@
 // measured rounds when there are any, else from the model's size, and always called an estimate).
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { durationWords, heldoutOf, nextRoundConfig, paramWords, roundEstimate } from '../store/estimate.ts';
+import { durationWords, nextRoundConfig, paramWords, roundEstimate, timedRound } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
 import { Confirm } from './Confirm.tsx';
@@ -27,9 +27,9 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
       </Confirm>
     );
   }
-  const config = nextRoundConfig(presets, settings?.['training.preset'], settings?.['training.custom']);
-  const est = roundEstimate({ runs, config, activeParams: presets?.shape.activeParams ?? null, pending });
-  const held = heldoutOf(pending, config?.heldoutFraction);
+  const timed = timedRound(presets, settings?.['training.preset'], pending);
+  const est = roundEstimate({ runs, config: nextRoundConfig(presets, settings?.['training.preset'], settings?.['training.custom']), timed });
+  const held = timed?.heldout ?? 0;
   // As the round selects them (node/training/data.ts selectRound): round(pending × replayRatio) of the model's
   // trained ratings, at most as many as there are.
   const trained = Math.max(0, (status?.ratings.total ?? 0) - pending);

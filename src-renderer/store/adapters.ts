@@ -31,7 +31,8 @@ export function createAdaptersSlice(client: ReinClient): Slice<AdaptersSlice> {
       resetPlan: null,
       loadRoundPresets: async () => {
         try {
-          set({ presets: await client.describePresets({}) });
+          // The size-based round time for the ratings waiting now (the confirmation's count).
+          set({ presets: await client.describePresets({ pending: get().status?.pending ?? 0 }) });
         } catch {
           // No trainable model yet: the confirmation then has no size to estimate from, and says so.
         }

@@ -1,15 +1,10 @@
 // How long the next round will take, for the confirmations of Train now and Retrain (issue #15 item 9). Measured
 // rounds come first: their seconds per trained turn-step (trainSeconds / (steps × batchSize)), and the time outside
 // the steps (loading, base logprobs, the gate, writing). With no round measured yet, a rough figure from the model's
-// size: README "Round time" measured a Qwen2-0.5B-shaped model (494 M parameters, turns of 512 tokens) on two shared
-// cores at 12.5 s per base forward of a turn and 29.2 s per policy forward+backward, and the work scales with the
-// parameter count.
+// size, as describePresets answers it per preset (`roundTime`, common/training/estimate.ts; the wizard's presets show
+// the same figure).
 import type { RunView } from '../../src-main/common/domain.ts';
-import type { PresetTable, TrainingConfig } from '../../src-main/common/training/presets.ts';
-
-const REF_PARAMS = 494e6;
-const REF_BASE_FORWARD_S = 12.5;
-const REF_STEP_TURN_S = 29.2;
+import type { PresetChoice, PresetTable, TrainingConfig } from '../../src-main/common/training/presets.ts';
 /** Rounds whose measurements the estimate uses (the newest). */
 const MEASURED_RUNS = 5;
 
@@ -47,44 +42,48 @@ const median = (xs: number[]) => {
 };
 
 /** The config the next round will use: the chosen preset, or balanced with the custom fields over it (presets.ts). */
-export type RoundConfig = Pick<TrainingConfig, 'steps' | 'batchSize'> & Partial<Pick<TrainingConfig, 'epochs' | 'heldoutFraction'>>;
-
-export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): RoundConfig | null {
+export function nextRoundConfig(presets: PresetTable | null, preset: string | undefined, custom: unknown): Pick<TrainingConfig, 'steps' | 'batchSize' | 'klBudget'> | null {
   if (!presets) return null;
   const name = preset ?? 'balanced';
   if (name !== 'custom') return presets.presets[name as keyof PresetTable['presets']] ?? null;
   const base = presets.presets.balanced;
   const c = (custom ?? {}) as Partial<TrainingConfig>;
-  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize, epochs: c.epochs ?? base.epochs, heldoutFraction: c.heldoutFraction ?? base.heldoutFraction };
+  return { steps: c.steps ?? base.steps, batchSize: c.batchSize ?? base.batchSize, klBudget: c.klBudget ?? base.klBudget };
 }
 
-/**
- * How many of `pending` ratings the next round holds out for its gate (node/training/data.ts heldoutCount: round(
- * fraction × n), at least 1 of 2 or more, and at least 1 trains).
- */
-export function heldoutOf(pending: number, fraction = 0): number {
-  if (pending < 2 || fraction <= 0) return 0;
-  return Math.min(pending - 1, Math.max(1, Math.round(fraction * pending)));
+/** The next round as the core sized it: held-out count, steps and size-based seconds; null when it answered for another count. */
+export interface TimedRound {
+  seconds: number;
+  steps: number;
+  heldout: number;
+}
+
+/** The core's sizing of the round for `preset` and `pending` ratings (describePresets roundTime, common/training/estimate.ts). */
+export function timedRound(presets: PresetTable | null, preset: string | undefined, pending: number): TimedRound | null {
+  const t = presets?.roundTime;
+  if (!t || t.pending !== pending) return null;
+  const name = (preset ?? 'balanced') as PresetChoice;
+  const seconds = t.seconds[name];
+  const steps = t.steps[name];
+  const heldout = t.heldout[name];
+  if (seconds === undefined || steps === undefined || heldout === undefined) return null;
+  return { seconds, steps, heldout };
 }
 
 /** The estimate, or null when neither a measured round nor the model's size is known. */
-export function roundEstimate(o: { runs: RunView[]; config: RoundConfig | null; activeParams: number | null; pending: number }): RoundEstimate | null {
+export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig, 'steps' | 'batchSize'> | null; timed: TimedRound | null }): RoundEstimate | null {
   const ms = o.runs.map(measured).filter((m): m is Measured => m !== null).slice(0, MEASURED_RUNS);
   const last = o.runs.find((r) => measured(r) !== null)?.config as { steps: number; batchSize: number } | undefined;
-  const presetSteps = o.config?.steps ?? last?.steps;
+  // A round runs enough steps to draw every trained rating (common/training/estimate.ts roundSteps): the core's count.
+  const steps = o.timed?.steps ?? o.config?.steps ?? last?.steps;
   const batchSize = o.config?.batchSize ?? last?.batchSize;
-  if (presetSteps === undefined || batchSize === undefined) return null;
-  // A round runs enough steps to draw every trained rating (node/training/round.ts roundSteps).
-  const trained = o.pending - heldoutOf(o.pending, o.config?.heldoutFraction);
-  const steps = Math.max(presetSteps, Math.ceil(((o.config?.epochs ?? 1) * trained) / Math.max(1, Math.min(batchSize, trained))));
+  if (steps === undefined || batchSize === undefined) return null;
   if (ms.length > 0) {
     const seconds = median(ms.map((m) => m.stepTurnSeconds)) * steps * batchSize + median(ms.map((m) => m.otherSeconds));
     return { seconds, basis: 'runs', runs: ms.length, steps, batchSize };
   }
-  if (o.activeParams === null) return null;
-  const scale = o.activeParams / REF_PARAMS;
-  const seconds = (o.pending * REF_BASE_FORWARD_S + steps * batchSize * REF_STEP_TURN_S) * scale;
-  return { seconds, basis: 'size', runs: 0, steps, batchSize };
+  if (o.timed === null) return null;
+  return { seconds: o.timed.seconds, basis: 'size', runs: 0, steps, batchSize };
 }
 
 /** 494 M, 1.5 B, 60 k: a parameter count in words. */

@@ -24,3 +24,10 @@ export function useRein<T>(selector: (s: ReinState) => T): T {
   if (!store) throw new Error('useRein outside <StoreProvider>');
   return useStore(store, selector);
 }
+
+/** The store itself, for an event handler that must read the state as it is when the event fires (not as of the last render). */
+export function useReinStore(): ReinStore {
+  const store = useContext(StoreContext);
+  if (!store) throw new Error('useReinStore outside <StoreProvider>');
+  return store;
+}

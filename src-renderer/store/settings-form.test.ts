@@ -7,7 +7,8 @@ import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import { describeSettings } from '../../src-main/common/config.ts';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { ApiError, type ReinClient } from '../services/api.ts';
-import { durationWords, heldoutOf, roundEstimate } from './estimate.ts';
+import type { PresetTable } from '../../src-main/common/training/presets.ts';
+import { durationWords, roundEstimate, timedRound } from './estimate.ts';
 import { createReinStore } from './index.ts';
 import { fieldSpec, parseDraft } from './setting-form.ts';
 import { selectSettingSections, settingMessage } from './settings.ts';
@@ -91,20 +92,26 @@ describe('the round-time estimate', () => {
 
   it('comes from measured rounds when there are any: seconds per turn-step × the next round, plus the time around the steps', () => {
     // 80 s / (10 × 4) = 2 s per turn-step; 20 s outside the steps; next round 32 steps × 8 turns.
-    const e = roundEstimate({ runs: [run(2), run(1, { status: 'failed', metrics: null })], config: { steps: 32, batchSize: 8 }, activeParams: 494e6, pending: 32 });
+    const e = roundEstimate({ runs: [run(2), run(1, { status: 'failed', metrics: null })], config: { steps: 32, batchSize: 8 }, timed: { seconds: 7000, steps: 32, heldout: 6 } });
     expect(e).toEqual({ seconds: 2 * 32 * 8 + 20, basis: 'runs', runs: 1, steps: 32, batchSize: 8 });
   });
 
-  it('falls back to the model size (README: 0.5B, 32 turns, 32 × 8 turn-steps ≈ 2.2 h), and to nothing when that is unknown', () => {
-    const e = roundEstimate({ runs: [], config: { steps: 32, batchSize: 8 }, activeParams: 494e6, pending: 32 });
+  it('falls back to the core\'s size estimate for this preset and count (common/training/estimate.test.ts checks the figure), and to nothing when that is unknown', () => {
+    const per = (custom: number, others: number) => ({ careful: others, balanced: others, aggressive: others, custom });
+    const table = { roundTime: { pending: 32, seconds: { ...per(7860, 1), balanced: 2 }, steps: per(32, 32), heldout: per(6, 6) } } as PresetTable;
+    const e = roundEstimate({ runs: [], config: { steps: 32, batchSize: 8 }, timed: timedRound(table, 'custom', 32) });
     expect(e?.basis).toBe('size');
     expect(durationWords(e!.seconds)).toBe('about 2 h 11 min');
-    expect(roundEstimate({ runs: [], config: null, activeParams: null, pending: 3 })).toBeNull();
+    expect(timedRound(table, undefined, 32)?.seconds).toBe(2);
+    // An answer for another pending count is not this round's.
+    expect(timedRound(table, 'custom', 6)).toBeNull();
+    expect(roundEstimate({ runs: [], config: null, timed: null })).toBeNull();
     expect(durationWords(30)).toBe('under a minute');
   });
 
-  it('counts the steps a round will run: enough to draw every trained rating (200 pending, 40 held out, 160 / 8 = 20 > 4)', () => {
-    expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8, epochs: 1, heldoutFraction: 0.2 }, activeParams: 494e6, pending: 200 })?.steps).toBe(20);
-    expect([0, 1, 2, 10, 200].map((n) => heldoutOf(n, 0.2))).toEqual([0, 0, 1, 2, 40]);
+  it('counts the steps the core says the round will run (enough to draw every trained rating), not the preset\'s', () => {
+    const per = (v: number) => ({ careful: v, balanced: v, aggressive: v, custom: v });
+    const table = { roundTime: { pending: 200, seconds: per(100), steps: per(20), heldout: per(40) } } as PresetTable;
+    expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8 }, timed: timedRound(table, 'balanced', 200) })?.steps).toBe(20);
   });
 });

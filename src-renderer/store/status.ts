@@ -70,3 +70,15 @@ export function selectRejectedText(s: ReinState): string | null {
   if (!r) return null;
   return `Round ${r.runId} was rejected by the eval gate, so the ${r.pending} ratings it trained on count as not trained: they are pending again. An automatic round waits for ${s.status!.threshold} new ratings.`;
 }
+
+/**
+ * A model as people name it, not its folder: "Qwen/Qwen2-0.5B" for a Hugging Face cache snapshot
+ * (…/models--Qwen--Qwen2-0.5B/snapshots/<hash>), the folder's name for any other path, the id itself otherwise.
+ */
+export function modelName(id: string): string {
+  const hf = /models--([^/\\]+?)--([^/\\]+)[/\\]snapshots[/\\]/.exec(id);
+  if (hf) return `${hf[1]}/${hf[2]}`;
+  if (!/[/\\]/.test(id)) return id;
+  const parts = id.split(/[/\\]+/).filter(Boolean);
+  return parts[parts.length - 1] ?? id;
+}

@@ -154,3 +154,26 @@ function olderGateSentence(gate: GateMetrics & { accuracy: number }, accepted: b
 function fmtSmall(x: number): string {
   return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : String(Number(x.toPrecision(2)));
 }
+
+/**
+ * When the next automatic round starts, in the words of the schedule that decides it (training.schedule,
+ * common/training/schedule.ts): the Training screen's sentence under the pending count.
+ */
+export const selectScheduleWords = derive(
+  [(s) => s.settings?.['training.auto'], (s) => s.settings?.['training.schedule'], (s) => s.settings?.['training.threshold']],
+  (auto, schedule, threshold): string => {
+    if (auto === false) return 'Automatic training is off: rounds start only when you press Train now.';
+    const now = ' Train now starts one at once.';
+    if (!schedule || schedule.mode === 'threshold') {
+      return `A round starts by itself when ${threshold ?? 32} ratings are waiting.${now}`;
+    }
+    const m = `${schedule.minPending} rating${schedule.minPending === 1 ? ' is' : 's are'} waiting`;
+    if (schedule.mode === 'interval') {
+      const every = schedule.everyMinutes % 60 === 0 ? `${schedule.everyMinutes / 60} hour${schedule.everyMinutes === 60 ? '' : 's'}` : `${schedule.everyMinutes} minutes`;
+      return `A round starts by itself at most once every ${every}, when at least ${m}.${now}`;
+    }
+    const [h, min] = schedule.at.split(':').map(Number) as [number, number];
+    const until = `${String((h + 6) % 24).padStart(2, '0')}:${String(min).padStart(2, '0')}`;
+    return `A round starts by itself once a night, between ${schedule.at} and ${until}, when at least ${m} and the computer is idle.${now}`;
+  },
+);

@@ -4,6 +4,12 @@ import { RunCurve } from '../components/charts.tsx';
 import { useRein } from '../store/react.tsx';
 import { gateSentence, runMetrics, selectRuns } from '../store/training.ts';
 
+/** The KL budget a round ran with (its stored config), for a round the gate never scored. */
+function configBudget(run: RunView): number | null {
+  const c = run.config as { klBudget?: unknown } | null;
+  return typeof c?.klBudget === 'number' ? c.klBudget : null;
+}
+
 function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const { run } = props;
   const [open, setOpen] = useState(false);
@@ -35,7 +41,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
         </p>
       )}
-      {open && m.steps && <RunCurve steps={m.steps} height={140} />}
+      {open && m.steps && <RunCurve steps={m.steps} height={160} refs={{ heldout: m.gate?.kl ?? null, budget: m.gate?.klBudget ?? configBudget(run) }} />}
     </li>
   );
 }

@@ -18,6 +18,7 @@ const TITLES: Record<string, string> = {
   'capture.agents': 'Agents whose answers are stored',
   'training.threshold': 'Ratings that start a round',
   'training.auto': 'Train automatically',
+  'training.schedule': 'When rounds start',
   'training.preset': 'Training preset',
   'training.replayRatio': 'Older ratings replayed per round',
   'training.custom': 'Custom preset fields',
@@ -66,6 +67,9 @@ const FIELD_TITLES: Record<string, string> = {
   ktoUndesirable: 'KTO weight, Bad',
   klBudget: 'KL budget',
   maxGradNorm: 'Max gradient norm',
+  everyMinutes: 'Every (minutes)',
+  at: 'At (HH:MM, local time)',
+  minPending: 'At least (ratings pending)',
 };
 
 /**

@@ -3,13 +3,29 @@
 // proves capture works end to end.
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
+import type { HardwareInfo } from '../../src-main/common/system.ts';
 import { useRein } from '../store/react.tsx';
+import { modelName } from '../store/status.ts';
 import type { WizardStep } from '../store/types.ts';
 import { selectTestTurnArrived, WIZARD_STEPS } from '../store/wizard.ts';
+import { OtherClients } from './OtherClients.tsx';
 import { AgentsStep, ModelStep, PresetStep } from './SetupSteps.tsx';
 
 const TITLES: Record<WizardStep, string> = { welcome: 'Welcome', agents: 'Agents', model: 'Model', preset: 'How hard to train', test: 'Test' };
 const gb = (b: number) => `${(b / 2 ** 30).toFixed(1)} GB`;
+
+/**
+ * What training can use here. A graphics provider (webgpu, cuda) counts only with a graphics card found: beside
+ * "Graphics: none found" it would promise what this computer cannot do, so it is named as what the build supports.
+ */
+function trainWith(hw: HardwareInfo): string {
+  const cpu = hw.providers.filter((p) => p.name === 'cpu');
+  const gpu = hw.providers.filter((p) => p.name !== 'cpu');
+  const names = (ps: HardwareInfo['providers']) => ps.map((p) => `${p.name}${p.bundled ? '' : ' (needs an extra install)'}`).join(', ');
+  const proc = cpu.length > 0 || hw.gpus.length === 0 ? 'the processor (cpu)' : '';
+  if (hw.gpus.length > 0 && gpu.length > 0) return [proc, names(gpu)].filter(Boolean).join(', ');
+  return gpu.length > 0 ? `${proc}. With a graphics card, this build could also use ${names(gpu)}.` : proc;
+}
 
 function Welcome() {
   const hw = useRein((s) => s.hardware);
@@ -23,7 +39,7 @@ function Welcome() {
           <div><dt>Graphics</dt><dd>{hw.gpus.length === 0 ? 'none found' : hw.gpus.map((g) => g.vendor).join(', ')}</dd></div>
           <div>
             <dt>Can train with</dt>
-            <dd>{hw.providers.map((p) => `${p.name}${p.bundled ? '' : ' (needs an extra install)'}`).join(', ')}</dd>
+            <dd data-testid="can-train-with">{trainWith(hw)}</dd>
           </div>
         </dl>
       ) : (
@@ -50,14 +66,14 @@ function TestStep() {
             : `Posted turn ${result.turnId} to ${result.url}; waiting for it to arrive…`}
         </p>
       )}
-      <p className="muted small">Model: {status?.model.configured ? status.model.id : 'not chosen yet'}.</p>
+      <p className="muted small">Model: {status?.model.configured ? modelName(status.model.id) : 'not chosen yet'}.</p>
     </>
   );
 }
 
 export function Setup() {
-  const { step, setStep, detect, error, setView } = useRein(
-    useShallow((s) => ({ step: s.wizardStep, setStep: s.setWizardStep, detect: s.detect, error: s.wizardError, setView: s.setView })),
+  const { step, setStep, detect, error, setView, configured } = useRein(
+    useShallow((s) => ({ step: s.wizardStep, setStep: s.setWizardStep, detect: s.detect, error: s.wizardError, setView: s.setView, configured: s.status?.model.configured ?? false })),
   );
   useEffect(() => {
     void detect();
@@ -69,7 +85,7 @@ export function Setup() {
         <ol className="steps" aria-label="Setup steps">
           {WIZARD_STEPS.map((s, n) => (
             <li key={s} aria-current={s === step ? 'step' : undefined} className={n < i ? 'done' : ''}>
-              <button type="button" className="step-button" onClick={() => setStep(s)}>
+              <button type="button" className="step-button" disabled={!configured && n > WIZARD_STEPS.indexOf('model')} onClick={() => setStep(s)}>
                 {n + 1}. {TITLES[s]}
               </button>
             </li>
@@ -77,7 +93,12 @@ export function Setup() {
         </ol>
         <h2 id="wizard-title">{TITLES[step]}</h2>
         {step === 'welcome' && <Welcome />}
-        {step === 'agents' && <AgentsStep />}
+        {step === 'agents' && (
+          <>
+            <AgentsStep />
+            <OtherClients />
+          </>
+        )}
         {step === 'model' && <ModelStep />}
         {step === 'preset' && <PresetStep />}
         {step === 'test' && <TestStep />}
@@ -86,8 +107,20 @@ export function Setup() {
           <button type="button" className="secondary" disabled={i === 0} onClick={() => setStep(WIZARD_STEPS[i - 1]!)}>
             Back
           </button>
+          {/* Past the model step only with a model chosen: the presets and the test need one. */}
+          {step === 'model' && !configured && (
+            <span className="muted small" id="next-needs-model">
+              Choose a model (or the demo model) to go on.
+            </span>
+          )}
           {i < WIZARD_STEPS.length - 1 ? (
-            <button type="button" className="primary" onClick={() => setStep(WIZARD_STEPS[i + 1]!)}>
+            <button
+              type="button"
+              className="primary"
+              disabled={step === 'model' && !configured}
+              aria-describedby={step === 'model' && !configured ? 'next-needs-model' : undefined}
+              onClick={() => setStep(WIZARD_STEPS[i + 1]!)}
+            >
               Next
             </button>
           ) : (

@@ -1,12 +1,15 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AgentId } from '../../src-main/common/system.ts';
+import { durationWords, paramWords } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
+import { modelName } from '../store/status.ts';
 
+const PRESET_TITLES = { careful: 'Careful', balanced: 'Balanced', aggressive: 'Aggressive', custom: 'Custom' } as const;
 const PRESET_WORDS: Record<string, string> = {
-  careful: 'Small steps. Changes the model slowly; best when you rate only now and then.',
-  balanced: 'The default. Learns from each round without drifting far from the original model.',
-  aggressive: 'Bigger steps. Picks up your preferences faster, with more risk of odd answers (the check still guards).',
+  careful: 'Small changes each round. The model moves slowly towards your ratings and stays close to how it answers today.',
+  balanced: 'The default. Each round learns clearly from your ratings without drifting far from the original model.',
+  aggressive: 'Bigger changes each round. Picks up your preferences sooner, with more risk of odd answers; the check after each round still turns down a version that drifts too far.',
 };
 
 export function AgentsStep() {
@@ -74,7 +77,8 @@ export function ModelStep() {
       </div>
       {active && (
         <p className="ok small" role="status" data-testid="model-chosen">
-          Training: <code className="path">{active}</code>
+          Training <strong>{modelName(active)}</strong>{' '}
+          {modelName(active) !== active && <code className="path muted">{active}</code>}
         </p>
       )}
       <h3>Models on this computer</h3>
@@ -129,47 +133,100 @@ export function ModelStep() {
 }
 
 export function PresetStep() {
-  const { presets, settings, save, load, openSetting } = useRein(
-    useShallow((s) => ({ presets: s.presets, settings: s.settings, save: s.saveSettings, load: s.loadPresets, openSetting: s.openSetting })),
+  const { presets, settings, save, load, openSetting, threshold, modelId } = useRein(
+    useShallow((s) => ({
+      presets: s.presets,
+      settings: s.settings,
+      save: s.saveSettings,
+      load: s.loadPresets,
+      openSetting: s.openSetting,
+      threshold: s.status?.threshold ?? null,
+      modelId: s.status?.model.id ?? null,
+    })),
   );
   const chosen = settings?.['training.preset'] ?? 'balanced';
-  if (!presets) {
+  // A round takes the ratings the schedule waits for (status.threshold), the count describePresets times by default;
+  // presets loaded for a confirmation were timed for the ratings waiting then, and are asked again (the intro names
+  // the count the times shown are for).
+  const timed = presets?.roundTime;
+  const stale = timed !== undefined && threshold !== null && timed.pending !== threshold;
+  useEffect(() => {
+    if (stale) void load();
+  }, [stale, load]);
+  if (!presets || !timed) {
     return (
       <button type="button" className="secondary" onClick={() => void load()}>
         Show the presets for the chosen model
       </button>
     );
   }
+  const named = ['careful', 'balanced', 'aggressive'] as const;
+  const time = (name: (typeof named)[number]) => durationWords(timed.seconds[name]);
+  const pending = timed.pending;
   return (
-    <fieldset className="presets">
-      <legend className="muted small">Numbers for a {presets.bucket} model ({Math.round(presets.shape.activeParams).toLocaleString()} parameters).</legend>
-      {(['careful', 'balanced', 'aggressive', 'custom'] as const).map((name) => {
-        const c = name === 'custom' ? null : presets.presets[name];
-        return (
-          <label key={name} className="choice preset">
+    <>
+      <p className="muted small" id="preset-intro">
+        How much each round may change {modelId ? modelName(modelId) : 'the model'} ({paramWords(presets.shape.activeParams)} parameters). Times are for a round of {pending} ratings on this
+        computer's processor, a rough guess until Rein has measured a round.
+      </p>
+      <fieldset className="presets" aria-describedby="preset-intro">
+        <legend className="sr-only">Preset</legend>
+        {named.map((name) => (
+          <label key={name} className="choice preset" data-preset={name}>
             <input type="radio" name="preset" checked={chosen === name} onChange={() => void save({ 'training.preset': name })} />
             <span>
-              <strong>{name}</strong>{' '}
-              {c ? (
-                PRESET_WORDS[name]
-              ) : (
-                <>
-                  Your own numbers (
-                  <button type="button" className="link inline-link" onClick={() => openSetting('training.custom')}>
-                    Custom preset fields in Settings
-                  </button>
-                  ); the demo model uses this.
-                </>
-              )}
-              {c && (
-                <span className="muted small preset-numbers">
-                  learning rate {c.lr}, {c.steps} steps, KL weight β {c.beta}, LoRA rank {c.rank}, KL budget {c.klBudget}
-                </span>
-              )}
+              <strong>{PRESET_TITLES[name]}</strong> {PRESET_WORDS[name]}
+              <span className="muted small preset-time" data-testid={`preset-time-${name}`}>
+                A round takes {time(name)}.
+              </span>
             </span>
           </label>
-        );
-      })}
-    </fieldset>
+        ))}
+        <label className="choice preset" data-preset="custom">
+          <input type="radio" name="preset" checked={chosen === 'custom'} onChange={() => void save({ 'training.preset': 'custom' })} />
+          <span>
+            <strong>{PRESET_TITLES.custom}</strong> Balanced, with the numbers you set (
+            <button type="button" className="link inline-link" onClick={() => openSetting('training.custom')}>
+              Custom preset fields in Settings
+            </button>
+            ).
+          </span>
+        </label>
+      </fieldset>
+      <details className="tech-details" data-testid="preset-details">
+        <summary>Technical details</summary>
+        <table className="preset-table">
+          <thead>
+            <tr>
+              <th scope="col">Preset</th>
+              <th scope="col">Learning rate</th>
+              <th scope="col">Steps</th>
+              <th scope="col">KL weight β</th>
+              <th scope="col">LoRA rank</th>
+              <th scope="col">KL budget</th>
+            </tr>
+          </thead>
+          <tbody>
+            {named.map((name) => {
+              const c = presets.presets[name];
+              return (
+                <tr key={name}>
+                  <th scope="row">{PRESET_TITLES[name]}</th>
+                  <td>{Number(c.lr.toPrecision(2))}</td>
+                  <td>{c.steps}</td>
+                  <td>{c.beta}</td>
+                  <td>{c.rank}</td>
+                  <td>{c.klBudget}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+        <p className="muted small">
+          β weighs staying close to the original model against your ratings; the KL budget is the most a new version may drift from it, measured on a few probe turns,
+          before the check after each round turns it down; the rank is the size of the adapter.
+        </p>
+      </details>
+    </>
   );
 }

@@ -7,12 +7,13 @@ import { TrainNowButton } from '../components/TrainConfirm.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectPerDay } from '../store/ratings.ts';
 import { BASELINE_HELP, BASELINE_LABEL, selectPendingProgress, selectRejectedText } from '../store/status.ts';
-import { selectLiveProgress, selectTrainingView } from '../store/training.ts';
+import { fromFirstRatedDay } from '../store/chart-words.ts';
+import { selectLiveProgress, selectScheduleWords, selectTrainingView } from '../store/training.ts';
 import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
 
 export function Training() {
-  const { pending, rejected, view, error, ema, days, load, live } = useRein(
+  const { pending, rejected, view, error, ema, days, load, live, schedule } = useRein(
     useShallow((s) => ({
       pending: selectPendingProgress(s),
       rejected: selectRejectedText(s),
@@ -21,6 +22,7 @@ export function Training() {
       error: s.trainingError,
       ema: s.ema,
       days: selectPerDay(s),
+      schedule: selectScheduleWords(s),
       load: s.loadRecentRatings,
     })),
   );
@@ -38,7 +40,17 @@ export function Training() {
           <TrainNowButton className="primary" />
         </div>
         <p className="big-number" data-testid="dash-pending">
-          {pending ? `${pending.pending} of ${pending.threshold}` : '…'} <span className="muted">ratings waiting</span>
+          {!pending ? (
+            '…'
+          ) : pending.pending < pending.threshold ? (
+            <>
+              {pending.pending} of {pending.threshold} <span className="muted">ratings waiting</span>
+            </>
+          ) : (
+            <>
+              {pending.pending} <span className="muted">ratings waiting, enough for a round (it needs {pending.threshold})</span>
+            </>
+          )}
         </p>
         {pending && <progress className="meter wide" max={pending.threshold} value={Math.min(pending.pending, pending.threshold)} aria-label="Pending ratings toward the training threshold" />}
         {rejected && (
@@ -49,7 +61,7 @@ export function Training() {
         <p className="muted" aria-live="polite" data-testid="training-state">
           {view.kind === 'unavailable' && <span className="unavailable">{view.message}</span>}
           {view.kind === 'running' && `Training (${view.phase}), ${Math.round(view.fraction * 100)}%`}
-          {view.kind === 'idle' && 'A round starts by itself when the count reaches the threshold (if automatic training is on), or now with Train now.'}
+          {view.kind === 'idle' && schedule}
           {error && <span className="error"> {error.message}</span>}
         </p>
       </section>
@@ -62,8 +74,8 @@ export function Training() {
         </section>
         <section className="panel" aria-labelledby="days-title">
           <h2 id="days-title">Ratings per day</h2>
-          <p className="muted small">The last 14 days.</p>
-          {days.some((d) => d.good + d.bad > 0) ? <PerDayChart days={days} /> : <p className="empty-chart">No ratings in the last 14 days.</p>}
+          <p className="muted small">Good and Bad ratings each day, from your first rating in the last 14 days.</p>
+          {days.some((d) => d.good + d.bad > 0) ? <PerDayChart days={fromFirstRatedDay(days)} /> : <p className="empty-chart">No ratings in the last 14 days.</p>}
         </section>
       </div>
       <RunList />

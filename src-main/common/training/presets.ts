@@ -194,6 +194,11 @@ export interface PresetTable {
   shape: ModelShape;
   presets: Record<PresetName, TrainingConfig>;
   fields: PresetField[];
+  /**
+   * A round per preset for `pending` new ratings (common/training/estimate.ts): its time from the model's size, the
+   * steps it runs and how many of the ratings it holds out.
+   */
+  roundTime?: { pending: number; seconds: Record<PresetChoice, number>; steps: Record<PresetChoice, number>; heldout: Record<PresetChoice, number> };
 }
 
 /** Every preset resolved for a model shape, and every field with its help: what `describePresets` answers. */

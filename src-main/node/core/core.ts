@@ -17,9 +17,11 @@ import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
-import { describePresets } from '../../common/training/presets.ts';
+import { withRoundTimes } from '../../common/training/estimate.ts';
+import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { modelShape, resolveModelDir } from '../training/model.ts';
-import { Scheduler } from '../training/scheduler.ts';
+import { minimumPending } from '../../common/training/schedule.ts';
+import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
@@ -36,6 +38,10 @@ export interface CoreOptions {
    * one thread never sleeps out the 5 s busy timeout. Only the holder of core.lock may set it: one spool writer.
    */
   spoolCaptures?: boolean;
+  /** The training schedule's clock (tests pass a fake one; training.schedule interval and nightly run on it). */
+  timers?: SchedulerTimers;
+  /** The idle guard of nightly rounds and training.onlyWhenIdle (default: the load average, scheduler.ts machineIdle). */
+  machineIdle?: () => boolean;
 }
 
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
@@ -89,6 +95,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     modelId: () => modelOf(settings()),
     settings: () => settings(),
     emit: (event, payload) => emit(event, payload),
+    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
+    machineIdle: opts.machineIdle,
   });
 
   // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
@@ -111,7 +119,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
       ratings: c.ratings,
       pending: c.pending,
-      threshold: s['training.threshold'],
+      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
+      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
       ema: ema === null ? null : { value: ema, count: c.ratings.total },
       turns: c.turns,
       training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
@@ -300,6 +309,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (Object.keys(values).length > 0) {
         store.writeSettings(values, actor);
         emit('settingsChanged', values as Partial<Settings>);
+        // A new schedule, threshold or model may make a round due now, or move the wake-up.
+        if (Object.keys(values).some((k) => k.startsWith('training.') || k === 'model.active')) scheduler.maybeAutoStart();
       }
       return settings();
     },
@@ -311,10 +322,18 @@ export function createCore(opts: CoreOptions): ReinCore {
     cancelTraining: () => ({ cancelled: scheduler.cancel() }),
 
     describePresets: (input) => {
-      if (input.activeParams !== undefined) {
-        return describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false });
+      const table =
+        input.activeParams !== undefined
+          ? describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false })
+          : describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
+      const s = settings();
+      let custom: TrainingConfig = table.presets.balanced;
+      try {
+        custom = resolveTrainingConfig('custom', table.shape, s['training.custom']);
+      } catch {
+        // A custom field an older build saved that no longer validates: the round would say so; the estimate uses balanced.
       }
-      return describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
+      return withRoundTimes(table, custom, input.pending ?? status().threshold);
     },
 
     rollback: (input, actor) => {

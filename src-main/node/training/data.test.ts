@@ -12,7 +12,8 @@ import { resolveHome } from '../home.ts';
 import { CLAUDE_SOURCE, createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
-import { encodeRound, heldoutCount, lineageRuns, ratingBaselines, selectRound } from './data.ts';
+import { heldoutCount } from '../../common/training/estimate.ts';
+import { encodeRound, lineageRuns, ratingBaselines, selectRound } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-data-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

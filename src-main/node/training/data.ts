@@ -9,6 +9,7 @@ import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { advantage } from '../../common/rewards.ts';
+import { heldoutCount } from '../../common/training/estimate.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
@@ -97,12 +98,6 @@ export function lineageRuns(store: Store, modelId: string, version: number | nul
     v = r.parent_version;
   }
   return runs;
-}
-
-/** How many of n pending ratings a round holds out: round(fraction × n), at least 1 when n ≥ 2, and 1 always trains. */
-export function heldoutCount(n: number, fraction: number): number {
-  if (n < 2 || fraction <= 0) return 0;
-  return Math.min(n - 1, Math.max(1, Math.round(fraction * n)));
 }
 
 export function selectRound(

@@ -12,7 +12,7 @@ import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { resolveHome } from '../home.ts';
 import { writeDemoModel } from './demo-model.ts';
-import { heldoutCount } from './data.ts';
+import { heldoutCount } from '../../common/training/estimate.ts';
 import { readTrainingLock } from './lock.ts';
 import { captureAndRate, preferredRate, sampleTurns } from './synthetic.ts';
 import { modelAdaptersDir } from './versions.ts';

@@ -14,6 +14,7 @@ import { AdamW } from '../../common/engine/adamw.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
@@ -130,12 +131,6 @@ interface Trained {
 }
 
 const NONE = { loss: null, kl: null, clipFraction: null, tokensPerSecond: null, etaSeconds: null };
-
-/** Steps so that every trained sequence is drawn at least `epochs` times over: max(preset steps, ceil(epochs·n/batch)). */
-export function roundSteps(cfg: Pick<TrainingConfig, 'steps' | 'epochs' | 'batchSize'>, sequences: number): number {
-  const b = Math.max(1, Math.min(cfg.batchSize, sequences));
-  return Math.max(cfg.steps, Math.ceil((cfg.epochs * sequences) / b));
-}
 
 export async function runRound(o: RoundOptions): Promise<RoundResult> {
   const p = await prepare(o);

@@ -1,5 +1,6 @@
-// The scheduler: starts a round when the active model's pending ratings reach training.threshold (with
-// training.auto; after a rejected round, when threshold ratings arrived that it did not see), or on `startTraining`; one round at a time (the training lock plus a check of the runs table);
+// The scheduler: starts a round when training.schedule says one is due (with training.auto; common/training/
+// schedule.ts decides: a pending-count threshold, an interval, or nightly; after a rejected round, only once as many
+// ratings arrived that it did not see), or on `startTraining`; one round at a time (the training lock plus a check of the runs table);
 // the round runs in a child process (worker.ts) at lower priority; its progress becomes `trainingProgress` events
 // and its outcome `adapterChanged` events. At start-up it recovers from a crash: a stale lock is removed, a run left
 // `running` by a process that is gone is marked failed with the reason, and half-written versions are deleted.
@@ -10,6 +11,7 @@ import type { Events } from '../../common/api.ts';
 import type { Settings } from '../../common/config.ts';
 import type { RunView } from '../../common/domain.ts';
 import { ConflictError, ReinError } from '../../common/errors.ts';
+import { scheduleDecision } from '../../common/training/schedule.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { acquireTrainingLock, pidAlive, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
@@ -30,7 +32,27 @@ export interface SchedulerDeps {
   workerPath?: string;
   /** How often a deferred (only-when-idle) start is retried, ms. */
   idlePollMs?: number;
+  /** The clock the schedule runs on (tests pass a fake one); the system clock with unref'd timers by default. */
+  timers?: SchedulerTimers;
+  /** The idle guard of nightly rounds and training.onlyWhenIdle; `machineIdle` by default. */
+  machineIdle?: () => boolean;
 }
+
+export interface SchedulerTimers {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const SYSTEM_TIMERS: SchedulerTimers = {
+  now: Date.now,
+  // unref: a pending wake-up never keeps a CLI or a test process alive.
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
+/** setTimeout's longest delay (2^31-1 ms, about 24.8 days); a later wake-up re-arms when this one fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
@@ -49,11 +71,43 @@ export function machineIdle(): boolean {
 export class Scheduler {
   private readonly d: SchedulerDeps;
   private child: { proc: ChildProcess; runId: number; modelId: string; done: boolean; failed: string | null } | null = null;
-  private idleTimer: NodeJS.Timeout | null = null;
+  /** The one wake-up timer: the schedule's next due time, or the next idle check. */
+  private wake: { handle: unknown; at: number } | null = null;
+  /** Set by startClock: only the serving process's scheduler wakes itself up (a CLI's core never does). */
+  private clockRunning = false;
   private exitWaiters: (() => void)[] = [];
+  private readonly timers: SchedulerTimers;
 
   constructor(d: SchedulerDeps) {
     this.d = d;
+    this.timers = d.timers ?? SYSTEM_TIMERS;
+  }
+
+  /** Lets the schedule wake the scheduler by the clock (interval and nightly rounds); `rein serve` and the app call it. */
+  startClock(): void {
+    this.clockRunning = true;
+    this.maybeAutoStart();
+  }
+
+  /** When the wake-up timer is set to fire (tests and status), or null. */
+  get nextWakeAt(): number | null {
+    return this.wake?.at ?? null;
+  }
+
+  private setWake(at: number | null): void {
+    if (this.wake !== null) this.timers.clearTimeout(this.wake.handle);
+    this.wake = null;
+    if (at === null || !this.clockRunning || this.closed) return;
+    const ms = Math.min(MAX_TIMER_MS, Math.max(0, at - this.timers.now()));
+    const wake = {
+      at,
+      handle: this.timers.setTimeout(() => {
+        if (this.wake !== wake) return;
+        this.wake = null;
+        this.maybeAutoStart();
+      }, ms),
+    };
+    this.wake = wake;
   }
 
   /** Crash recovery; call once at start-up. Returns the runs it marked failed. */
@@ -79,29 +133,37 @@ export class Scheduler {
     return this.child?.runId ?? null;
   }
 
-  /** After a rating: start a round when the threshold is reached (and training.auto). */
+  /**
+   * After a rating, a settings change, a round's end and each wake-up: start a round when training.schedule says one
+   * is due (and training.auto), otherwise set the wake-up timer for the first moment the clock could make one due.
+   */
   maybeAutoStart(): void {
+    if (this.closed) return;
     const s = this.d.settings();
-    if (!s['training.auto'] || this.child !== null) return;
+    if (!s['training.auto'] || this.child !== null) return this.setWake(null);
     const modelId = this.d.modelId();
+    const now = this.timers.now();
     const threshold = s['training.threshold'];
-    if (this.d.store.counts(modelId).pending < threshold) return;
+    const decision = scheduleDecision(s['training.schedule'], {
+      now,
+      pending: this.d.store.counts(modelId).pending,
+      threshold,
+      lastStartedAt: this.d.store.stmt<{ at: number | null }>('SELECT MAX(started_at) AS at FROM runs WHERE model_id = ?').get(modelId)?.at ?? null,
+    });
+    if (!decision.due) return this.setWake(decision.wakeAt);
     // After a rejected round its ratings are pending again: retrying on the same ratings would be rejected the same
-    // way, again and again. Wait for `threshold` ratings the rejected round did not see.
+    // way, again and again. Wait for `threshold` ratings the rejected round did not see (each rating calls here).
     const rejected = this.d.store.lastRejected(modelId);
-    if (rejected !== null && this.d.store.pendingSince(modelId, rejected.runId) < threshold) return;
+    if (rejected !== null && this.d.store.pendingSince(modelId, rejected.runId) < threshold) return this.setWake(null);
     try {
       resolveModelDir(this.d.store, modelId);
     } catch {
-      return; // no trainable model configured yet: status shows the pending count, and `rein train` explains why
+      return this.setWake(null); // no trainable model configured yet: status shows the pending count, and `rein train` explains why
     }
-    if (s['training.onlyWhenIdle'] && !machineIdle()) {
-      this.idleTimer ??= setTimeout(() => {
-        this.idleTimer = null;
-        this.maybeAutoStart();
-      }, this.d.idlePollMs ?? 60_000).unref();
-      return;
+    if ((decision.needsIdle || s['training.onlyWhenIdle']) && !(this.d.machineIdle ?? machineIdle)()) {
+      return this.setWake(now + (this.d.idlePollMs ?? 60_000));
     }
+    this.setWake(null);
     try {
       this.start('auto');
     } catch (e) {
@@ -225,8 +287,8 @@ export class Scheduler {
 
   /** Stops scheduling. A running worker is left to finish and record its own outcome. */
   close(): void {
+    this.setWake(null);
     this.closed = true;
-    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
     const s = this.child;
     if (s !== null) {
       // The store closes with the core: from now on the worker records its own outcome, and a worker killed after
