@@ -4,7 +4,8 @@
 // answers through the serve-model stack (proxy + Rein's model server with the active adapter), rates them by the
 // style rule through the core and trains one round through the scheduler and the worker. Printed per round: the
 // held-out preferred-style rate of the version now active (held fixed held-out prompts) with its 95% Wilson
-// interval, the paired change from before, the version's status, and the KL and budget from the run's metrics.
+// interval, the paired change from before, the version's status (with the gate's reason when not active), and the KL
+// and budget from the run's metrics.
 // Then the off-policy run (teacher rated answers of a second sampler, KTO) and, per rule, issue #12's bar: from
 // <= 20% to >= 80% within `rounds` rounds with the version active (so its KL was within the gate's budget).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -44,7 +45,7 @@ try {
         held: HELD,
         teacher: TEACHER,
         onRound: (p) =>
-          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s`),
+          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}`),
       });
       console.log(`${rule} seed ${seed} before: ${rate(r.before)}`);
       if (r.offPolicy !== null) {
