@@ -1,74 +1,67 @@
-// node bench/learning.ts [model=DIR] [seeds=1,2,3] [rounds=4] [n=32] [held=64] [preset=balanced] [rule=short3]
-// The learning curve through the product: per seed, a fresh Rein home on the model (default: rein demo's model,
-// written to a temporary directory), then R rounds of: sample N answers from the active adapter, capture and rate
-// them by the rule through the core, train one round through the scheduler and the worker. Printed per round: the
-// candidate's held-out preferred-style rate (64 fixed held-out prompts per seed) with its 95% Wilson interval, the
-// version's status and the gate's KL, and for a rejected version the live adapter's rate too. Issue #12 asks for >= 0.80 from <= 0.20 within 4 rounds on 4 of 5 seeds.
+// nice -n 10 node bench/learning.ts [rules=question,tests] [seeds=1,2,3,4,5] [rounds=4] [n=32] [held=128] [teacher=64]
+// The learning curve through the product on the small LM (src-main/node/training/small-lm/learning.ts, what
+// `rein demo` runs): per rule and seed a fresh Rein home with the balanced preset unchanged; each round samples n
+// answers through the serve-model stack (proxy + Rein's model server with the active adapter), rates them by the
+// style rule through the core and trains one round through the scheduler and the worker. Printed per round: the
+// held-out preferred-style rate of the version now active (held fixed held-out prompts) with its 95% Wilson
+// interval, the paired change from before, the version's status (with the gate's reason when not active), and the KL
+// and budget from the run's metrics.
+// Then the off-policy run (teacher rated answers of a second sampler, KTO) and, per rule, issue #12's bar: from
+// <= 20% to >= 80% within `rounds` rounds with the version active (so its KL was within the gate's budget).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { modelLinearParams } from '../src-main/common/engine/models/registry.ts';
-import { createCore } from '../src-main/node/core/core.ts';
-import { Engine } from '../src-main/node/engine/engine.ts';
-import { loadPeftAdapter } from '../src-main/node/engine/peft.ts';
-import { resolveHome } from '../src-main/node/home.ts';
-import { writeDemoModel } from '../src-main/node/training/demo-model.ts';
-import { captureAndRate, preferredRate, sampleTurns } from '../src-main/node/training/synthetic.ts';
+import { STYLES, type StyleName } from '../src-main/node/training/small-lm/corpus.ts';
+import { runLearning, type Change, type LearningResult, type RatePoint } from '../src-main/node/training/small-lm/learning.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
 const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
-const RULES: Record<string, (text: string) => boolean> = {
-  short3: (text) => text.split(/\s+/).filter(Boolean).length <= 3,
-  polite: (text) => /\b(please|thanks)\b/.test(text),
-};
-const ruleName = args['rule'] ?? 'short3';
-const rule = RULES[ruleName];
-if (rule === undefined) throw new Error(`rule must be one of ${Object.keys(RULES).join(', ')}, got ${ruleName}`);
-const seeds = (args['seeds'] ?? '1,2,3').split(',').map(Number);
+const rules = (args['rules'] ?? 'question,tests').split(',') as StyleName[];
+for (const r of rules) if (!STYLES.some((s) => s.name === r)) throw new Error(`rules: ${r} is not one of ${STYLES.map((s) => s.name).join(', ')}`);
+const seeds = (args['seeds'] ?? '1,2,3,4,5').split(',').map(Number);
 const ROUNDS = num('rounds', 4);
 const N = num('n', 32);
-const HELD = num('held', 64);
-const preset = args['preset'] ?? 'balanced';
+const HELD = num('held', 128);
+const TEACHER = num('teacher', 64);
+
+const f = (x: number): string => x.toFixed(2);
+const rate = (p: RatePoint): string => `${f(p.rate)} [${f(p.ci[0])}, ${f(p.ci[1])}]`;
+const change = (c: Change): string => `${c.mean >= 0 ? '+' : ''}${f(c.mean)} [${f(c.ci[0])}, ${f(c.ci[1])}]`;
+const kl = (k: number | null, b: number | null): string => (k === null ? 'KL n/a' : `KL ${k.toFixed(4)}${b === null ? '' : ` / ${b}`}`);
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-learning-'));
-const modelDir = args['model'] ?? writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir;
-const engine = Engine.load(modelDir, { threads: 1 });
-const f = (x: number): string => x.toFixed(2);
+const t0 = performance.now();
 try {
-  console.log(`learning curve: model ${modelDir}, rule ${ruleName}, preset ${preset}, ${ROUNDS} rounds of ${N} ratings, ${HELD} held-out prompts`);
-  for (const seed of seeds) {
-    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, `home-${seed}`) }) });
-    try {
-      await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false, 'training.preset': preset } }, 'cli');
-      const heldSeed = 10_000 + seed;
-      const base = preferredRate(await sampleTurns(engine, HELD, heldSeed), rule);
-      const cells = [`base ${f(base.rate)} [${base.ci.map(f).join(', ')}]`];
-      let adapter = null;
-      for (let r = 1; r <= ROUNDS; r++) {
-        const turns = await sampleTurns(engine, N, seed + 1000 * r, adapter);
-        const { good } = await captureAndRate(core, turns, rule, `s${seed}r${r}`);
-        await core.call('startTraining', {}, 'cli');
-        await core.scheduler.idle();
-        const run = (await core.call('listRuns', {}, 'cli'))[0]!;
-        if (run.status !== 'succeeded') throw new Error(`seed ${seed} round ${r}: run ${run.status}: ${String(run.error)}`);
-        const v = (await core.call('listAdapters', {}, 'cli'))[0]!;
-        const gate = (run.metrics as { gate: { kl: number } }).gate;
-        const candidate = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config)).adapter;
-        // The next round samples from the active adapter, as a user's agent would.
-        const active = (await core.call('listAdapters', {}, 'cli')).find((a) => a.status === 'active');
-        adapter = active === undefined ? null : loadPeftAdapter(path.join(active.path, 'peft'), modelLinearParams(engine.config)).adapter;
-        // The candidate's rate (what the round learned) and, when the gate rejected it, the live one's (what a user gets).
-        const cand = preferredRate(await sampleTurns(engine, HELD, heldSeed, candidate), rule);
-        const live = v.status === 'active' ? cand : preferredRate(await sampleTurns(engine, HELD, heldSeed, adapter), rule);
-        const ci = (x: { rate: number; ci: [number, number] }): string => `${f(x.rate)} [${x.ci.map(f).join(', ')}]`;
-        cells.push(`r${r} (${good}/${N} good, v${v.version} ${v.status}, KL ${gate.kl.toFixed(3)}): ${ci(cand)}${v.status === 'active' ? '' : `, live ${ci(live)}`}`);
+  console.log(`learning curve on the small LM, balanced preset: rules ${rules.join(', ')}; seeds ${seeds.join(', ')}; ${ROUNDS} rounds of ${N}; ${HELD} held-out prompts; teacher ${TEACHER}`);
+  for (const rule of rules) {
+    const results: LearningResult[] = [];
+    for (const seed of seeds) {
+      const r = await runLearning({
+        root,
+        rule,
+        seed,
+        rounds: ROUNDS,
+        n: N,
+        held: HELD,
+        teacher: TEACHER,
+        onRound: (p) =>
+          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}`),
+      });
+      console.log(`${rule} seed ${seed} before: ${rate(r.before)}`);
+      if (r.offPolicy !== null) {
+        const o = r.offPolicy;
+        console.log(`${rule} seed ${seed} off-policy (${o.teacher} teacher answers, ${o.good} good, KTO): ${rate(o.after)} change ${change(o.change)}; ${o.status}; ${kl(o.kl, o.budget)}`);
       }
-      console.log(`seed ${seed}: ${cells.join(' | ')}`);
-    } finally {
-      core.close();
+      results.push(r);
     }
+    const reached = results.filter((r) => r.before.rate <= 0.2 && r.rounds.some((p) => p.rate >= 0.8 && p.status === 'active'));
+    const firstRise = results.filter((r) => r.rounds[0] !== undefined && r.rounds[0].change.ci[0] > 0);
+    const offRise = results.filter((r) => r.offPolicy !== null && r.offPolicy.change.ci[0] > 0);
+    console.log(`${rule}: >=80% within ${ROUNDS} rounds: ${reached.length} of ${results.length} seeds`);
+    console.log(`${rule}: round 1 rise with 95% CI above 0: ${firstRise.length} of ${results.length} seeds`);
+    if (TEACHER > 0) console.log(`${rule}: off-policy change with 95% CI above 0: ${offRise.length} of ${results.length} seeds`);
   }
+  console.log(`total ${((performance.now() - t0) / 60_000).toFixed(1)} min`);
 } finally {
-  await engine.close();
   rmSync(root, { recursive: true, force: true });
 }

@@ -29,7 +29,7 @@ afterAll(async () => {
 
 const shot = (name: string) => page.screenshot({ path: artifactPath(`app-${name}.png`), fullPage: true });
 let n = 0;
-// Demo-vocabulary answers (node/training/demo-model.ts), so the word-level tokenizer reads every word.
+// Short coding-assistant answers; the demo model (the small pretrained LM, byte-level BPE) encodes any text.
 const turn = (response: string) => ({ source: 'claude-code', session: 'app-e2e', eventId: `app-${++n}`, prompt: 'fix the bug in this file', response, model: 'demo' });
 
 describe('the app in Chromium', () => {

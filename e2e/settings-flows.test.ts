@@ -63,7 +63,7 @@ async function shots(name: string): Promise<void> {
 }
 
 let n = 0;
-// Demo-vocabulary answers (node/training/demo-model.ts), so the word-level tokenizer reads every word.
+// Short coding-assistant answers; the demo model (the small pretrained LM, byte-level BPE) encodes any text.
 const turn = (response: string) => ({ source: 'claude-code', session: 'settings-e2e', eventId: `s-${++n}`, prompt: 'fix the bug in this file', response, model: 'demo' });
 async function rated(response: string, value: 'good' | 'bad' | number, extra: { tags?: string[]; comment?: string } = {}): Promise<number> {
   const r = await serve.post('/v1/turns', turn(response));

@@ -191,7 +191,7 @@ export const VERBS = {
   planAgent: { input: z.strictObject({ agent: AgentId }), help: "The files connecting an agent would change (the installer's dry run)." },
   connectAgent: { input: z.strictObject({ agent: AgentId }), help: "Connect an agent to Rein (its config files are backed up first)." },
   useModel: { input: z.strictObject({ path: z.string().min(1).max(4096) }), help: 'Train this HF model folder (sets model.active).' },
-  useDemoModel: { input: Empty, help: 'Write the tiny offline demo model into the Rein home and train it (model.active, demo training settings).' },
+  useDemoModel: { input: Empty, help: 'Copy the small pretrained demo LM into the Rein home and train it (model.active, the balanced preset).' },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
 } as const;
 

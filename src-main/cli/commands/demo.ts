@@ -1,73 +1,86 @@
-// `rein demo`: the whole loop offline in about a minute. It writes a tiny random model with a word-level vocabulary
-// (node/training/demo-model.ts), samples answers from it, rates them with a visible rule, trains one round through
-// the real scheduler and worker, and prints the preferred-behaviour rate before and after with 95% intervals.
-// The rule: an answer is good when it is short (at most three words, then </s>). The random 48-word model stops that
-// early in about a tenth of its answers, and stopping is one decision (the </s> token) that a LoRA learns in one
-// round. 64 ratings by default: they hold 3-11 good examples, enough for one round to reach >= 80% on every seed the
-// learning test tries; 32 hold 1-4 and land anywhere from 0.66 to 0.98 (README "Does one round learn?"). The round
-// uses the balanced preset with the LR size rule every model gets (common/training/presets.ts), so the numbers above,
-// measured with the old toy bucket (LR x2000, clip [0.2, 5]), no longer hold: README "Does one round learn?".
+// `rein demo`: the whole loop offline on the small pretrained LM (resources/small-lm), through the product
+// (node/training/small-lm/learning.ts): each round samples answers through the serve-model stack (the capture proxy
+// and Rein's own model server with the active adapter), rates them with a visible style rule, trains one round with
+// the balanced preset through the scheduler and the worker, and measures the held-out preferred-style rate with its
+// 95% interval. --teacher N adds the off-policy run (N rated answers of a second sampler, trained with KTO).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
-import { createCore } from '../../node/core/core.ts';
-import { Engine } from '../../node/engine/engine.ts';
-import { loadPeftAdapter } from '../../node/engine/peft.ts';
-import { resolveHome } from '../../node/home.ts';
-import { writeDemoModel } from '../../node/training/demo-model.ts';
-import { captureAndRate, preferredRate, sampleTurns } from '../../node/training/synthetic.ts';
+import { BadInputError } from '../../common/errors.ts';
 import { registerCommand } from '../dispatch.ts';
-import { intOption } from './format.ts';
+import { intOption, stringOption } from './format.ts';
 
-const rule = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const ci = (c: readonly [number, number]): string => `${pct(c[0])}-${pct(c[1])}`;
+const signedPct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
 
 registerCommand({
   name: 'demo',
-  summary: 'Train a tiny model offline on a visible rule and show the before/after rate (about a minute).',
-  usage: 'rein demo [--ratings N] [--seed S] [--keep]',
+  summary: 'Train the small demo LM offline on a visible style rule and print its learning curve (a few minutes).',
+  usage: 'rein demo [--rule question] [--rounds N] [--ratings N] [--held N] [--teacher N] [--seed S] [--keep]',
   options: {
-    ratings: { type: 'string', help: 'rated answers to train on <n> (default 64)' },
+    rule: { type: 'string', help: 'the preferred style <name>: code, apology, hedge, question, tests, steps (default question)' },
+    rounds: { type: 'string', help: 'training rounds <n> (default 2)' },
+    ratings: { type: 'string', help: 'answers sampled and rated per round <n> (default 32)' },
+    held: { type: 'string', help: 'held-out prompts the rate is measured on <n> (default 128, at most 128)' },
+    teacher: { type: 'string', help: 'off-policy: rated answers of a second sampler trained with KTO <n> (default 0: skip)' },
     seed: { type: 'string', help: 'random seed <n> (default 1)' },
-    keep: { type: 'boolean', help: 'keep the demo folder (model, database, adapter) and print its path' },
+    keep: { type: 'boolean', help: 'keep the demo folder (homes, database, adapters) and print its path' },
   },
   async run(ctx) {
-    const n = intOption(ctx.options, 'ratings', 4, 1000) ?? 64;
+    const { STYLES } = await import('../../node/training/small-lm/corpus.ts');
+    const { runLearning, HELD_OUT_MAX } = await import('../../node/training/small-lm/learning.ts');
+    const rule = stringOption(ctx.options, 'rule') ?? 'question';
+    const style = STYLES.find((s) => s.name === rule);
+    if (style === undefined) throw new BadInputError(`--rule must be one of ${STYLES.map((s) => s.name).join(', ')}, not ${JSON.stringify(rule)}`, 'rule');
+    const rounds = intOption(ctx.options, 'rounds', 0, 20) ?? 2;
+    const n = intOption(ctx.options, 'ratings', 4, 1000) ?? 32;
+    const held = intOption(ctx.options, 'held', 8, HELD_OUT_MAX) ?? HELD_OUT_MAX;
+    const teacher = intOption(ctx.options, 'teacher', 0, 1000) ?? 0;
     const seed = intOption(ctx.options, 'seed', 0, 1_000_000) ?? 1;
     const root = mkdtempSync(path.join(os.tmpdir(), 'rein-demo-'));
     const say = (s: string): void => ctx.io.stderr(`${s}\n`);
-    const engine = Engine.load(writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir);
-    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
     try {
-      say('rule: an answer is good when it is short (at most three words)');
-      const before = preferredRate(await sampleTurns(engine, 128, 10_000 + seed), rule);
-      await core.call('setSettings', { values: { 'model.active': engine.tokenizer!.dir, 'training.auto': false, 'training.preset': 'balanced' } }, 'cli');
-      const rated = n;
-      const examples = await sampleTurns(engine, rated, seed);
-      for (const t of examples.slice(0, 3)) say(`  "${t.prompt}" -> "${t.text}" : ${rule(t.text) ? 'good' : 'bad'}`);
-      const counts = await captureAndRate(core, examples, rule, 'demo');
-      say(`rated ${rated} sampled answers: ${counts.good} good, ${counts.bad} bad; training one round…`);
-      const off = core.on('trainingProgress', (p) => {
-        if (p.phase === 'training' && p.step % 8 === 0) say(`  step ${p.step}/${p.steps} loss ${p.loss?.toFixed(3)} KL ${p.kl?.toFixed(3)} ${p.tokensPerSecond?.toFixed(0)} tok/s`);
+      say(`rule: an answer is good when it ${style.description} (corpus base rate ${pct(style.rate)})`);
+      say(`${rounds} rounds of ${n} answers sampled through the proxy and Rein's model server, rated, trained (balanced preset); rate on ${held} held-out prompts`);
+      const r = await runLearning({
+        root,
+        rule: style.name,
+        seed,
+        rounds,
+        n,
+        held,
+        teacher,
+        log: () => {},
+        onRound: (p) => say(`  round ${p.round}: ${p.good}/${p.rated} good, v${p.version ?? '-'} ${p.status}, held-out ${pct(p.rate)} (${ci(p.ci)}) in ${p.seconds.toFixed(0)} s`),
       });
-      const t0 = performance.now();
-      await core.call('startTraining', {}, 'cli');
-      await core.scheduler.idle();
-      off();
-      const run = (await core.call('listRuns', {}, 'cli'))[0]!;
-      if (run.status !== 'succeeded') throw new Error(`the round ${run.status}: ${run.error}`);
-      const v = (await core.call('listAdapters', {}, 'cli'))[0]!;
-      const { adapter } = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config));
-      const after = preferredRate(await sampleTurns(engine, 128, 10_000 + seed, adapter), rule);
-      const pct = (r: typeof before): string => `${(100 * r.rate).toFixed(1)}% (95% CI ${(100 * r.ci[0]).toFixed(1)}-${(100 * r.ci[1]).toFixed(1)}%, ${r.k}/${r.n})`;
-      const result = { before, after, seconds: (performance.now() - t0) / 1000, adapter: { version: v.version, status: v.status, reason: v.reason }, dir: ctx.options.keep === true ? root : null };
-      ctx.print(
-        `short answers on 128 held-out prompts\n  before: ${pct(before)}\n  after:  ${pct(after)}\nround: ${result.seconds.toFixed(1)} s; v${v.version} ${v.status} (${v.reason})${result.dir === null ? '' : `\nkept in ${root}`}`,
-        result,
-      );
+      const lines = [
+        `${style.description}, on ${held} held-out prompts (95% CI)`,
+        `  before:   ${pct(r.before.rate)} (${ci(r.before.ci)}, ${r.before.k}/${r.before.n})`,
+        ...r.rounds.map(
+          (p) =>
+            `  round ${p.round}: ${pct(p.rate)} (${ci(p.ci)}, ${p.k}/${p.n}), change ${signedPct(p.change.mean)} (${signedPct(p.change.ci[0])} to ${signedPct(p.change.ci[1])}) points; v${p.version ?? '-'} ${p.status}` +
+            `${p.kl === null ? '' : `, KL ${p.kl.toFixed(4)}${p.budget === null ? '' : ` of ${p.budget}`}`}${p.reason === null ? '' : ` (${p.reason})`}`,
+        ),
+        ...(r.offPolicy === null
+          ? []
+          : [
+              `  off-policy, ${r.offPolicy.teacher} teacher answers (${r.offPolicy.good} good), KTO: ${pct(r.offPolicy.after.rate)} (${ci(r.offPolicy.after.ci)}), change ${signedPct(r.offPolicy.change.mean)} ` +
+                `(${signedPct(r.offPolicy.change.ci[0])} to ${signedPct(r.offPolicy.change.ci[1])}) points; ${r.offPolicy.status}`,
+            ]),
+        ...(ctx.options.keep === true ? [`kept in ${root}`] : []),
+      ];
+      ctx.print(lines.join('\n'), {
+        rule: r.rule,
+        seed: r.seed,
+        held: r.held,
+        before: { rate: r.before.rate, ci: r.before.ci },
+        after: { rate: r.after.rate, ci: r.after.ci },
+        rounds: r.rounds.map((p) => ({ round: p.round, rate: p.rate, ci: p.ci, change: p.change, good: p.good, rated: p.rated, onPolicy: p.onPolicy, run: p.run, version: p.version, status: p.status, reason: p.reason, kl: p.kl, budget: p.budget })),
+        offPolicy: r.offPolicy,
+        dir: ctx.options.keep === true ? root : null,
+      });
     } finally {
-      core.close();
-      await engine.close();
       if (ctx.options.keep !== true) rmSync(root, { recursive: true, force: true });
     }
   },

@@ -1,6 +1,7 @@
 // `rein serve-model`: the capture proxy on loopback (proxy.port), forwarding to the upstream in proxy.upstream or,
-// when that is null, to Rein's own llama.cpp model server with the active adapter. Runs until SIGINT/SIGTERM. It opens
-// the store itself (several processes share it), so it works beside a running app or alone.
+// when that is null, to Rein's own llama.cpp model server with the active adapter (node/serving/stack.ts, which the
+// learning loop shares). Runs until SIGINT/SIGTERM. It opens the store itself (several processes share it), so it
+// works beside a running app or alone.
 import { registerCommand } from '../dispatch.ts';
 import { intOption } from './format.ts';
 
@@ -20,29 +21,26 @@ registerCommand({
     const port = intOption(ctx.options, 'port', 0, 65535);
     const { createCore } = await import('../../node/core/core.ts');
     const { readOrCreateToken } = await import('../../node/home.ts');
-    const { startProxyServer } = await import('../../node/serving/proxy.ts');
-    const { producerResolver, upstreamModelResolver, vocabResolver } = await import('../../node/serving/producer.ts');
+    const { startServeStack } = await import('../../node/serving/stack.ts');
     const log = (line: string) => ctx.io.stderr(line + '\n');
     const core = createCore({ home: ctx.home });
-    const token = readOrCreateToken(ctx.home);
-    const s = core.settings();
-    const upstreamUrl = typeof ctx.options.upstream === 'string' ? ctx.options.upstream : s['proxy.upstream'];
-    let model: { url: string; close(): Promise<void> } | null = null;
-    if (upstreamUrl === null) {
-      const { startModelServer } = await import('../../node/serving/embedded.ts');
-      model = await startModelServer({ core, token, port: 0, log });
-      log(`rein serve-model: model server at ${model.url}`);
+    try {
+      const stack = await startServeStack({
+        core,
+        token: readOrCreateToken(ctx.home),
+        port: port ?? core.settings()['proxy.port'],
+        ...(typeof ctx.options.upstream === 'string' ? { upstream: ctx.options.upstream } : {}),
+        log,
+      });
+      ctx.print(stack.url, { url: stack.url, upstream: stack.upstream.baseUrl, pid: process.pid });
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await stack.close();
+    } finally {
+      core.close();
     }
-    const upstream = upstreamUrl === null ? { baseUrl: model!.url, apiKey: token, kind: 'rein' as const } : { baseUrl: upstreamUrl, kind: s['proxy.upstreamKind'] };
-    const proxy = await startProxyServer({ core, token, port: port ?? s['proxy.port'], upstream: () => upstream, vocab: vocabResolver(core, log), producer: producerResolver(core), upstreamModel: upstreamModelResolver(core), log });
-    ctx.print(proxy.url, { url: proxy.url, upstream: upstream.baseUrl, pid: process.pid });
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
-    await proxy.close();
-    await model?.close();
-    core.close();
     return 0;
   },
 });

@@ -8,7 +8,7 @@ import { defaultSettings } from '../../common/config.ts';
 import { presetConfig } from '../../common/training/presets.ts';
 import { createCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
-import { writeDemoModel } from '../training/demo-model.ts';
+import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
 import { modelShape } from '../training/model.ts';
 import { readSettings } from './settings.ts';
 import { Store } from './store.ts';
@@ -58,7 +58,7 @@ describe('readSettings', () => {
   });
 
   it('the round reads through it: a stored preset that no longer exists trains with the default preset instead of failing', { timeout: 120_000 }, async () => {
-    const modelDir = writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir;
+    const modelDir = SMALL_LM_DIR;
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'round') }) });
     try {
       await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false } }, 'test');

@@ -8,7 +8,7 @@ import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { runServe } from '../serve.ts';
-import { writeDemoModel } from '../training/demo-model.ts';
+import { installSmallLm } from '../training/small-lm/model.ts';
 import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
 import { linuxGpus } from './hardware.ts';
 
@@ -41,7 +41,7 @@ describe('model discovery', () => {
   it('finds HF cache models at refs/main, picked folders and Ollama tags, and says why one cannot be trained', async () => {
     const home = process.env.HOME!;
     const repo = path.join(home, '.cache/huggingface/hub/models--acme--tiny');
-    writeDemoModel(path.join(repo, 'snapshots/abc123'));
+    installSmallLm(path.join(repo, 'snapshots/abc123'));
     mkdirSync(path.join(repo, 'refs'), { recursive: true });
     writeFileSync(path.join(repo, 'refs/main'), 'abc123\n');
     const picked = path.join(root, 'picked');
@@ -70,7 +70,7 @@ describe('model discovery', () => {
     await expect(c.call('discoverModels', { folders: ['models'] }, 'test')).rejects.toMatchObject({ message: 'discoverModels: models is not an absolute path (start it with / or ~/)' });
     // ~/ is the user's home.
     mkdirSync(path.join(process.env.HOME!, 'picked-in-home', 'tiny'), { recursive: true });
-    writeDemoModel(path.join(process.env.HOME!, 'picked-in-home', 'tiny'));
+    installSmallLm(path.join(process.env.HOME!, 'picked-in-home', 'tiny'));
     const found = await c.call('discoverModels', { folders: ['~/picked-in-home'] }, 'test');
     expect(found.find((m) => m.name === 'tiny')).toMatchObject({ source: 'folder', path: path.join(process.env.HOME!, 'picked-in-home', 'tiny') });
   });

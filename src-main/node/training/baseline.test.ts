@@ -10,15 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/models/registry.ts';
 import { Rng } from '../../common/engine/rng.ts';
+import { heldoutCount } from '../../common/training/estimate.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { resolveHome } from '../home.ts';
 import { demoPrompt } from './small-lm/corpus.ts';
 import { SMALL_LM_DIR } from './small-lm/model.ts';
-import { captureAndRate, SAMPLE_OPTS, type SampledTurn } from './synthetic.ts';
+import { captureAndRate, SAMPLE_OPTS, type SampledTurn } from './test-utils/rated-turns.ts';
 
-const N = 16;
+const N = Number(process.env.REIN_N ?? 16);
 const MAX_TOKENS = 24;
 
 let root: string;
@@ -59,7 +60,7 @@ async function meanLogp(turns: readonly SampledTurn[], adapter: LoraAdapter | nu
 interface RunMetrics {
   baseline: { before: number | null; after: number };
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
-  samples: { mispo: number; kto: number; skipped: unknown[] };
+  samples: { mispo: number; kto: number; heldout: number; drawn: number[]; skipped: unknown[] };
   gate: { accept?: boolean; kl: number; klBudget: number };
 }
 
@@ -77,6 +78,13 @@ async function firstRound(name: string, value: boolean, seed: number): Promise<{
   return { core, turns, m: run.metrics as RunMetrics, status: v.status, reason: v.reason, adapter };
 }
 
+/** The mean of 0.99^k over the drawn ratings, k each one's place (from 0) among all the model's ratings. */
+const ratingIds = (core: ReinCore): number[] => core.store.stmt<{ id: number }>('SELECT id FROM ratings ORDER BY id').all().map((r) => r.id);
+function meanDecay(core: ReinCore, drawn: readonly number[]): number {
+  const ids = ratingIds(core);
+  return drawn.reduce((s, id) => s + 0.99 ** ids.indexOf(id), 0) / drawn.length;
+}
+
 describe('a first round with the reward baseline', () => {
   it(`all Good (${N} ratings): every advantage is positive, v1 goes live, and the good answers become more likely`, { timeout: 300_000 }, async () => {
     const { core, turns, m, status, reason, adapter } = await firstRound('good', true, 1);
@@ -88,12 +96,16 @@ describe('a first round with the reward baseline', () => {
           `baseline ${m.baseline.before} -> ${m.baseline.after.toFixed(4)}; mean log p of the rated answers ${before.toFixed(3)} -> ${after.toFixed(3)}; ` +
           `gate: ${status} (KL ${m.gate.kl.toFixed(4)} of ${m.gate.klBudget}; ${reason})`,
       );
-      expect(m.samples.mispo).toBe(N);
-      expect(m.advantages.positive).toBe(N);
+      // A fifth is held out for the gate (they stay pending); the rest train, every one with a positive advantage.
+      const trained = N - heldoutCount(N, 0.2);
+      expect(m.samples.mispo).toBe(trained);
+      expect(m.advantages.positive).toBe(trained);
       expect(m.advantages.negative).toBe(0);
-      // The first rating meets 0, the newest 1 − 0.99^15 = 0.14; the mean advantage is Σ 0.99^k / 16 = 0.93.
-      expect(m.advantages.meanPositive!).toBeCloseTo((1 - 0.99 ** N) / 0.01 / N, 9);
-      expect(m.baseline).toEqual({ before: 0, after: expect.closeTo(1 - 0.99 ** N, 12) as unknown });
+      // The k-th rating (from 0) meets 1 − 0.99^k, so its advantage is 0.99^k: the first meets 0, the newest 0.14.
+      expect(m.advantages.meanPositive!).toBeCloseTo(meanDecay(core, m.samples.drawn), 9);
+      // `before` is what the round's first trained rating met (1 − 0.99^k, k its place); `after` the EMA of all N.
+      const first = Math.min(...m.samples.drawn);
+      expect(m.baseline).toEqual({ before: expect.closeTo(1 - 0.99 ** ratingIds(core).indexOf(first), 12) as unknown, after: expect.closeTo(1 - 0.99 ** N, 12) as unknown });
       expect((await core.call('status', {}, 'test')).ema!.value).toBe(m.baseline.after);
       expect(status).toBe('active');
       expect(after).toBeGreaterThan(before);
@@ -112,9 +124,10 @@ describe('a first round with the reward baseline', () => {
           `baseline ${m.baseline.before} -> ${m.baseline.after.toFixed(4)}; mean log p of the rated answers ${before.toFixed(3)} -> ${after.toFixed(3)}; ` +
           `gate: ${status} (KL ${m.gate.kl.toFixed(4)} of ${m.gate.klBudget}; ${reason})`,
       );
-      expect(m.advantages.negative).toBe(N);
+      const trained = N - heldoutCount(N, 0.2);
+      expect(m.advantages.negative).toBe(trained);
       expect(m.advantages.positive).toBe(0);
-      expect(m.advantages.meanNegative!).toBeCloseTo(-(1 - 0.99 ** N) / 0.01 / N, 9);
+      expect(m.advantages.meanNegative!).toBeCloseTo(-meanDecay(core, m.samples.drawn), 9);
       expect(after).toBeLessThan(before);
     } finally {
       core.close();

@@ -1,4 +1,4 @@
-// The gate's runner on the demo model: it scores a held-out turn by the sign of its training target (the MIS-PO
+// The gate's runner on the small pretrained LM: it scores a held-out turn by the sign of its training target (the MIS-PO
 // advantage, not the reward), leaves A = 0 unscored, measures the per-token k3 to the parent and the base over the
 // response's trained tokens, and compares with the parent turn by turn.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,15 +10,15 @@ import { Rng } from '../../common/engine/rng.ts';
 import { k3 } from '../../common/training/gate.ts';
 import { Engine } from '../engine/engine.ts';
 import type { TrainSequence } from './data.ts';
-import { writeDemoModel } from './demo-model.ts';
 import { evaluateGate } from './gate.ts';
-import { sampleTurns } from './synthetic.ts';
+import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { sampleTurns } from './test-utils/rated-turns.ts';
 
 let root: string;
 let engine: Engine;
 beforeAll(() => {
   root = mkdtempSync(path.join(os.tmpdir(), 'rein-gate-'));
-  engine = Engine.load(writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir, { threads: 1 });
+  engine = Engine.load(SMALL_LM_DIR, { threads: 1 });
 });
 afterAll(async () => {
   await engine.close();

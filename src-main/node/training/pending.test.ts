@@ -1,4 +1,4 @@
-// Nothing is burned (issue #12), end to end through the core and the real trainer worker on the demo model: a
+// Nothing is burned (issue #12), end to end through the core and the real trainer worker on the small pretrained LM: a
 // rating becomes trained only when it was drawn into a step of a version that went live. A rejected round leaves
 // its ratings pending and says so; held-out ratings are scored, not trained, and stay pending; a backlog larger
 // than steps × batch is drawn whole; the scheduler does not retry a rejected round on the same ratings.
@@ -12,16 +12,17 @@ import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { resolveHome } from '../home.ts';
 import { activeModelId } from '../serving/producer.ts';
-import { writeDemoModel } from './demo-model.ts';
 import type { RoundMetrics } from './round.ts';
-import { captureAndRate, SAMPLE_OPTS, sampleTurns, type SampledTurn } from './synthetic.ts';
+import { styleRule } from './small-lm/corpus.ts';
+import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { captureAndRate, SAMPLE_OPTS, sampleTurns, type SampledTurn } from './test-utils/rated-turns.ts';
 
 let root: string;
 let modelDir: string;
 let engine: Engine;
 beforeAll(() => {
   root = mkdtempSync(path.join(os.tmpdir(), 'rein-pending-'));
-  modelDir = writeDemoModel(path.join(root, 'model'), { seed: 0 }).dir;
+  modelDir = SMALL_LM_DIR;
   engine = Engine.load(modelDir, { threads: 1 });
 });
 afterAll(async () => {
@@ -46,7 +47,7 @@ async function rateNeutral(core: ReinCore, turns: readonly SampledTurn[], tag: s
 }
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
-const short = (text: string): boolean => text.split(/\s+/).filter(Boolean).length <= 3;
+const rule = styleRule('question');
 
 describe('nothing is burned', () => {
   it('a rejected round leaves its ratings pending, says so, and is not retried until threshold new ratings', { timeout: 300_000 }, async () => {
@@ -94,7 +95,7 @@ describe('nothing is burned', () => {
     // steps 4 × batch 8 draws 32 sequences; the round runs ceil(1 epoch × 160 / 8) = 20 steps instead.
     const core = await newCore('backlog', { 'training.preset': 'custom', 'training.custom': { steps: 4 } });
     try {
-      await captureAndRate(core, await sampleTurns(engine, 200, 11), short, 'p');
+      await captureAndRate(core, await sampleTurns(engine, 200, 11), rule, 'p');
       await core.call('startTraining', {}, 'test');
       await core.scheduler.idle();
       const run = (await core.call('listRuns', {}, 'test'))[0]!;

@@ -64,12 +64,15 @@ const CODE: Record<(typeof LANGS)[number], string> = {
 
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng.uniform() * xs.length)]!;
 
-/** One dialogue. Draw order is fixed, so the same Rng state gives the same dialogue. */
-export function sampleDialogue(rng: Rng): Dialogue {
+/**
+ * One dialogue. Draw order is fixed, so the same Rng state gives the same dialogue. `rates` replaces the documented
+ * base rate of some dimensions: a second sampler with another style mix (the learning loop's off-policy teacher).
+ */
+export function sampleDialogue(rng: Rng, rates: Partial<Record<StyleName, number>> = {}): Dialogue {
   const lang = pick(rng, LANGS);
   const [task, how] = pick(rng, TASKS);
   const prompt = pick(rng, ASK).replace('{task}', task).replace('{lang}', lang);
-  const styles = Object.fromEntries(STYLES.map((s) => [s.name, rng.uniform() < s.rate])) as Record<StyleName, boolean>;
+  const styles = Object.fromEntries(STYLES.map((s) => [s.name, rng.uniform() < (rates[s.name] ?? s.rate)])) as Record<StyleName, boolean>;
   const parts: string[] = [];
   if (styles.apology) parts.push(pick(rng, ['Sorry for the confusion earlier.', 'Apologies, my last answer was wrong.']));
   parts.push(pick(rng, OPEN));
@@ -92,6 +95,11 @@ export function corpus(n: number, seed: number): Dialogue[] {
 /** A user prompt for sampling from the model, from the corpus's own prompt distribution. */
 export function demoPrompt(rng: Rng): string {
   return sampleDialogue(rng).prompt;
+}
+
+/** Every distinct user prompt of the corpus (ASK × TASKS × LANGS), in a fixed order. */
+export function allPrompts(): string[] {
+  return ASK.flatMap((a) => TASKS.flatMap(([task]) => LANGS.map((lang) => a.replace('{task}', task).replace('{lang}', lang))));
 }
 
 /** The share of `texts` each detector fires on, next to its documented rate. */

@@ -1,0 +1,34 @@
+// The learning loop's own arithmetic and its held-out split; the loop itself runs in cli/commands/demo.test.ts.
+import { describe, expect, it } from 'vitest';
+import { allPrompts } from './corpus.ts';
+import { HELD_OUT_MAX, HELD_OUT_PROMPTS, pairedChange, ratePoint, runKl, TRAINING_PROMPTS } from './learning.ts';
+
+describe('the learning loop', () => {
+  it('holds out 128 of the corpus\'s 300 distinct prompts, none of which a training round draws', () => {
+    const all = allPrompts();
+    expect(new Set(all).size).toBe(300);
+    expect(HELD_OUT_PROMPTS).toHaveLength(HELD_OUT_MAX);
+    expect(new Set([...HELD_OUT_PROMPTS, ...TRAINING_PROMPTS]).size).toBe(300);
+    const held = new Set(HELD_OUT_PROMPTS);
+    expect(TRAINING_PROMPTS.filter((p) => held.has(p))).toEqual([]);
+  });
+
+  it('the paired change is the mean of after − before with a normal 95% interval; the rate has its Wilson interval', () => {
+    const before = [false, false, false, true];
+    const after = [true, true, false, true];
+    const c = pairedChange(before, after);
+    // d = [1, 1, 0, 0]: mean 0.5, sd √(1/3), half-width 1.96·sd/2.
+    expect(c.mean).toBe(0.5);
+    expect(c.ci[0]).toBeCloseTo(0.5 - 1.96 * Math.sqrt(1 / 3) / 2, 12);
+    expect(pairedChange(before, before)).toEqual({ mean: 0, ci: [0, 0] });
+    expect(ratePoint(after)).toMatchObject({ rate: 0.75, k: 3, n: 4 });
+    expect(ratePoint(after).ci[0]).toBeLessThan(0.75);
+  });
+
+  it('reads the KL and its budget from a run\'s gate metrics whatever the gate names them', () => {
+    expect(runKl({ gate: { scope: 'trained', accuracy: 1, kl: 0.02, probes: 8, klBudget: 0.1 } })).toEqual({ kl: 0.02, budget: 0.1 });
+    expect(runKl({ gate: { klToParent: 0.03, klFromBase: 0.2, klBudgetPerToken: 0.05 } })).toEqual({ kl: 0.03, budget: 0.05 });
+    expect(runKl(null)).toEqual({ kl: null, budget: null });
+    expect(runKl({ samples: {} })).toEqual({ kl: null, budget: null });
+  });
+});
