@@ -70,7 +70,7 @@ export function ModelStep() {
   return (
     <>
       <div className="demo-choice">
-        <p>No model yet, or just trying? The demo model is tiny, made on this computer, and trains in about a minute offline.</p>
+        <p>No model yet, or just trying? The demo model ships with Rein: a small language model (under a million parameters) pretrained on coding-assistant chats. It runs and trains offline, a round in a few minutes.</p>
         <button type="button" className="primary" disabled={busy !== null} onClick={() => void choose('demo')}>
           Try with the demo model
         </button>

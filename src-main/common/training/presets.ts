@@ -112,7 +112,8 @@ export const LR_ANCHOR_PARAMS = 7e9;
  * Adam's stable step for a hidden matrix shrinks as 1/width (μP: Yang et al. 2022, "Tensor Programs V", Table 3),
  * and a transformer's N ≈ 12·L·H² grows about as width² (L and H grow together across a family), so 1/√N stands
  * for 1/width without needing the config. It gives 1.9e-5 at 0.5B, 5e-6 at 7B, 1.6e-6 at 70B (the LoRA-on-small-
- * model practice of 1e-5..1e-4 below 1B) and 1.7e-3 for rein demo's 60k-parameter model. Every model, generated
+ * model practice of 1e-5..1e-4 below 1B) and 4.5e-4 for the 0.88M-parameter small LM
+ * that rein demo trains. Every model, generated
  * or real, gets this rule: nothing is set per bucket or for tests.
  */
 export function lrForSize(activeParams: number): number {
