@@ -2,7 +2,7 @@
 // rating says whether it trained, was held out, or came back from a rejected round.
 import { describe, expect, it } from 'vitest';
 import type { RatingView, Status } from '../../common/domain.ts';
-import { formatRating, formatStatus } from './format.ts';
+import { formatRating, formatStatus, statusRow } from './format.ts';
 
 const status: Status = {
   version: '0.1.0',
@@ -26,7 +26,7 @@ const rating = (over: Partial<RatingView>): RatingView => ({
 describe('rein status and ratings', () => {
   it('say a rejected round left its ratings pending', () => {
     expect(formatStatus(status)).not.toMatch(/rejected/);
-    expect(formatStatus({ ...status, rejected: { runId: 3, pending: 8 } })).toContain('rejected   round 3 was rejected by the gate: its 8 ratings are pending again (not trained)');
+    expect(formatStatus({ ...status, rejected: { runId: 3, pending: 8 } })).toContain(statusRow('rejected', 'round 3 was rejected by the gate: its 8 ratings are pending again (not trained)'));
   });
 
   it('say where each rating stands', () => {
