@@ -53,7 +53,10 @@ export const BASELINE_HELP = 'The running EMA of your rewards (+1 Good, −1 Bad
 export function selectEmaText(s: ReinState): string | null {
   const ema = s.status?.ema;
   if (!ema) return null;
-  return (ema.value >= 0 ? '+' : '−') + Math.abs(ema.value).toFixed(2);
+  const shown = Math.abs(ema.value).toFixed(2);
+  // A value that rounds to 0.00 has no sign worth showing ("−0.00" after 8 Good and 8 Bad reads as a negative).
+  if (Number(shown) === 0) return '0.00';
+  return (ema.value >= 0 ? '+' : '−') + shown;
 }
 
 export function selectAdapterText(s: ReinState): string {
