@@ -119,7 +119,7 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
         <Summary id="loss-summary" text={curveSummary('Loss', props.steps.map((s) => ({ step: s.step, value: s.loss })))} />
       </figure>
       <figure className="chart" data-testid="kl-chart">
-        <figcaption className="small">KL to the original model</figcaption>
+        <figcaption className="small">How far the model moved (KL)</figcaption>
         <div aria-hidden="true">
           <ResponsiveContainer width="100%" height={height}>
             <LineChart data={props.steps} margin={margin} accessibilityLayer={false}>
@@ -139,8 +139,8 @@ export function RunCurve(props: { steps: Step[]; height?: number; refs?: KlRefs 
           {budget !== null && <li><span className="swatch dotted" style={{ borderColor: 'var(--muted)' }} />Gate's KL budget</li>}
         </ul>
         <p className="muted small">
-          The training-batch KL is measured on the answers each step trains on, and jumps about. The check after the round measures KL once, on a few probe turns with the
-          finished version, averaged per token; only that one must stay within the budget.
+          The training-batch KL is measured against the original model on the answers each step trains on, and jumps about. The check after the round measures KL
+          once, from the version before this round to the new one, on the held-out ratings' answers, averaged per token; only that one must stay within the budget.
         </p>
         <Summary id="kl-summary" text={curveSummary('Training-batch KL', props.steps.map((s) => ({ step: s.step, value: s.kl })), refs)} />
       </figure>

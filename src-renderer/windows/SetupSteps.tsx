@@ -223,8 +223,8 @@ export function PresetStep() {
           </tbody>
         </table>
         <p className="muted small">
-          β weighs staying close to the original model against your ratings; the KL budget is the most a new version may drift from it, measured on a few probe turns,
-          before the check after each round turns it down; the rank is the size of the adapter.
+          β weighs staying close to the original model against your ratings; the KL budget is the most a round may move the model, per token of the held-out
+          answers, before the check after the round turns it down; the rank is the size of the adapter.
         </p>
       </details>
     </>
