@@ -212,7 +212,10 @@ function Control(props: {
       props.onLocal(p.message);
       return;
     }
-    if (await props.onSave(p.value)) setDraft(null);
+    // The save answers later: if the person typed again meanwhile, their new draft stays (clearing it would show the
+    // saved value, and the next blur would save nothing; settings-flows caught it under load).
+    const saving = draft;
+    if (await props.onSave(p.value)) setDraft((d) => (d === saving ? null : d));
   };
   const onKey = (e: KeyboardEvent<HTMLInputElement | HTMLTextAreaElement>) => {
     if (e.key === 'Enter' && e.currentTarget.tagName === 'INPUT') e.currentTarget.blur();
