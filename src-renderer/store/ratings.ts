@@ -161,7 +161,6 @@ export const selectRatingPages = derive([(s) => s.ratingTotal, (s) => s.ratingPa
   total,
 }));
 
-/** "Good", "Bad" or "4/5", as the lists show a rating. */
 /** A rating's place in the rounds, in words (as common/training/rounds.ts ratingRoundText, for the CLI). */
 export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): string {
   if (r.runId !== null) return `trained in round ${r.runId}`;
@@ -171,6 +170,7 @@ export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): str
   return l.outcome === 'rejected' ? `not trained (round ${l.runId} rejected)` : 'not trained yet';
 }
 
+/** "Good", "Bad" or "4/5", as the lists show a rating. */
 export function ratingLabel(r: Pick<RatingView, 'kind' | 'scale'>): string {
   if (r.kind === 'good') return 'Good';
   if (r.kind === 'bad') return 'Bad';
