@@ -129,7 +129,7 @@ function fakeClient(turns: TurnSummary[] = []) {
     for (const fn of listeners.get(name) ?? []) fn(payload);
   };
   const listenerCount = () => [...listeners.values()].reduce((n, s) => n + s.size, 0);
-  return { client, emit, calls, turns, ratings, listenerCount };
+  return { client, emit, calls, turns, ratings, listenerCount, api };
 }
 
 describe('store', () => {
@@ -155,6 +155,28 @@ describe('store', () => {
     expect(selectCounts(s)).toEqual({ good: 1, bad: 0, total: 1 });
     expect(s.ratingTurnId).toBeNull();
     expect(s.rateError).toBeNull();
+  });
+
+  it('a choice made while a rating is in flight is applied when it answers (2 then 1 quickly ends Good)', async () => {
+    const f = fakeClient([turn(1)]);
+    const store = createReinStore(f.client);
+    await store.getState().init();
+    const rate = f.api.rate!;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    f.api.rate = async (i) => {
+      if (i.value === 'bad') await held;
+      return rate(i);
+    };
+    const bad = store.getState().rate(1, 'bad');
+    expect(store.getState().ratingTurnId).toBe(1);
+    const good = store.getState().rate(1, 'good');
+    release();
+    await Promise.all([bad, good]);
+    const s = store.getState();
+    expect(s.turns[0]).toMatchObject({ id: 1, state: 'rated', rating: { kind: 'good' } });
+    expect(f.ratings.map((r) => [r.kind, r.undone])).toEqual([['bad', true], ['good', false]]);
+    expect(s.ratingTurnId).toBeNull();
   });
 
   it('a failed rating keeps the turn as it was and shows the error', async () => {

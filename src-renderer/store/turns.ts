@@ -2,7 +2,7 @@ import type { RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
 import { derive } from './derive.ts';
-import type { ReinState, Slice, TurnsSlice } from './types.ts';
+import type { RatingChoice, ReinState, Slice, TurnsSlice } from './types.ts';
 
 export const TURNS_LIMIT = 50;
 
@@ -21,6 +21,9 @@ function withRating(turn: TurnSummary, rating: RatingView): TurnSummary {
 }
 
 export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
+  // A choice made while another rating is in flight (a quick 2 then 1): the person's latest word, applied when the
+  // first answers. Only the newest one is kept; every caller's promise settles when it has been applied.
+  let queued: { turnId: number; value: RatingChoice; settle: Array<() => void> } | null = null;
   return (set, get) => ({
     turns: [],
     turnsTotal: 0,
@@ -53,7 +56,11 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       }
     },
     rate: async (turnId, value) => {
-      if (get().ratingTurnId !== null) return;
+      if (get().ratingTurnId !== null) {
+        return new Promise<void>((resolve) => {
+          queued = { turnId, value, settle: [...(queued?.settle ?? []), resolve] };
+        });
+      }
       set({ ratingTurnId: turnId, rateError: null, undoneTurnId: null });
       try {
         const { rating, status } = await client.rate({ turnId, value });
@@ -69,6 +76,11 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       } finally {
         set({ ratingTurnId: null });
       }
+      const next = queued;
+      queued = null;
+      if (!next) return;
+      if (get().turns.find((t) => t.id === next.turnId)?.rating?.kind !== next.value) await get().rate(next.turnId, next.value);
+      for (const settle of next.settle) settle();
     },
     undo: async () => {
       set({ rateError: null });

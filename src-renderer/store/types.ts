@@ -27,7 +27,7 @@ export interface TurnsSlice {
   turnsTotal: number;
   turnsLoaded: boolean;
   turnsError: ApiError | null;
-  /** The turn whose rating is in flight (buttons disabled meanwhile). */
+  /** The turn whose rating is in flight (buttons disabled meanwhile; a key pressed meanwhile is applied after it). */
   ratingTurnId: number | null;
   rateError: ApiError | null;
   /** The turn the user opened on the card from a list; null: the card shows the newest turn that asks for a rating. */
