@@ -19,6 +19,7 @@ export default tseslint.config(
     },
     rules: {
       'rein/layers': 'error',
+      'rein/store-sql': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-properties': ['error', { object: 'process', property: 'exit', message: 'process.exit only in src-main/cli and scripts' }],

@@ -8,6 +8,7 @@
 // Every bare package import must be listed in PACKAGES with its runtime; an unlisted one is an error.
 import path from 'node:path';
 import { builtinModules } from 'node:module';
+import { storeSqlRule } from './store-sql.js';
 
 export const PACKAGES = {
   zod: 'common',
@@ -141,4 +142,4 @@ export const layersRule = {
   },
 };
 
-export default { rules: { layers: layersRule } };
+export default { rules: { layers: layersRule, 'store-sql': storeSqlRule } };

@@ -80,6 +80,8 @@ export interface RunView {
   metrics: unknown;
   error: string | null;
   adapterVersion: number | null;
+  /** The version the round continued from (0: the base; null: the active one when it started). */
+  fromVersion: number | null;
   samples: number;
 }
 

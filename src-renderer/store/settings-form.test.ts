@@ -86,6 +86,7 @@ describe('the round-time estimate', () => {
     metrics: { trainSeconds: 80, steps: Array.from({ length: 10 }, (_, i) => ({ step: i + 1 })) },
     error: null,
     adapterVersion: 1,
+    fromVersion: null,
     samples: 32,
     ...over,
   });

@@ -402,10 +402,10 @@ describe('EMA baseline', () => {
   it('rollback restores the chosen version and its stored EMA; reset clears the model', async () => {
     const core = newCore();
     await rateAll(core, ['good', 'bad']);
-    const run = core.store.insertRun({ modelId: 'default', status: 'succeeded', trigger: 'auto' }, 'system');
-    core.store.insertAdapter({ modelId: 'default', version: 1, status: 'inactive', path: path.join(core.home.adaptersDir, 'v1'), emaValue: 0.25, runId: run.id }, 'system');
-    core.store.insertAdapter({ modelId: 'default', version: 2, status: 'rejected', path: path.join(core.home.adaptersDir, 'v2'), reason: 'kl' }, 'system');
-    core.store.insertAdapter({ modelId: 'default', version: 3, status: 'active', path: path.join(core.home.adaptersDir, 'v3'), emaValue: 0.5, parentVersion: 1 }, 'system');
+    const run = core.store.runs.insert({ modelId: 'default', status: 'succeeded', trigger: 'auto' }, 'system');
+    core.store.adapters.insert({ modelId: 'default', version: 1, status: 'inactive', path: path.join(core.home.adaptersDir, 'v1'), emaValue: 0.25, runId: run.id }, 'system');
+    core.store.adapters.insert({ modelId: 'default', version: 2, status: 'rejected', path: path.join(core.home.adaptersDir, 'v2'), reason: 'kl' }, 'system');
+    core.store.adapters.insert({ modelId: 'default', version: 3, status: 'active', path: path.join(core.home.adaptersDir, 'v3'), emaValue: 0.5, parentVersion: 1 }, 'system');
     core.store.db.prepare('UPDATE ratings SET run_id = ?').run(run.id);
     await rateAll(core, ['good']);
     const before = (await core.call('status', {}, 'test')).ema!.value;

@@ -110,7 +110,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     const s = settings();
     const modelId = modelOf(s);
     const c = store.counts(modelId);
-    const active = store.activeAdapter(modelId);
+    const active = store.adapters.active(modelId);
     const ema = store.emaValue(modelId);
     return {
       version: pkg.version,
@@ -124,7 +124,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       ema: ema === null ? null : { value: ema, count: c.ratings.total },
       turns: c.turns,
       training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
-      rejected: store.lastRejected(modelId),
+      rejected: store.runs.lastRejected(modelId),
       capture: { paused: s['capture.paused'] },
     };
   }
@@ -315,8 +315,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       return settings();
     },
 
-    listRuns: (input) => store.listRuns(modelOf(settings()), input.limit),
-    listAdapters: () => store.listAdapters(modelOf(settings())),
+    listRuns: (input) => store.runs.list(modelOf(settings()), input.limit),
+    listAdapters: () => store.adapters.list(modelOf(settings())),
 
     startTraining: (input) => ({ runId: scheduler.start('manual', input.fromVersion).id }),
     cancelTraining: () => ({ cancelled: scheduler.cancel() }),

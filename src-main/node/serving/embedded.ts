@@ -174,7 +174,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   }
 
   const dispose = core.on('adapterChanged', () => {
-    const active = core.store.activeAdapter(activeModelId(core))?.version ?? 0;
+    const active = core.store.adapters.active(activeModelId(core))?.version ?? 0;
     for (const [v, ctx] of contexts) if (v !== active) {
       contexts.delete(v);
       void queue.then(() => ctx.dispose());
@@ -201,7 +201,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void): Promise<Gen> {
     const modelId = activeModelId(core);
-    const active = core.store.activeAdapter(modelId);
+    const active = core.store.adapters.active(modelId);
     const version = active?.version ?? 0;
     const lora = active === null ? null : ensureGgufLora(active, hfDir!);
     const messages = chat.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('') }));

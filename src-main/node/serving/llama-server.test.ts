@@ -68,7 +68,7 @@ describe.skipIf(BIN === null)(`publishing to a real llama-server${BIN === null ?
       for (const p of a.pairs) for (let i = 0; i < p.b.length; i++) p.b[i] = 0.05 * rng.normal();
       const dir = path.join(root, 'home', 'adapters', `v${version}`);
       savePeftAdapter(path.join(dir, 'peft'), a, { baseModel: modelDir });
-      core.store.insertAdapter({ modelId: modelDir, version, status: version === 2 ? 'active' : 'inactive', path: dir }, 'test');
+      core.store.adapters.insert({ modelId: modelDir, version, status: version === 2 ? 'active' : 'inactive', path: dir }, 'test');
       // Our side reads each version back from its PEFT files, as the GGUF LoRA the server loads was made from them.
       adapters.set(version, loadPeftAdapter(path.join(dir, 'peft'), modelLinearParams(engine.config)).adapter);
     }

@@ -43,7 +43,7 @@ export function producerResolver(core: ReinCore): (model: string | null) => Prom
     const s = core.settings();
     const modelId = s['model.active'] ?? DEFAULT_MODEL_ID;
     if (s['proxy.baseModelName'] === model) return { modelId, version: 0 };
-    const version = versionPublishedAs(core.store.listAdapters(modelId), model);
+    const version = versionPublishedAs(core.store.adapters.list(modelId), model);
     return version === null ? null : { modelId, version };
   };
 }
@@ -57,7 +57,7 @@ export function upstreamModelResolver(core: ReinCore): (model: string) => string
   return (model) => {
     const s = core.settings();
     if (!s['publish.vllm'].enabled || model !== s['publish.vllm'].name) return null;
-    const active = core.store.activeAdapter(s['model.active'] ?? DEFAULT_MODEL_ID);
+    const active = core.store.adapters.active(s['model.active'] ?? DEFAULT_MODEL_ID);
     const rec = active?.publish.vllm;
     return rec?.ok === true && rec.model !== undefined ? rec.model : null;
   };

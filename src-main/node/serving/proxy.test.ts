@@ -219,7 +219,7 @@ describe('capture proxy', () => {
   });
 
   it('a published alias maps to the active version', async () => {
-    const a = core.store.insertAdapter({ modelId: 'default', version: 2, status: 'active', path: path.join(dir, 'v2') }, 'test');
+    const a = core.store.adapters.insert({ modelId: 'default', version: 2, status: 'active', path: path.join(dir, 'v2') }, 'test');
     core.store
       .stmt('UPDATE adapters SET publish = ? WHERE id = ?')
       .run(JSON.stringify({ ollama: { ok: true, message: 'ok', at: 1, model: 'qwen-rein:v2' } }), a.id);

@@ -91,7 +91,7 @@ beforeEach(async () => {
 
 function addVersion(version: number, status: 'active' | 'inactive', extra: Record<string, unknown> = {}) {
   const dir = writeVersion(version, 4, extra);
-  return core.store.insertAdapter({ modelId: modelDir, version, status, path: dir }, 'test');
+  return core.store.adapters.insert({ modelId: modelDir, version, status, path: dir }, 'test');
 }
 
 describe('compatibility lint', () => {
@@ -163,7 +163,7 @@ describe('publishers', () => {
         { model: 'qwen2.5-0.5b-rein:v1', from: 'qwen2.5:0.5b', adapters: { 'adapter.gguf': digest }, stream: false },
         { model: 'qwen2.5-0.5b-rein', from: 'qwen2.5:0.5b', adapters: { 'adapter.gguf': digest }, stream: false },
       ]);
-      const rec = core.store.listAdapters(modelDir)[0]!.publish.ollama!;
+      const rec = core.store.adapters.list(modelDir)[0]!.publish.ollama!;
       expect(rec).toMatchObject({ ok: true, model: 'qwen2.5-0.5b-rein:v1' });
       expect(rec.message).toMatch(/one adapter per model/);
       // Published again: the blob is already there, so it is not uploaded twice.
@@ -174,7 +174,7 @@ describe('publishers', () => {
       await core.call('setSettings', { values: { 'publish.ollama': { enabled: true, url: ollama.url, base: 'nope:1b' } } }, 'test');
       const bad = await publishActive(core);
       expect(bad.ollama).toMatchObject({ ok: false });
-      expect(core.store.listAdapters(modelDir)[0]!.publish.ollama!.message).toMatch(/model 'nope:1b' not found/);
+      expect(core.store.adapters.list(modelDir)[0]!.publish.ollama!.message).toMatch(/model 'nope:1b' not found/);
     } finally {
       await ollama.close();
     }
@@ -232,7 +232,7 @@ describe('publishers', () => {
       mode = 'rank';
       const rank = await publishActive(core);
       expect(rank.vllm!.message).toMatch(/--max-lora-rank 8 .*max_lora_rank 2/);
-      expect(core.store.listAdapters(modelDir).find((x) => x.status === 'active')!.publish.vllm).toMatchObject({ ok: false });
+      expect(core.store.adapters.list(modelDir).find((x) => x.status === 'active')!.publish.vllm).toMatchObject({ ok: false });
       // The lint stops a rank above the configured limit before any request.
       const before = vllm.seen.length;
       await core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url: vllm.url, name: 'my-rein', apiKey: null, maxLoraRank: 1 } } }, 'test');
@@ -277,11 +277,11 @@ describe('publishers', () => {
       ];
       const dispose = attachPublishers(core, () => {});
       await core.call('rollback', {}, 'test');
-      const published = () => core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer;
+      const published = () => core.store.adapters.list(modelDir).find((x) => x.version === 1)!.publish.llamaServer;
       for (let i = 0; i < 200 && published() === undefined; i++) await new Promise((r) => setTimeout(r, 20));
       dispose();
       expect(adapters.map((x) => x.scale)).toEqual([1, 0]);
-      expect(core.store.listAdapters(modelDir).find((x) => x.version === 1)!.publish.llamaServer).toMatchObject({ ok: true });
+      expect(core.store.adapters.list(modelDir).find((x) => x.version === 1)!.publish.llamaServer).toMatchObject({ ok: true });
       // After the scales, every slot is erased, so no prompt reuses KV computed under the old version.
       const after = server.seen.slice(server.seen.findLastIndex((x) => x.method === 'POST' && x.url === '/lora-adapters'));
       expect(after.filter((x) => x.method === 'POST').map((x) => x.url)).toEqual(['/lora-adapters', '/slots/0?action=erase', '/slots/1?action=erase']);
@@ -297,7 +297,7 @@ describe('publishers', () => {
     expect(Object.keys(out)).toEqual(['vllm']);
     expect(out.vllm!.ok).toBe(false);
     expect(out.vllm!.message).toMatch(/failed/);
-    expect(core.store.activeAdapter(modelDir)!.version).toBe(1);
+    expect(core.store.adapters.active(modelDir)!.version).toBe(1);
   });
 
   it('LM Studio: a merged GGUF that llama.cpp loads and that equals the base with the GGUF LoRA applied', async () => {

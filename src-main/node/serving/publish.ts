@@ -320,15 +320,7 @@ export async function runTarget(target: PublishTarget, job: PublishJob): Promise
 
 /** Stores one target's outcome in the adapter's publish JSON (merged with the other targets'). */
 export function recordOutcome(core: ReinCore, adapterId: number, target: PublishTarget, o: Outcome, at: number): void {
-  const store = core.store;
-  store.write(() => {
-    const row = store.stmt<{ publish: string }>('SELECT publish FROM adapters WHERE id = ?').get(adapterId);
-    if (row === undefined) return;
-    const rec = JSON.parse(row.publish) as AdapterView['publish'];
-    rec[target] = { ok: o.ok, message: o.message, at, ...(o.model === undefined ? {} : { model: o.model }) };
-    store.stmt('UPDATE adapters SET publish = ? WHERE id = ?').run(JSON.stringify(rec), adapterId);
-    store.audit('system', 'publish', `adapter:${adapterId}`, { target, ok: o.ok, message: o.message });
-  });
+  core.store.adapters.recordPublish(adapterId, target, { ok: o.ok, message: o.message, at, ...(o.model === undefined ? {} : { model: o.model }) });
 }
 
 export interface PublishOptions {
@@ -346,7 +338,7 @@ export async function publishActive(core: ReinCore, opts: PublishOptions & { rec
   const modelId = activeModelId(core);
   const targets = opts.targets ?? enabledTargets(settings);
   if (targets.length === 0) return {};
-  const adapters = core.store.listAdapters(modelId);
+  const adapters = core.store.adapters.list(modelId);
   const active = adapters.find((a) => a.status === 'active') ?? null;
   let modelDir: string;
   try {
@@ -386,7 +378,7 @@ export function attachPublishers(core: ReinCore, log: (line: string) => void): (
     chain = chain.then(async () => {
       if (enabledTargets(core.settings()).length === 0) return;
       const modelId = activeModelId(core);
-      const state = `${modelId}\0${core.store.activeAdapter(modelId)?.id ?? 'base'}`;
+      const state = `${modelId}\0${core.store.adapters.active(modelId)?.id ?? 'base'}`;
       if (state === last) return;
       last = state;
       const result = await publishActive(core, { recordOn: ev.version });

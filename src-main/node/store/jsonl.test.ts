@@ -50,7 +50,7 @@ async function populate(core: ReinCore): Promise<void> {
   await core.call('rate', { turnId: ids[1]!, value: 'bad' }, 'test'); // replaces: one undone, one live
   await core.call('rate', { turnId: ids[2]!, value: 5 }, 'test');
   await core.call('ignoreTurn', { turnId: ids[3]! }, 'test');
-  const run = core.store.insertRun({ modelId: 'default', status: 'succeeded', trigger: 'manual', config: { lr: 1e-4 } }, 'system');
+  const run = core.store.runs.insert({ modelId: 'default', status: 'succeeded', trigger: 'manual', config: { lr: 1e-4 } }, 'system');
   core.store.db.prepare('UPDATE ratings SET run_id = ? WHERE turn_id = ?').run(run.id, ids[0]);
   core.store.db.prepare(`INSERT INTO run_samples (run_id, rating_id, role, advantage) SELECT ?, id, 'pending', 0.5 FROM ratings WHERE turn_id = ?`).run(run.id, ids[0]);
 }

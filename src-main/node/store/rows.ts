@@ -149,6 +149,7 @@ export function runView(r: RunRow): RunView {
     metrics: parseJson<unknown>(r.metrics, null),
     error: r.error,
     adapterVersion: r.adapter_version,
+    fromVersion: r.from_version,
     samples: r.samples,
   };
 }

@@ -5,20 +5,20 @@
 // cannot wait out; taking the write lock first makes the busy handler queue the writers instead.
 import type { Database, Statement } from 'better-sqlite3';
 import type { Actor } from '../../common/api.ts';
-import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, RunView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
+import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
 import { ConflictError, NotFoundError } from '../../common/errors.ts';
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
+import { Adapters } from './adapters.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
+import { Rounds } from './rounds.ts';
+import { Runs } from './runs.ts';
+import type { Sql } from './sql.ts';
 import {
-  adapterView,
   ratingView,
-  runView,
   turnSummary,
   turnView,
   TURN_SUMMARY_COLUMNS,
-  type AdapterRow,
   type RatingRow,
-  type RunRow,
   type TurnRow,
   type TurnSummaryRow,
 } from './rows.ts';
@@ -74,26 +74,6 @@ export interface RatingQuery {
   until?: number;
 }
 
-export interface NewRun {
-  modelId: string;
-  status: RunView['status'];
-  trigger: RunView['trigger'];
-  fromVersion?: number | null;
-  config?: unknown;
-}
-
-export interface NewAdapter {
-  modelId: string;
-  version: number;
-  status: AdapterView['status'];
-  path: string;
-  runId?: number | null;
-  parentVersion?: number | null;
-  emaValue?: number | null;
-  metrics?: unknown;
-  reason?: string | null;
-}
-
 export interface RemovedRating {
   rating: RatingView;
   /** The turn went back to unrated. */
@@ -131,14 +111,23 @@ class Filter {
 
 const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-export class Store {
+export class Store implements Sql {
   readonly db: Database;
   readonly now: () => number;
   private readonly cache = new Map<string, Statement>();
+  /** Training rounds and what each did with the ratings it drew (store/runs.ts). */
+  readonly runs: Runs;
+  /** Adapter versions, and which one is active (store/adapters.ts). */
+  readonly adapters: Adapters;
+  /** What a training round reads from ratings and turns (store/rounds.ts). */
+  readonly rounds: Rounds;
 
   constructor(file: string, now: () => number = Date.now) {
     this.db = openDatabase(file);
     this.now = now;
+    this.runs = new Runs(this);
+    this.adapters = new Adapters(this);
+    this.rounds = new Rounds(this);
   }
 
   close(): void {
@@ -536,27 +525,14 @@ export class Store {
     return { runId: s.run_id, role: heldout ? 'heldout' : 'trained', outcome: s.status === 'rejected' || (!heldout && s.status === null) ? 'rejected' : 'accepted' };
   }
 
-  /**
-   * The model's latest finished round when its version was rejected, with how many of the ratings it drew are still
-   * pending; null when that round's version went live, or no round finished.
-   */
-  lastRejected(modelId: string): { runId: number; pending: number } | null {
-    const last = this.stmt<{ id: number; status: string | null }>(
-      `SELECT r.id, a.status FROM runs r LEFT JOIN adapters a ON a.run_id = r.id WHERE r.model_id = ? AND r.status = 'succeeded' ORDER BY r.id DESC LIMIT 1`,
-    ).get(modelId);
-    if (last === undefined || last.status !== 'rejected') return null;
-    const pending = this.stmt<{ n: number }>(
-      `SELECT count(*) AS n FROM run_samples s JOIN ratings r ON r.id = s.rating_id WHERE s.run_id = ? AND s.role = 'pending' AND r.run_id IS NULL AND r.undone_at IS NULL`,
-    ).get(last.id)!.n;
-    return { runId: last.id, pending };
+  /** Marks a rating trained by round `runId` (its version went live). A rating already trained keeps its round. */
+  markTrained(ratingId: number, runId: number): void {
+    this.stmt('UPDATE ratings SET run_id = ? WHERE id = ? AND run_id IS NULL').run(runId, ratingId);
   }
 
-  /** Pending ratings of the model that a round has not drawn or scored since round `runId` (the scheduler's retry count). */
-  pendingSince(modelId: string, runId: number): number {
-    return this.stmt<{ n: number }>(
-      `SELECT count(*) AS n FROM ratings r WHERE r.model_id = ? AND r.run_id IS NULL AND r.undone_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM run_samples s WHERE s.rating_id = r.id AND s.run_id >= ?)`,
-    ).get(modelId, runId)!.n;
+  /** The directory registered for a model id (the wizard, `rein model add`), or null. */
+  modelPath(modelId: string): string | null {
+    return this.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId)?.path ?? null;
   }
 
   // Status counts.
@@ -589,57 +565,6 @@ export class Store {
 
   // Runs and adapters (written by the trainer; the verbs read them, roll back and reset).
 
-  insertRun(r: NewRun, actor: Actor): RunView {
-    return this.write(() => {
-      const row = this.stmt<RunRow>(
-        `INSERT INTO runs (model_id, status, trigger, created_at, from_version, config) VALUES (?, ?, ?, ?, ?, ?)
-         RETURNING *, 0 AS samples`,
-      ).get(r.modelId, r.status, r.trigger, this.now(), r.fromVersion ?? null, JSON.stringify(r.config ?? {}))!;
-      this.audit(actor, 'insertRun', `run:${row.id}`, { modelId: r.modelId });
-      return runView(row);
-    });
-  }
-
-  insertAdapter(a: NewAdapter, actor: Actor): AdapterView {
-    return this.write(() => {
-      const row = this.stmt<AdapterRow>(
-        `INSERT INTO adapters (model_id, version, status, path, run_id, parent_version, created_at, ema_value, metrics, reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      ).get(
-        a.modelId,
-        a.version,
-        a.status,
-        a.path,
-        a.runId ?? null,
-        a.parentVersion ?? null,
-        this.now(),
-        a.emaValue ?? null,
-        JSON.stringify(a.metrics ?? {}),
-        a.reason ?? null,
-      )!;
-      this.audit(actor, 'insertAdapter', `adapter:${row.id}`, { modelId: a.modelId, version: a.version });
-      return adapterView(row);
-    });
-  }
-
-  listRuns(modelId: string, limit: number): RunView[] {
-    return this.stmt<RunRow>(
-      `SELECT r.*, (SELECT count(*) FROM run_samples s WHERE s.run_id = r.id) AS samples
-       FROM runs r WHERE r.model_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ?`,
-    )
-      .all(modelId, limit)
-      .map(runView);
-  }
-
-  listAdapters(modelId: string): AdapterView[] {
-    return this.stmt<AdapterRow>('SELECT * FROM adapters WHERE model_id = ? ORDER BY version DESC').all(modelId).map(adapterView);
-  }
-
-  activeAdapter(modelId: string): AdapterView | null {
-    const r = this.stmt<AdapterRow>(`SELECT * FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
-    return r === undefined ? null : adapterView(r);
-  }
-
   /**
    * Makes `version` active (0 = the base model, no adapter). The default is the newest inactive version
    * below the active one: rejected, candidate and already rolled-back versions are never picked implicitly.
@@ -651,19 +576,16 @@ export class Store {
     actor: Actor,
   ): { active: AdapterView | null; previous: AdapterView | null } {
     return this.write(() => {
-      const current = this.activeAdapter(modelId);
+      const current = this.adapters.active(modelId);
       let target = version;
       if (target === undefined) {
         if (current === null) throw new ConflictError(`no adapter of ${modelId} is active, so there is nothing to roll back`);
-        const prev = this.stmt<{ version: number }>(
-          `SELECT version FROM adapters WHERE model_id = ? AND version < ? AND status = 'inactive' ORDER BY version DESC LIMIT 1`,
-        ).get(modelId, current.version);
-        target = prev?.version ?? 0;
+        target = this.adapters.previousInactive(modelId, current.version)?.version ?? 0;
       }
-      let chosen: AdapterRow | undefined;
+      let chosen: AdapterView | null = null;
       if (target !== 0) {
-        chosen = this.stmt<AdapterRow>('SELECT * FROM adapters WHERE model_id = ? AND version = ?').get(modelId, target);
-        if (chosen === undefined) throw new NotFoundError(`adapter version ${target} of ${modelId} does not exist`, { modelId, version: target });
+        chosen = this.adapters.byVersion(modelId, target);
+        if (chosen === null) throw new NotFoundError(`adapter version ${target} of ${modelId} does not exist`, { modelId, version: target });
         if (chosen.status === 'rejected' || chosen.status === 'candidate') {
           throw new ConflictError(`adapter version ${target} of ${modelId} is ${chosen.status} and cannot be made active`, {
             modelId,
@@ -675,14 +597,11 @@ export class Store {
       } else if (current === null) {
         return { active: null, previous: null };
       }
-      if (current !== null) this.stmt(`UPDATE adapters SET status = 'rolled_back' WHERE id = ?`).run(current.id);
-      if (chosen !== undefined) {
-        this.stmt(`UPDATE adapters SET status = 'active' WHERE id = ?`).run(chosen.id);
-        // The base model (version 0) has no stored baseline, so its rollback leaves the EMA as it is.
-        if (chosen.ema_value !== null) this.emaSet(modelId, chosen.ema_value, 'rollback', null, null, this.now());
-      }
+      this.adapters.activate(modelId, chosen?.id ?? null, 'rolled_back');
+      // The base model (version 0) has no stored baseline, so its rollback leaves the EMA as it is.
+      if (chosen !== null && chosen.emaValue !== null) this.emaSet(modelId, chosen.emaValue, 'rollback', null, null, this.now());
       this.audit(actor, 'rollback', `model:${modelId}`, { from: current?.version ?? 0, to: target });
-      const active = this.activeAdapter(modelId);
+      const active = this.adapters.active(modelId);
       return { active, previous: current === null ? null : { ...current, status: 'rolled_back' } };
     });
   }
@@ -704,7 +623,7 @@ export class Store {
       const turnIds = this.stmt<{ turn_id: number }>('SELECT DISTINCT turn_id FROM ratings WHERE model_id = ?').all(modelId);
       const ratings = this.stmt('DELETE FROM ratings WHERE model_id = ?').run(modelId).changes;
       for (const t of turnIds) this.unrateIfNoLiveRating(t.turn_id);
-      const adapters = this.listAdapters(modelId);
+      const adapters = this.adapters.list(modelId);
       this.stmt('DELETE FROM adapters WHERE model_id = ?').run(modelId);
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);

@@ -66,10 +66,10 @@ describe('a round selects', () => {
         [c, 3, 1, 'active'],
       ];
       for (const [rs, version, parent, status] of versions) {
-        const run = store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: parent }, 'system');
+        const run = store.runs.insert({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: parent }, 'system');
         store.write(() => {
           for (const id of rs) store.stmt('UPDATE ratings SET run_id = ? WHERE id = ?').run(run.id, id);
-          store.insertAdapter({ modelId: model, version, status, path: `/nowhere/v${version}`, runId: run.id, parentVersion: parent }, 'system');
+          store.adapters.insert({ modelId: model, version, status, path: `/nowhere/v${version}`, runId: run.id, parentVersion: parent }, 'system');
         });
       }
       const runOf = (ids: number[]): number => store.stmt<{ run_id: number }>('SELECT run_id FROM ratings WHERE id = ?').get(ids[0])!.run_id;
@@ -78,11 +78,11 @@ describe('a round selects', () => {
       // Pruning deletes v1's row (an old inactive version); v1's round still counts for v3, the rolled-back v2's not.
       const pruned = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage-pruned') }) });
       try {
-        const ids = [1, 2, 3].map(() => pruned.store.insertRun({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system').id);
+        const ids = [1, 2, 3].map(() => pruned.store.runs.insert({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system').id);
         pruned.store.write(() => {
           ids.forEach((id, i) => pruned.store.stmt('UPDATE runs SET adapter_version = ? WHERE id = ?').run(i + 1, id));
-          pruned.store.insertAdapter({ modelId: model, version: 2, status: 'rolled_back', path: '/nowhere/v2', runId: ids[1], parentVersion: 1 }, 'system');
-          pruned.store.insertAdapter({ modelId: model, version: 3, status: 'active', path: '/nowhere/v3', runId: ids[2], parentVersion: 1 }, 'system');
+          pruned.store.adapters.insert({ modelId: model, version: 2, status: 'rolled_back', path: '/nowhere/v2', runId: ids[1], parentVersion: 1 }, 'system');
+          pruned.store.adapters.insert({ modelId: model, version: 3, status: 'active', path: '/nowhere/v3', runId: ids[2], parentVersion: 1 }, 'system');
         });
         expect(lineageRuns(pruned.store, model, 3)).toEqual(new Set([ids[0], ids[2]]));
       } finally {
@@ -162,7 +162,7 @@ describe('the reward baseline', () => {
       await rated(core, ['good', 'good', 'bad'], 'r1');
       const stored = core.store.emaValue(model)!;
       const add = (version: number, status: 'active' | 'inactive', emaValue: number | null): void => {
-        core.store.insertAdapter({ modelId: model, version, status, path: path.join(root, `v${version}`), emaValue }, 'test');
+        core.store.adapters.insert({ modelId: model, version, status, path: path.join(root, `v${version}`), emaValue }, 'test');
       };
       add(1, 'inactive', stored);
       add(2, 'active', null);

@@ -11,6 +11,7 @@ import { Rng } from '../../common/engine/rng.ts';
 import { advantage } from '../../common/rewards.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
+import type { RatedTurnRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { CLAUDE_SOURCE } from '../integrations/claude/handler.ts';
@@ -36,26 +37,7 @@ export interface RatedTurn {
 }
 
 
-interface Row {
-  rating_id: number;
-  run_id: number | null;
-  turn_id: number;
-  value: number;
-  correction: string | null;
-  created_at: number;
-  prompt: string;
-  context: string;
-  response: string;
-  tokens: Buffer | null;
-  logprobs: Buffer | null;
-  source: string;
-  policy: string | null;
-}
-
-const SELECT = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
-  FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
-
-function toTurn(r: Row, role: SampleRole): RatedTurn {
+function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
   return {
     ratingId: r.rating_id,
     turnId: r.turn_id,
@@ -81,21 +63,16 @@ function toTurn(r: Row, role: SampleRole): RatedTurn {
  */
 export function lineageRuns(store: Store, modelId: string, version: number | null): Set<number> {
   const runs = new Set<number>();
-  const row = store.stmt<{ run_id: number | null; parent_version: number | null }>('SELECT run_id, parent_version FROM adapters WHERE model_id = ? AND version = ?');
   const seen = new Set<number>();
   for (let v = version; v !== null && v > 0 && !seen.has(v); ) {
     seen.add(v);
-    const r = row.get(modelId, v);
-    if (r === undefined) {
-      const before = store.stmt<{ id: number }>(
-        `SELECT r.id FROM runs r WHERE r.model_id = ? AND r.status = 'succeeded' AND r.adapter_version <= ?
-           AND NOT EXISTS (SELECT 1 FROM adapters a WHERE a.model_id = r.model_id AND a.version = r.adapter_version AND a.status IN ('rolled_back', 'rejected'))`,
-      );
-      for (const x of before.all(modelId, v)) runs.add(x.id);
+    const r = store.adapters.lineage(modelId, v);
+    if (r === null) {
+      for (const id of store.rounds.runsUpTo(modelId, v)) runs.add(id);
       break;
     }
-    if (r.run_id !== null) runs.add(r.run_id);
-    v = r.parent_version;
+    if (r.runId !== null) runs.add(r.runId);
+    v = r.parentVersion;
   }
   return runs;
 }
@@ -105,8 +82,8 @@ export function selectRound(
   modelId: string,
   o: { replayRatio: number; heldoutFraction: number; gateTurns: number; seed: number; lineageRuns: ReadonlySet<number> },
 ): RatedTurn[] {
-  const pending = store.stmt<Row>(`${SELECT} AND r.run_id IS NULL ORDER BY r.created_at, r.id`).all(modelId);
-  const older = store.stmt<Row>(`${SELECT} AND r.run_id IS NOT NULL ORDER BY r.created_at, r.id`).all(modelId);
+  const pending = store.rounds.ratedTurns(modelId, 'pending');
+  const older = store.rounds.ratedTurns(modelId, 'trained');
   const rng = new Rng(o.seed);
   // A seeded random subset, not the newest: the newest ratings would always wait a round, and a time split scores
   // the candidate on a different distribution than it trained on when the user's habits drift.
@@ -145,7 +122,7 @@ export function shuffle(n: number, rng: Rng): number[] {
  * EMA after the newest rating (0 before any): with the default rewards, the value `rein status` shows.
  */
 export function ratingBaselines(store: Store, modelId: string): { before: Map<number, number>; after: number } {
-  const ids = store.stmt<{ id: number }>('SELECT id FROM ratings WHERE model_id = ? AND undone_at IS NULL').all(modelId).map((r) => r.id);
+  const ids = store.rounds.liveRatingIds(modelId);
   const rewards = roundRewards(store, ids) ?? undefined;
   const t = store.emaTrace(modelId, { rewards });
   return { before: t.before, after: t.value ?? 0 };

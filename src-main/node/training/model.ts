@@ -10,8 +10,7 @@ import type { Store } from '../store/store.ts';
 import { readRegularFile } from '../fs-read.ts';
 
 export function resolveModelDir(store: Store, modelId: string): string {
-  const row = store.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId);
-  const dir = row?.path ?? (path.isAbsolute(modelId) ? modelId : null);
+  const dir = store.modelPath(modelId) ?? (path.isAbsolute(modelId) ? modelId : null);
   if (dir === null) {
     throw new NotAvailableError('startTraining', `model ${JSON.stringify(modelId)} has no directory: register it (rein model add) or set model.active to an HF model directory`);
   }

@@ -11,6 +11,7 @@ import type { RewardMapperTrial } from '../../common/api.ts';
 import type { RatingKind } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { readSettings } from '../store/settings.ts';
+import type { MapperCaseRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
 
 /**
@@ -107,25 +108,7 @@ function describe(e: unknown): string {
   return String(e).slice(0, 300);
 }
 
-interface CaseRow {
-  rating_id: number;
-  turn_id: number;
-  kind: RatingKind;
-  value: number;
-  scale: number | null;
-  tags: string;
-  comment: string | null;
-  correction: string | null;
-  source: string;
-  response_len: number;
-  prompt_len: number;
-}
-
-const CASE_SELECT = `SELECT r.id AS rating_id, r.turn_id, r.kind, r.value, r.scale, r.tags, r.comment, r.correction, t.source,
-    length(t.response) AS response_len, length(t.prompt) AS prompt_len
-  FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL`;
-
-function toCase(r: CaseRow): MapperCase {
+function toCase(r: MapperCaseRow): MapperCase {
   return {
     ratingId: r.rating_id,
     turnId: r.turn_id,
@@ -136,15 +119,13 @@ function toCase(r: CaseRow): MapperCase {
 
 /** The newest live ratings, newest first: what a mapper is tried on before it is saved. */
 export function recentMapperCases(store: Store, limit = MAPPER_CHECK_RATINGS): MapperCase[] {
-  return store.stmt<CaseRow>(`${CASE_SELECT} ORDER BY r.created_at DESC, r.id DESC LIMIT ?`).all(limit).map(toCase);
+  return store.rounds.recentMapperCases(limit).map(toCase);
 }
 
 /** The mapper cases of the given ratings, by rating id. */
 export function mapperCasesOf(store: Store, ratingIds: number[]): Map<number, MapperCase> {
   const out = new Map<number, MapperCase>();
-  if (ratingIds.length === 0) return out;
-  const rows = store.stmt<CaseRow>(`${CASE_SELECT} AND r.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ratingIds));
-  for (const r of rows) out.set(r.rating_id, toCase(r));
+  for (const r of store.rounds.mapperCases(ratingIds)) out.set(r.rating_id, toCase(r));
   return out;
 }
 

@@ -77,23 +77,12 @@ export interface RoundMetrics {
   gate: GateMetrics;
 }
 
-interface RunRowLite {
-  id: number;
-  model_id: string;
-  status: string;
-  from_version: number | null;
-}
 
 /** Loads the adapter a round continues from: fromVersion, else the active one, else a fresh one (B = 0). */
 function startAdapter(store: Store, engine: Engine, modelId: string, fromVersion: number | null, cfg: TrainingConfig): { adapter: LoraAdapter; parent: number | null } {
-  const row =
-    fromVersion !== null && fromVersion > 0
-      ? store.stmt<{ version: number; path: string }>('SELECT version, path FROM adapters WHERE model_id = ? AND version = ?').get(modelId, fromVersion)
-      : fromVersion === 0
-        ? undefined
-        : store.stmt<{ version: number; path: string }>(`SELECT version, path FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
-  if (fromVersion !== null && fromVersion > 0 && row === undefined) throw new ReinError('not_found', `adapter version ${fromVersion} of ${modelId} does not exist`);
-  if (row !== undefined) {
+  const row = fromVersion !== null && fromVersion > 0 ? store.adapters.byVersion(modelId, fromVersion) : fromVersion === 0 ? null : store.adapters.active(modelId);
+  if (fromVersion !== null && fromVersion > 0 && row === null) throw new ReinError('not_found', `adapter version ${fromVersion} of ${modelId} does not exist`);
+  if (row !== null) {
     const { adapter } = loadPeftAdapter(path.join(row.path, 'peft'), modelLinearParams(engine.config));
     return { adapter, parent: row.version };
   }
@@ -146,9 +135,9 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
 
 async function prepare(o: RoundOptions): Promise<Prepared> {
   const { store, runId } = o;
-  const run = store.stmt<RunRowLite>('SELECT id, model_id, status, from_version FROM runs WHERE id = ?').get(runId);
-  if (run === undefined) throw new ReinError('not_found', `training run ${runId} does not exist`);
-  const modelId = run.model_id;
+  const run = store.runs.get(runId);
+  if (run === null) throw new ReinError('not_found', `training run ${runId} does not exist`);
+  const modelId = run.modelId;
   const emit = (p: Omit<TrainingProgress, 'runId'>): void => o.progress?.({ runId, ...p });
   const checkCancel = (): void => {
     if (o.signal?.aborted === true) throw new CancelledError(runId);
@@ -164,7 +153,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
-    const { adapter, parent } = startAdapter(store, engine, modelId, run.from_version, cfg);
+    const { adapter, parent } = startAdapter(store, engine, modelId, run.fromVersion, cfg);
     const turns = selectRound(store, modelId, {
       replayRatio,
       heldoutFraction: cfg.heldoutFraction,
@@ -293,31 +282,25 @@ function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { 
   let previousActive: number | null = null;
   try {
     store.write(() => {
-      const status = decision.accept ? 'active' : 'rejected';
-      const prev = store.stmt<{ id: number; version: number }>(`SELECT id, version FROM adapters WHERE model_id = ? AND status = 'active'`).get(modelId);
-      if (decision.accept && prev !== undefined) {
-        store.stmt(`UPDATE adapters SET status = 'inactive' WHERE id = ?`).run(prev.id);
-        previousActive = prev.version;
-      }
-      store.insertAdapter(
+      // An accepted version is written as a candidate and then activated: `activate` is the one place that keeps a
+      // single version of the model active.
+      const status = decision.accept ? 'candidate' : 'rejected';
+      const row = store.adapters.insert(
         { modelId, version, status, path: vdir, runId, parentVersion: p.parent, emaValue: store.emaValue(modelId), metrics: { gate: g.metrics, trainSeconds: t.trainSeconds, tokensPerSecond: t.tokensPerSecond }, reason: decision.reason },
         'system',
       );
+      if (decision.accept) previousActive = store.adapters.activate(modelId, row.id, 'inactive')?.version ?? null;
       // Trained means: drawn into a step of a version that went live. Held-out ratings, ratings of a rejected
       // round and turns that could not be encoded stay pending. run_samples records what the round did with each
       // rating it drew or scored (ratings.ts lastRound reads it: "not trained (round N rejected)").
-      const mark = store.stmt('UPDATE ratings SET run_id = ? WHERE id = ? AND run_id IS NULL');
-      const sample = store.stmt('INSERT OR REPLACE INTO run_samples (run_id, rating_id, role, advantage) VALUES (?, ?, ?, ?)');
       for (const x of turns) {
         const drawn = t.drawn.has(x.ratingId);
         if (x.role !== 'heldout' && !drawn) continue;
-        if (decision.accept && drawn && x.role === 'pending') mark.run(runId, x.ratingId);
+        if (decision.accept && drawn && x.role === 'pending') store.markTrained(x.ratingId, runId);
         const seq = sequences.find((s) => s.ratingId === x.ratingId && s.kind === 'mispo');
-        sample.run(runId, x.ratingId, x.role, seq?.advantage ?? null);
+        store.runs.recordSample(runId, x.ratingId, x.role, seq?.advantage ?? null);
       }
-      store
-        .stmt(`UPDATE runs SET status = 'succeeded', finished_at = ?, metrics = ?, adapter_version = ?, config = ? WHERE id = ?`)
-        .run(store.now(), JSON.stringify(metrics), version, JSON.stringify(cfg), runId);
+      store.runs.succeed(runId, { metrics, version, config: cfg });
     });
   } catch (e) {
     // The row did not commit, so the directory must not outlive it.

@@ -71,7 +71,7 @@ async function newCore(at: number, schedule: Record<string, unknown> | null, mor
   core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }), now: clock.now, timers: clock, machineIdle: () => idle });
   vi.spyOn(core.scheduler, 'start').mockImplementation((trigger) => {
     started.push({ trigger, at: clock.t });
-    const run = core.store.insertRun({ modelId: modelDir, status: 'succeeded', trigger }, 'system');
+    const run = core.store.runs.insert({ modelId: modelDir, status: 'succeeded', trigger }, 'system');
     core.store.stmt('UPDATE runs SET started_at = ? WHERE id = ?').run(clock.t, run.id);
     // The real round marks the pending ratings as trained; these rounds take them all.
     core.store.stmt('UPDATE ratings SET run_id = ? WHERE model_id = ? AND run_id IS NULL').run(run.id, modelDir);

@@ -115,15 +115,12 @@ export class Scheduler {
     const lock = readTrainingLock(this.d.home);
     const liveWorker = lock !== null && lock.pid !== process.pid && pidAlive(lock.pid) ? lock : null;
     if (lock !== null && liveWorker === null) releaseTrainingLock(this.d.home, lock.pid);
-    const running = this.d.store.stmt<{ id: number }>(`SELECT id FROM runs WHERE status = 'running'`).all();
     const failed: number[] = [];
-    for (const r of running) {
-      if (liveWorker !== null && liveWorker.runId === r.id) continue; // a detached worker still finishing it
-      const why = lock !== null && lock.runId === r.id ? `the trainer process (pid ${lock.pid}) is gone` : 'the app stopped while it was running';
-      this.d.store
-        .stmt(`UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
-        .run(this.d.store.now(), `interrupted: ${why}`, r.id);
-      failed.push(r.id);
+    for (const id of this.d.store.runs.running()) {
+      if (liveWorker !== null && liveWorker.runId === id) continue; // a detached worker still finishing it
+      const why = lock !== null && lock.runId === id ? `the trainer process (pid ${lock.pid}) is gone` : 'the app stopped while it was running';
+      this.d.store.runs.end(id, 'failed', `interrupted: ${why}`);
+      failed.push(id);
     }
     removeStaleStaging(this.d.home);
     return failed;
@@ -148,13 +145,13 @@ export class Scheduler {
       now,
       pending: this.d.store.counts(modelId).pending,
       threshold,
-      lastStartedAt: this.d.store.stmt<{ at: number | null }>('SELECT MAX(started_at) AS at FROM runs WHERE model_id = ?').get(modelId)?.at ?? null,
+      lastStartedAt: this.d.store.runs.lastStartedAt(modelId),
     });
     if (!decision.due) return this.setWake(decision.wakeAt);
     // After a rejected round its ratings are pending again: retrying on the same ratings would be rejected the same
     // way, again and again. Wait for `threshold` ratings the rejected round did not see (each rating calls here).
-    const rejected = this.d.store.lastRejected(modelId);
-    if (rejected !== null && this.d.store.pendingSince(modelId, rejected.runId) < threshold) return this.setWake(null);
+    const rejected = this.d.store.runs.lastRejected(modelId);
+    if (rejected !== null && this.d.store.runs.pendingSince(modelId, rejected.runId) < threshold) return this.setWake(null);
     try {
       resolveModelDir(this.d.store, modelId);
     } catch {
@@ -182,13 +179,7 @@ export class Scheduler {
     acquireTrainingLock(this.d.home, { pid: process.pid, runId: null });
     let run: RunView;
     try {
-      run = this.d.store.write(() => {
-        const busy = this.d.store.stmt<{ id: number }>(`SELECT id FROM runs WHERE status = 'running' LIMIT 1`).get();
-        if (busy !== undefined) throw new ConflictError(`training run ${busy.id} is already running`, { runId: busy.id });
-        const r = this.d.store.insertRun({ modelId, status: 'running', trigger, fromVersion: fromVersion ?? null }, 'system');
-        this.d.store.stmt('UPDATE runs SET started_at = ? WHERE id = ?').run(this.d.store.now(), r.id);
-        return r;
-      });
+      run = this.d.store.runs.start(modelId, trigger, fromVersion ?? null);
     } catch (e) {
       releaseTrainingLock(this.d.home, process.pid);
       throw e;
@@ -216,7 +207,7 @@ export class Scheduler {
     proc.on('error', (err) => {
       state.failed = `the trainer process could not run: ${err.message}`;
     });
-    return this.d.store.listRuns(modelId, 1000).find((r) => r.id === run.id) ?? run;
+    return this.d.store.runs.list(modelId, 1000).find((r) => r.id === run.id) ?? run;
   }
 
   private onMessage(s: NonNullable<Scheduler['child']>, m: WorkerMessage): void {
@@ -234,10 +225,8 @@ export class Scheduler {
       // `running`: mark it failed here with what we know.
       const why = signal !== null ? `the trainer process was killed (${signal})` : `the trainer process exited with code ${code}`;
       const reason = s.failed ?? why;
-      const changed = this.d.store
-        .stmt(`UPDATE runs SET status = 'failed', finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
-        .run(this.d.store.now(), reason, s.runId).changes;
-      const row = this.d.store.stmt<{ status: RunView['status']; error: string | null }>('SELECT status, error FROM runs WHERE id = ?').get(s.runId);
+      const changed = this.d.store.runs.end(s.runId, 'failed', reason);
+      const row = this.d.store.runs.get(s.runId);
       const cancelled = row?.status === 'cancelled';
       this.d.emit('trainingProgress', {
         runId: s.runId,
@@ -249,7 +238,7 @@ export class Scheduler {
         clipFraction: null,
         tokensPerSecond: null,
         etaSeconds: null,
-        message: changed > 0 ? reason : (row?.error ?? reason),
+        message: changed ? reason : (row?.error ?? reason),
       });
       removeStaleStaging(this.d.home);
     }

@@ -99,15 +99,9 @@ export function removeStaleStaging(home: ReinHome): string[] {
  * candidate, rejected (kept for inspection) and rolled-back versions are never pruned here.
  */
 export function pruneInactive(store: Store, home: ReinHome, modelId: string, keep: number): number[] {
-  const rows = store
-    .stmt<{ id: number; version: number; path: string }>(`SELECT id, version, path FROM adapters WHERE model_id = ? AND status = 'inactive' ORDER BY version DESC`)
-    .all(modelId);
-  const drop = rows.slice(keep);
+  const drop = store.adapters.withStatus(modelId, 'inactive').slice(keep);
   if (drop.length === 0) return [];
-  store.write(() => {
-    for (const r of drop) store.stmt('DELETE FROM adapters WHERE id = ?').run(r.id);
-    store.audit('system', 'pruneAdapters', `model:${modelId}`, { versions: drop.map((r) => r.version), keep });
-  });
+  store.adapters.delete(modelId, drop, { action: 'pruneAdapters', detail: { keep } });
   const root = path.resolve(home.adaptersDir) + path.sep;
   for (const r of drop) if (path.resolve(r.path).startsWith(root)) rmSync(r.path, { recursive: true, force: true });
   return drop.map((r) => r.version);
@@ -115,8 +109,7 @@ export function pruneInactive(store: Store, home: ReinHome, modelId: string, kee
 
 /** The next version number of a model: one above any row or directory (a directory without a row still counts). */
 export function nextVersion(store: Store, home: ReinHome, modelId: string): number {
-  const row = store.stmt<{ v: number | null }>('SELECT max(version) AS v FROM adapters WHERE model_id = ?').get(modelId);
-  let v = row?.v ?? 0;
+  let v = store.adapters.maxVersion(modelId);
   const dir = modelAdaptersDir(home, modelId);
   if (existsSync(dir)) for (const e of readdirSync(dir)) {
     const m = /^v(\d+)$/.exec(e);

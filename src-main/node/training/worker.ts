@@ -42,9 +42,7 @@ async function main(): Promise<number> {
   } catch (e) {
     const cancelled = e instanceof CancelledError;
     const error = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-    store
-      .stmt(`UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ? AND status = 'running'`)
-      .run(cancelled ? 'cancelled' : 'failed', Date.now(), cancelled ? 'cancelled by the user' : error, runId);
+    store.runs.end(runId, cancelled ? 'cancelled' : 'failed', cancelled ? 'cancelled by the user' : error);
     send({ type: 'failed', error, cancelled });
     return cancelled ? 0 : 1;
   } finally {
