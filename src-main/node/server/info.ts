@@ -4,7 +4,7 @@ import { chmodSync, readFileSync, renameSync, unlinkSync, writeFileSync } from '
 import { z } from 'zod';
 import { ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
-import { pidAlive } from './lock.ts';
+import { pidAlive } from '../pid.ts';
 
 export const ServerInfo = z.object({
   pid: z.number().int().positive(),

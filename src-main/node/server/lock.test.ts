@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ReinError } from '../../common/errors.ts';
-import { acquireLock, pidAlive } from './lock.ts';
+import { pidAlive } from '../pid.ts';
+import { acquireLock } from './lock.ts';
 
 let dir: string;
 let lockPath: string;

@@ -2,17 +2,7 @@
 // whose pid is dead is stale and taken over; a live one is a `locked` error that names the pid.
 import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { ReinError } from '../../common/errors.ts';
-
-export function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: the process exists but belongs to someone else.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import { pidAlive } from '../pid.ts';
 
 function readPid(lockPath: string): number | null {
   try {

@@ -5,6 +5,7 @@ import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
+import { pidAlive } from '../pid.ts';
 
 export interface TrainingLock {
   pid: number;
@@ -13,15 +14,6 @@ export interface TrainingLock {
 }
 
 export const lockPath = (home: ReinHome): string => path.join(home.dir, 'training.lock');
-
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export function readTrainingLock(home: ReinHome): TrainingLock | null {
   try {

@@ -11,7 +11,7 @@ import type { LoraAdapter } from '../../common/engine/lora.ts';
 import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import { loraToGguf } from '../engine/gguf/lora.ts';
 import type { ReinHome } from '../home.ts';
-import { pidAlive } from './lock.ts';
+import { pidAlive } from '../pid.ts';
 import { savePeftAdapter } from '../engine/peft.ts';
 import type { Store } from '../store/store.ts';
 
