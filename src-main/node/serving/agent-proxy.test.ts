@@ -150,8 +150,10 @@ describe('POST /v1/messages (Anthropic Messages)', () => {
     await onlyTurn();
   });
 
-  it('answers a request without stream with one Message object', async () => {
-    const r = await post('/v1/messages', { ...first, stream: false, tools: undefined, messages: [{ role: 'user', content: 'What is two and two?' }] });
+  it('answers a request without stream with one Message object; the API defaults (temperature 1, no top_p) are sent upstream, so μ holds', async () => {
+    const { temperature: _t, top_p: _p, ...unpinned } = first;
+    const r = await post('/v1/messages', { ...unpinned, stream: false, tools: undefined, messages: [{ role: 'user', content: 'What is two and two?' }] });
+    expect(upstream.requests[0]).toMatchObject({ temperature: 1, top_p: 1 });
     expect(r.status).toBe(200);
     const m = (await r.json()) as Record<string, unknown>;
 

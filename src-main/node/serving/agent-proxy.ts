@@ -161,7 +161,11 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   if (typeof p === 'string') return fail(400, p);
   const up = d.upstream();
   const mapped = d.upstreamModel?.(p.model) ?? null;
-  const sent: Record<string, unknown> = { ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
+  // Both APIs sample at temperature 1 with no truncation unless asked (Anthropic's and OpenAI's references give those
+  // defaults). Said explicitly, so an upstream's own defaults (llama.cpp: top_k 40, min_p 0.05) do not apply, and
+  // its logprobs are μ (proxy.ts pinnedSampling).
+  const identity: Record<string, unknown> = { temperature: 1, top_p: 1, ...(up.kind === 'openai' ? {} : { top_k: 0, min_p: 0 }) };
+  const sent: Record<string, unknown> = { ...identity, ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
   if (up.kind === 'vllm') sent.return_tokens_as_token_ids = true;
 
   let aborted = false;
