@@ -11,7 +11,7 @@ import { AGENTS, describeChange, install, toChanges, uninstall } from '../../nod
 import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
-import { installEnv } from '../../node/system/agents.ts';
+import { installEnv, localModelChoice } from '../../node/system/agents.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 
@@ -35,9 +35,9 @@ async function envFor(ctx: CommandContext): Promise<InstallEnv> {
   const options: InstallEnv['options'] = { claudeTokenFromEnv: ctx.options['token-from-env'] === true };
   if (ctx.options['local-model'] === true) {
     if (ctx.args[0] === 'openclaw') throw new BadInputError('--local-model is for claude and codex (OpenClaw already talks to an OpenAI-compatible endpoint: point it at the proxy)', 'local-model');
-    const s = await (await ctx.api()).call('getSettings', {});
     // The proxy stores a reply as on-policy when it knows the model that wrote it: proxy.baseModelName names it.
-    options.localModel = { proxyPort: portOption(ctx, 'proxy-port') ?? s['proxy.port'], model: typeof ctx.options.model === 'string' ? ctx.options.model : (s['proxy.baseModelName'] ?? 'rein-local') };
+    const choice = localModelChoice(await (await ctx.api()).call('getSettings', {}));
+    options.localModel = { proxyPort: portOption(ctx, 'proxy-port') ?? choice.proxyPort, model: typeof ctx.options.model === 'string' ? ctx.options.model : choice.model };
   }
   return { ...env, options };
 }
