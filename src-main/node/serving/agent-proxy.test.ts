@@ -84,7 +84,11 @@ describe('POST /v1/messages (Anthropic Messages)', () => {
     system: [{ type: 'text', text: 'You are Claude Code.' }],
     tools: [bash],
     metadata: { user_id: JSON.stringify({ device_id: 'd', session_id: 'sess-claude-1' }) },
-    messages: [{ role: 'user', content: [{ type: 'text', text: '<system-reminder>ctx</system-reminder>' }, { type: 'text', text: `${TOOL_MARKER} and say what it printed` }] }],
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: '<system-reminder>ctx</system-reminder>' }, { type: 'text', text: `${TOOL_MARKER} and say what it printed` }] },
+      // Claude Code 2.1.330 sends its environment as a system message after the prompt.
+      { role: 'system', content: [{ type: 'text', text: '# Environment' }] },
+    ],
     ...SAMPLING,
   };
 
@@ -114,7 +118,8 @@ describe('POST /v1/messages (Anthropic Messages)', () => {
     // The upstream got the tools as OpenAI functions and the system prompt as a system message.
     const sent = upstream.requests[0]!;
     expect(sent.tools).toEqual([{ type: 'function', function: { name: 'Bash', description: 'Run a shell command', parameters: bash.input_schema } }]);
-    expect((sent.messages as unknown[])[0]).toEqual({ role: 'system', content: 'You are Claude Code.' });
+    expect((sent.messages as { role: string }[]).map((m) => m.role)).toEqual(['system', 'user']);
+    expect((sent.messages as unknown[])[0]).toEqual({ role: 'system', content: 'You are Claude Code.\n\n# Environment' });
     expect(sent).toMatchObject({ stream: true, logprobs: true, max_tokens: 512 });
 
     const id = start.id as string;

@@ -17,7 +17,8 @@ const Block = z.looseObject({ type: z.string().min(1) });
 export const MessagesRequest = z.looseObject({
   model: z.string().min(1).max(1024),
   max_tokens: z.number().int().positive(),
-  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(Block)]) })).min(1),
+  // Claude Code 2.1 also sends `system` messages between the turns (its environment, deferred tools).
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: z.union([z.string(), z.array(Block)]) })).min(1),
   system: z.union([z.string(), z.array(Block)]).optional(),
   tools: z.array(z.looseObject({ name: z.string().min(1) })).optional(),
   tool_choice: z.looseObject({ type: z.string() }).optional(),
@@ -90,9 +91,12 @@ export function messagesToChat(req: MessagesRequest): AgentChat {
   const messages: AgentMessage[] = [];
   let promptAt = -1;
   let prompt = '';
-  const system = text(req.system as string | Obj[] | undefined);
+  // System text, the top-level prompt and any system message between the turns, goes first: chat templates take a
+  // system message only at the start (Llama 3's and Mistral's raise otherwise).
+  const system = [text(req.system as string | Obj[] | undefined), ...req.messages.filter((m) => m.role === 'system').map((m) => text(m.content as string | Obj[]))].filter((t) => t !== '').join('\n\n');
   if (system !== '') messages.push({ role: 'system', content: system });
   for (const m of req.messages) {
+    if (m.role === 'system') continue;
     const blocks: Obj[] = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as Obj[]);
     if (m.role === 'assistant') {
       const calls = blocks
