@@ -73,7 +73,7 @@ export async function startLocalModel(): Promise<LocalModel> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = null;
+      let body: unknown;
       try {
         body = raw === '' ? null : JSON.parse(raw);
       } catch {
