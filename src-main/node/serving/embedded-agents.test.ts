@@ -101,6 +101,13 @@ describe('agent endpoints against the model server', () => {
     expect(logs.some((l) => l.includes('a step of the agent turn has no tokens'))).toBe(true);
   }, 60_000);
 
+  it("a prompt longer than the model's context is the client's error (400 in Anthropic's shape, which Claude Code does not retry)", async () => {
+    const body = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: 'word '.repeat(3000) }] };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/more than the context of 1024/) } });
+  }, 60_000);
+
   it('a text-only Responses turn completes', async () => {
     const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ model: 'tiny', input: 'Say hi', max_output_tokens: 4 }) });
     expect(res.status).toBe(200);

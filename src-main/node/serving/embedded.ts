@@ -160,6 +160,14 @@ function templateMessage(m: ChatRequest['messages'][number]): ChatMessage {
   return out;
 }
 
+/** A prompt longer than the context: the client's to fix (a 400, which agents do not retry), not a server fault. */
+class ContextLengthError extends Error {
+  constructor(tokens: number, context: number) {
+    super(`the prompt has ${tokens} tokens, more than the context of ${context} (serving.contextSize)`);
+    this.name = 'ContextLengthError';
+  }
+}
+
 /** OpenAI's limit on top_logprobs. */
 const MAX_TOP_LOGPROBS = 20;
 
@@ -238,7 +246,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const lora = active === null ? null : ensureGgufLora(active, hfDir!);
     const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
     const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
-    if (maxTokens <= 0) throw new NotAvailableError('chat', `the prompt has ${prompt.length} tokens, more than the context of ${contextSize} (serving.contextSize)`);
+    if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
     const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
     const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
     const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
@@ -370,7 +378,11 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     handle(req, res).catch((e: unknown) => {
       log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
-      else {
+      else if (e instanceof ContextLengthError) {
+        // OpenAI's code for it (its error reference), so clients show it as the prompt being too long.
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'context_length_exceeded' } }));
+      } else {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: (e as Error).message, type: 'internal_error' } }));
       }
