@@ -21,7 +21,7 @@ import { codexSession, ResponsesRequest, responsesError, ResponsesStream, respon
 import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import type { VocabLike } from './tokens.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
 import type { Sampling, Upstream } from './proxy.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
@@ -133,16 +133,6 @@ function upstreamMessage(raw: string): string {
     // not JSON
   }
   return raw.slice(0, 2000);
-}
-
-function parseSampling(v: unknown): Sampling | null {
-  if (typeof v !== 'string') return null;
-  try {
-    const s = JSON.parse(v) as Partial<Sampling>;
-    return typeof s.temperature === 'number' && typeof s.topP === 'number' ? { temperature: s.temperature, topP: s.topP } : null;
-  } catch {
-    return null;
-  }
 }
 
 export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: IncomingMessage, res: ServerResponse): Promise<void> {

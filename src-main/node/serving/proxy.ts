@@ -85,7 +85,8 @@ export function pinnedSampling(body: Record<string, unknown>, kind: UpstreamKind
   return { reason: `the upstream reports the model's raw logprobs, which are the sampled distribution's only at an identity sampler: ${unpinned.join(', ')}` };
 }
 
-function parseSampling(v: unknown): Sampling | null {
+/** The x-rein-sampling header of Rein's own server, or null when it is missing or malformed. */
+export function parseSampling(v: unknown): Sampling | null {
   if (typeof v !== 'string') return null;
   try {
     const s = JSON.parse(v) as Partial<Sampling>;
