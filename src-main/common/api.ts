@@ -188,8 +188,14 @@ export const VERBS = {
     input: z.strictObject({ folders: z.array(z.string().min(1).max(4096)).max(32).default([]) }),
     help: 'Local models (Hugging Face cache, the given folders, Ollama) and whether Rein can train each.',
   },
-  planAgent: { input: z.strictObject({ agent: AgentId }), help: "The files connecting an agent would change (the installer's dry run)." },
-  connectAgent: { input: z.strictObject({ agent: AgentId }), help: "Connect an agent to Rein (its config files are backed up first)." },
+  planAgent: {
+    input: z.strictObject({ agent: AgentId, localModel: z.boolean().optional() }),
+    help: "The files connecting an agent would change (the installer's dry run); localModel: run it on the local model through Rein's proxy (claude, codex).",
+  },
+  connectAgent: {
+    input: z.strictObject({ agent: AgentId, localModel: z.boolean().optional() }),
+    help: "Connect an agent to Rein (its config files are backed up first); localModel: run it on the local model through Rein's proxy, which stores each turn with its tokens (claude, codex).",
+  },
   useModel: { input: z.strictObject({ path: z.string().min(1).max(4096) }), help: 'Train this HF model folder (sets model.active).' },
   useDemoModel: { input: Empty, help: 'Copy the small pretrained demo LM into the Rein home and train it (model.active, the balanced preset).' },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },

@@ -198,8 +198,9 @@ export interface WizardSlice {
   setWizardStep: (step: WizardStep) => void;
   detect: () => Promise<void>;
   addModelFolder: (folder: string) => Promise<void>;
-  planAgent: (agent: AgentId) => Promise<void>;
-  connectAgent: (agent: AgentId) => Promise<void>;
+  /** localModel: run the agent on the local model through Rein's proxy (Claude Code, Codex). */
+  planAgent: (agent: AgentId, localModel?: boolean) => Promise<void>;
+  connectAgent: (agent: AgentId, localModel?: boolean) => Promise<void>;
   /** An HF model folder, or 'demo' for the offline demo model. */
   chooseModel: (path: string) => Promise<void>;
   loadPresets: () => Promise<void>;

@@ -58,16 +58,16 @@ export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
           set({ folderNote: { error: true, text: toApiError(e).message.replace(/^discoverModels: /, '') } });
         }
       },
-      planAgent: (agent: AgentId) =>
+      planAgent: (agent: AgentId, localModel = false) =>
         guard(async () => {
-          const plan = await client.planAgent({ agent });
+          const plan = await client.planAgent({ agent, ...(localModel ? { localModel } : {}) });
           set((s) => ({ plans: { ...s.plans, [agent]: plan } }));
         }),
-      connectAgent: (agent: AgentId) =>
+      connectAgent: (agent: AgentId, localModel = false) =>
         guard(async () => {
           set({ wizardBusy: `connect:${agent}` });
           try {
-            const r = await client.connectAgent({ agent });
+            const r = await client.connectAgent({ agent, ...(localModel ? { localModel } : {}) });
             set((s) => ({ agentResults: { ...s.agentResults, [agent]: r } }));
             set({ agents: await client.detectAgents({}) });
           } finally {

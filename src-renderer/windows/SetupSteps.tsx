@@ -16,6 +16,8 @@ export function AgentsStep() {
   const { agents, plans, connected, plan, connect, busy } = useRein(
     useShallow((s) => ({ agents: s.agents, plans: s.plans, connected: s.agentResults, plan: s.planAgent, connect: s.connectAgent, busy: s.wizardBusy })),
   );
+  // Claude Code and Codex can run on the local model itself, through Rein's proxy: their turns are then on-policy.
+  const [local, setLocal] = useState<Partial<Record<AgentId, boolean>>>({});
   if (!agents) return <p className="muted">Looking for agents…</p>;
   return (
     <ul className="choices" data-testid="agents">
@@ -29,8 +31,21 @@ export function AgentsStep() {
               <span className={`badge ${a.connected ? 'good' : ''}`}>{a.connected ? 'connected' : a.installed ? 'installed' : 'not found'}</span>
             </div>
             <p className="muted small">{a.error ?? (a.evidence.length > 0 ? a.evidence.join('; ') : 'No binary on PATH and no config folder.')}</p>
+            {!a.connected && !done && a.agent !== 'openclaw' && (
+              <label className="small">
+                <input
+                  type="checkbox"
+                  checked={local[a.agent] === true}
+                  onChange={(e) => {
+                    setLocal((l) => ({ ...l, [a.agent]: e.target.checked }));
+                    if (p) void plan(a.agent, e.target.checked);
+                  }}
+                />{' '}
+                Run it on my local model (through Rein&apos;s model server, so each turn trains on what your model wrote)
+              </label>
+            )}
             {!a.connected && !p && (
-              <button type="button" className="secondary" onClick={() => void plan(a.agent as AgentId)}>
+              <button type="button" className="secondary" onClick={() => void plan(a.agent as AgentId, local[a.agent] === true)}>
                 Show what connecting changes
               </button>
             )}
@@ -44,7 +59,7 @@ export function AgentsStep() {
                   ))}
                 </ul>
                 <p className="muted small">Each file's current contents are copied to {p.backupsDir} first; `rein uninstall {a.agent}` puts them back.</p>
-                <button type="button" className="primary" disabled={busy !== null} onClick={() => void connect(a.agent)}>
+                <button type="button" className="primary" disabled={busy !== null} onClick={() => void connect(a.agent, local[a.agent] === true)}>
                   Connect {a.name}
                 </button>
               </>

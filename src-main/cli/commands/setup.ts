@@ -11,7 +11,7 @@ import { AGENTS, describeChange, install, toChanges, uninstall } from '../../nod
 import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
-import { installEnv } from '../../node/system/agents.ts';
+import { installEnv, localModelChoice } from '../../node/system/agents.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 
@@ -21,15 +21,25 @@ function agentArg(ctx: CommandContext): Integration {
   return INTEGRATIONS[a as AgentName];
 }
 
-function envFor(ctx: CommandContext): InstallEnv {
+function portOption(ctx: CommandContext, name: string): number | null {
+  const v = ctx.options[name];
+  if (typeof v !== 'string') return null;
+  const port = Number(v);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new BadInputError(`--${name} must be a port number, not ${v}`, name);
+  return port;
+}
+
+async function envFor(ctx: CommandContext): Promise<InstallEnv> {
   const env = installEnv(ctx.home, ctx.io.env);
-  const portOpt = ctx.options.port;
-  if (typeof portOpt === 'string') {
-    const port = Number(portOpt);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new BadInputError(`--port must be a port number, not ${portOpt}`, 'port');
-    env.port = port;
+  env.port = portOption(ctx, 'port') ?? env.port;
+  const options: InstallEnv['options'] = { claudeTokenFromEnv: ctx.options['token-from-env'] === true };
+  if (ctx.options['local-model'] === true) {
+    if (ctx.args[0] === 'openclaw') throw new BadInputError('--local-model is for claude and codex (OpenClaw already talks to an OpenAI-compatible endpoint: point it at the proxy)', 'local-model');
+    // The proxy stores a reply as on-policy when it knows the model that wrote it: proxy.baseModelName names it.
+    const choice = localModelChoice(await (await ctx.api()).call('getSettings', {}));
+    options.localModel = { proxyPort: portOption(ctx, 'proxy-port') ?? choice.proxyPort, model: typeof ctx.options.model === 'string' ? ctx.options.model : choice.model };
   }
-  return { ...env, options: { claudeTokenFromEnv: ctx.options['token-from-env'] === true } };
+  return { ...env, options };
 }
 
 async function confirm(ctx: CommandContext, question: string): Promise<boolean> {
@@ -48,17 +58,20 @@ const SETUP_OPTIONS = {
   'dry-run': { type: 'boolean' as const, help: 'print which files would change and write nothing' },
   port: { type: 'string' as const, help: 'capture server port to point the agent at (default: the running one, else 7433)' },
   'token-from-env': { type: 'boolean' as const, help: 'claude: send the token from $REIN_TOKEN (set in your shell profile) instead of writing it into settings.json (made 0600)' },
+  'local-model': { type: 'boolean' as const, help: "claude, codex: run the agent on your local model through Rein's proxy (rein serve-model), which stores each turn with its tokens" },
+  'proxy-port': { type: 'string' as const, help: 'with --local-model: the proxy port to point the agent at (default: the proxy.port setting)' },
+  model: { type: 'string' as const, help: 'with --local-model: the model name the agent sends (default: the proxy.baseModelName setting, else rein-local)' },
 };
 
 registerCommand({
   name: 'setup',
   summary: 'Connect an agent (claude, codex, openclaw) to Rein.',
-  usage: 'rein setup <claude|codex|openclaw> [--yes] [--dry-run] [--port N] [--token-from-env]',
+  usage: 'rein setup <claude|codex|openclaw> [--yes] [--dry-run] [--port N] [--token-from-env] [--local-model [--proxy-port N] [--model NAME]]',
   args: [1, 1],
   options: SETUP_OPTIONS,
   async run(ctx) {
     const integ = agentArg(ctx);
-    const env = envFor(ctx);
+    const env = await envFor(ctx);
     const found = integ.detect(env);
     if (!found.installed) ctx.io.stderr(`note: ${integ.agent} does not look installed (no binary on PATH, no config dir); setting it up anyway.\n`);
     const planned = toChanges(integ.plan(env, (f) => readText(f)));
@@ -93,7 +106,7 @@ registerCommand({
   options: { yes: SETUP_OPTIONS.yes, 'dry-run': SETUP_OPTIONS['dry-run'], port: SETUP_OPTIONS.port },
   async run(ctx) {
     const integ = agentArg(ctx);
-    const env = envFor(ctx);
+    const env = await envFor(ctx);
     const preview = uninstall(integ, env, { dryRun: true });
     if (preview.changes.length === 0) {
       ctx.print(`${integ.agent}: Rein is not installed there; nothing to change.`, { agent: integ.agent, changes: [] });

@@ -167,7 +167,8 @@ export class ReinTokenizer {
   }
 
   /** The chat template rendered to text. */
-  renderChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean }): string {
+  /** `tools`: function declarations (OpenAI's `{type: 'function', function: {…}}`), rendered as the template renders them. */
+  renderChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean; tools?: readonly unknown[] }): string {
     if (this.template === null) throw new TokenizerError(`the tokenizer in ${this.dir} has no chat template`, { dir: this.dir });
     if (messages.length === 0) throw new TokenizerError('a chat needs at least one message');
     try {
@@ -176,6 +177,7 @@ export class ReinTokenizer {
         add_generation_prompt: opts.addGenerationPrompt,
         bos_token: this.bosToken ?? '',
         eos_token: this.eosToken ?? '',
+        ...(opts.tools !== undefined && opts.tools.length > 0 ? { tools: opts.tools } : {}),
       });
     } catch (e) {
       // Also what a template's own raise_exception (a jinja built-in) lands in.
@@ -183,7 +185,7 @@ export class ReinTokenizer {
     }
   }
 
-  encodeChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean }): number[] {
+  encodeChat(messages: readonly ChatMessage[], opts: { addGenerationPrompt: boolean; tools?: readonly unknown[] }): number[] {
     return this.encode(this.renderChat(messages, opts));
   }
 

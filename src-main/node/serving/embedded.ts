@@ -23,7 +23,7 @@ import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
-import type { ReinTokenizer } from '../engine/tokenizer.ts';
+import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
 import { readJsonBody } from '../server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
 import { modelFolder } from '../training/versions.ts';
@@ -31,6 +31,7 @@ import { resolveModelDir } from '../training/model.ts';
 import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
+import { parseToolCalls, toolFamily } from './toolcalls.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './proxy.ts';
 
 export interface ModelServerOptions {
@@ -128,6 +129,45 @@ export function topK(logp: Float64Array, k: number): { id: number; logprob: numb
   return top;
 }
 
+/** The chat's tool declarations, or null when it declares none. */
+const toolsOf = (chat: ChatRequest): unknown[] | null => (Array.isArray(chat.tools) && chat.tools.length > 0 ? chat.tools : null);
+
+/**
+ * A chat message as chat templates read it: text content, and an assistant's `tool_calls` with their arguments as
+ * an object (transformers' convention; a template writes them with `tojson`), a tool result's id and name.
+ */
+function templateMessage(m: ChatRequest['messages'][number]): ChatMessage {
+  const content = typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
+  const out: ChatMessage = { role: m.role, content };
+  const calls = (m as { tool_calls?: unknown }).tool_calls;
+  if (Array.isArray(calls) && calls.length > 0) {
+    out.tool_calls = calls.map((c: { id?: unknown; function?: { name?: unknown; arguments?: unknown } }) => {
+      let args: unknown = c.function?.arguments ?? {};
+      if (typeof args === 'string') {
+        try {
+          args = JSON.parse(args);
+        } catch {
+          // Not JSON: the template prints the string as it is.
+        }
+      }
+      return { ...(typeof c.id === 'string' ? { id: c.id } : {}), type: 'function', function: { name: String(c.function?.name ?? ''), arguments: args } };
+    });
+  }
+  for (const k of ['tool_call_id', 'name'] as const) {
+    const v = (m as Record<string, unknown>)[k];
+    if (typeof v === 'string') out[k] = v;
+  }
+  return out;
+}
+
+/** A prompt longer than the context: the client's to fix (a 400, which agents do not retry), not a server fault. */
+class ContextLengthError extends Error {
+  constructor(tokens: number, context: number) {
+    super(`the prompt has ${tokens} tokens, more than the context of ${context} (serving.contextSize)`);
+    this.name = 'ContextLengthError';
+  }
+}
+
 /** OpenAI's limit on top_logprobs. */
 const MAX_TOP_LOGPROBS = 20;
 
@@ -204,10 +244,9 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const active = core.store.adapters.active(modelId);
     const version = active?.version ?? 0;
     const lora = active === null ? null : ensureGgufLora(active, hfDir!);
-    const messages = chat.messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('') }));
-    const prompt = tok.encodeChat(messages, { addGenerationPrompt: true });
+    const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
     const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
-    if (maxTokens <= 0) throw new NotAvailableError('chat', `the prompt has ${prompt.length} tokens, more than the context of ${contextSize} (serving.contextSize)`);
+    if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
     const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
     const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
     const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
@@ -264,30 +303,43 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
     const created = Math.floor(Date.now() / 1000);
     // One generation at a time: the context has one sequence.
+    // With tools declared, a reply may be a call in the model's own format (toolcalls.ts), which is known only once it
+    // has ended: the tokens stream with their logprobs and no text, and the text or the calls follow at the end.
+    const withTools = toolsOf(chat) !== null;
+    const family = toolFamily(tok.chatTemplate);
+    const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
+    const toolCalls = (calls: { name: string; arguments: string }[]) =>
+      calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
     const run = queue.then(async () => {
       if (chat.stream === true) {
         let started = false;
         let emitted = '';
         const sofar: number[] = [];
         const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+        const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
         const g = await generate(chat, top, (tid, lp, alts, producer) => {
           sofar.push(tid);
           const full = textOf(sofar);
-          const delta = full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
+          const delta = withTools || full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
           emitted += delta;
           if (!started) {
             started = true;
             res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
           }
-          send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: { content: delta }, logprobs: withLp ? { content: [entry(tid, lp, alts)] } : null, finish_reason: null }] });
+          chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
         });
-        const rest = textOf(g.ids).slice(emitted.length);
-        send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta: rest.length > 0 ? { content: rest } : {}, logprobs: null, finish_reason: g.finish }] });
+        const parsed = split(textOf(g.ids));
+        const rest = parsed.text.slice(emitted.length);
+        // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
+        if (rest.length > 0) chunk({ content: rest }, withLp ? { content: [] } : null, null);
+        if (parsed.calls.length > 0) chunk({ tool_calls: toolCalls(parsed.calls) }, withLp ? { content: [] } : null, null);
+        chunk({}, null, parsed.calls.length > 0 ? 'tool_calls' : g.finish);
         res.end('data: [DONE]\n\n');
         return;
       }
       const g = await generate(chat, top, () => {});
-      const text = textOf(g.ids);
+      const parsed = split(textOf(g.ids));
+      const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
       res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
       res.end(
         JSON.stringify({
@@ -295,7 +347,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
           object: 'chat.completion',
           created,
           model: modelName,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: g.finish }],
+          choices: [{ index: 0, message, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: parsed.calls.length > 0 ? 'tool_calls' : g.finish }],
           usage: { completion_tokens: g.ids.length },
         }),
       );
@@ -326,7 +378,11 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     handle(req, res).catch((e: unknown) => {
       log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
-      else {
+      else if (e instanceof ContextLengthError) {
+        // OpenAI's code for it (its error reference), so clients show it as the prompt being too long.
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'context_length_exceeded' } }));
+      } else {
         res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: (e as Error).message, type: 'internal_error' } }));
       }

@@ -77,7 +77,7 @@ export function turnText(req: ChatRequest): TurnText {
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
-function entriesOf(logprobs: unknown): LogprobEntry[] | null {
+export function entriesOf(logprobs: unknown): LogprobEntry[] | null {
   if (logprobs === null || typeof logprobs !== 'object') return null;
   const content = (logprobs as { content?: unknown }).content;
   if (!Array.isArray(content)) return null;

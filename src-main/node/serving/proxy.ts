@@ -25,6 +25,10 @@ import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
 import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readRawBody } from '../server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
+import { agentRequest } from './agent-proxy.ts';
+import type { AgentDeps } from './agent-proxy.ts';
+import { SegmentMemory } from './agent-turn.ts';
+import { anthropicError } from './anthropic.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
@@ -81,7 +85,8 @@ export function pinnedSampling(body: Record<string, unknown>, kind: UpstreamKind
   return { reason: `the upstream reports the model's raw logprobs, which are the sampled distribution's only at an identity sampler: ${unpinned.join(', ')}` };
 }
 
-function parseSampling(v: unknown): Sampling | null {
+/** The x-rein-sampling header of Rein's own server, or null when it is missing or malformed. */
+export function parseSampling(v: unknown): Sampling | null {
   if (typeof v !== 'string') return null;
   try {
     const s = JSON.parse(v) as Partial<Sampling>;
@@ -164,6 +169,15 @@ function sendError(res: ServerResponse, status: number, message: string, type: s
   }
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
   res.end(JSON.stringify({ error: { message, type, code: type } }));
+}
+
+function sendJsonError(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(body);
 }
 
 function parseJson(raw: Buffer): unknown {
@@ -326,9 +340,13 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
 
   /** Stores the reply's turns after those queued before it, step by step as the proxy is quiet; idle() waits for them. */
   function enqueue(copy: ReplyCopy): void {
+    enqueueJob((quietly) => capture(copy, quietly));
+  }
+
+  function enqueueJob(job: (quietly: () => Promise<void>) => Promise<void>): void {
     const since = performance.now();
     const p = captures
-      .then(() => capture(copy, () => quiet(since)))
+      .then(() => job(() => quiet(since)))
       .catch((e: unknown) => log(`rein proxy: the turn was not stored: ${(e as Error)?.stack ?? String(e)}`));
     captures = p;
     track(p);
@@ -598,24 +616,69 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     upRes.pipe(res);
   }
 
+  const agentDeps: AgentDeps = {
+    core: opts.core,
+    upstream: opts.upstream,
+    ...(opts.upstreamModel === undefined ? {} : { upstreamModel: opts.upstreamModel }),
+    vocab: opts.vocab,
+    producer: opts.producer,
+    maxBody,
+    log,
+    call: (up, sub, headers, body, signal) => upstreamCall(up, 'POST', sub, headers, body, signal),
+    enqueue: enqueueJob,
+    segments: new SegmentMemory(),
+  };
+
+  /** A chat request: counted in flight, so captures wait until the proxy is quiet. */
+  async function chat(run: () => Promise<void>): Promise<void> {
+    inFlight++;
+    try {
+      return await run();
+    } finally {
+      inFlight--;
+      lastEnd = performance.now();
+      arm(lastEnd);
+    }
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pathname = (req.url ?? '/').split('?')[0];
+    // Anthropic clients send the key as x-api-key (ANTHROPIC_API_KEY) and want Anthropic's error shape.
+    const anthropic = pathname === '/v1/messages' || pathname === '/v1/messages/count_tokens';
+    const fail = (status: number, message: string, type: string) =>
+      anthropic ? sendJsonError(res, status, anthropicError(status, message)) : sendError(res, status, message, type);
     const denied = checkHostAndOrigin(req.headers, port);
-    if (denied) return sendError(res, 403, denied.message, 'forbidden');
-    const unauthorized = checkToken(req.headers, opts.token);
-    if (unauthorized) return sendError(res, 401, `${unauthorized.message} (use the Rein token as the API key)`, 'invalid_api_key');
-    if (pathname === '/v1/chat/completions' && req.method === 'POST') {
-      inFlight++;
-      try {
-        return await chatCompletions(req, res);
-      } finally {
-        inFlight--;
-        lastEnd = performance.now();
-        arm(lastEnd);
-      }
+    if (denied) return fail(403, denied.message, 'forbidden');
+    // Claude Code checks the base URL is up with `HEAD /` before its first request, without waiting for an answer.
+    if (pathname === '/' && req.method === 'HEAD') return void res.writeHead(200).end();
+    const apiKey = req.headers['x-api-key'];
+    const headers = req.headers.authorization === undefined && typeof apiKey === 'string' ? { ...req.headers, authorization: `Bearer ${apiKey}` } : req.headers;
+    const unauthorized = checkToken(headers, opts.token);
+    if (unauthorized) return fail(401, `${unauthorized.message} (use the Rein token as the API key)`, 'invalid_api_key');
+    if (req.method === 'POST') {
+      if (pathname === '/v1/chat/completions') return chat(() => chatCompletions(req, res));
+      if (pathname === '/v1/messages') return chat(() => agentRequest(agentDeps, 'anthropic', req, res));
+      if (pathname === '/v1/responses') return chat(() => agentRequest(agentDeps, 'responses', req, res));
+      if (pathname === '/v1/messages/count_tokens') return countTokens(req, res);
     }
     if (pathname === '/v1/models' && req.method === 'GET') return models(res);
-    return sendError(res, 404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions and GET /v1/models)`, 'not_found');
+    return fail(404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions, /v1/messages, /v1/responses and GET /v1/models)`, 'not_found');
+  }
+
+  /**
+   * Anthropic's token count: the request's text through the served model's vocabulary when there is one, else about
+   * four characters a token. Claude Code uses it to decide when to compact, so an estimate serves.
+   */
+  async function countTokens(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: unknown;
+    try {
+      body = JSON.parse((await readRawBody(req, maxBody)).toString('utf8'));
+    } catch (e) {
+      return sendJsonError(res, 400, anthropicError(400, `the body is not valid JSON: ${(e as Error).message}`));
+    }
+    const chars = JSON.stringify((body as { messages?: unknown; system?: unknown; tools?: unknown }) ?? {}).length;
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify({ input_tokens: Math.ceil(chars / 4) }));
   }
 
   const server: Server = createServer({ requestTimeout: 120_000, headersTimeout: 20_000 }, (req, res) => {

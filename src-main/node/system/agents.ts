@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { SETTINGS } from '../../common/config.ts';
+import type { Settings } from '../../common/config.ts';
+import { BadInputError } from '../../common/errors.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, FileChangeView } from '../../common/system.ts';
 import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
@@ -57,7 +59,7 @@ export function changeView(c: Change): FileChangeView {
   };
 }
 
-export function detectAgents(home: ReinHome, env: NodeJS.ProcessEnv = process.env): AgentInfo[] {
+export function detectAgents(home: ReinHome, env: NodeJS.ProcessEnv = process.env, local: LocalModelChoice | null = null): AgentInfo[] {
   const ie = installEnv(home, env);
   return (Object.keys(INTEGRATIONS) as AgentId[]).map((agent) => {
     const integ = INTEGRATIONS[agent];
@@ -66,6 +68,8 @@ export function detectAgents(home: ReinHome, env: NodeJS.ProcessEnv = process.en
     let error: string | null = null;
     try {
       connected = toChanges(integ.plan(ie, readFileText)).length === 0;
+      // Connected on the local model (through the proxy) counts too.
+      if (!connected && local !== null && agent !== 'openclaw') connected = toChanges(integ.plan(envWith(home, agent, env, local), readFileText)).length === 0;
     } catch (e) {
       error = (e as Error).message;
     }
@@ -73,13 +77,31 @@ export function detectAgents(home: ReinHome, env: NodeJS.ProcessEnv = process.en
   });
 }
 
-export function planAgent(home: ReinHome, agent: AgentId, env: NodeJS.ProcessEnv = process.env): AgentPlan {
+/** Run the agent on the local model through Rein's proxy (installer.ts InstallEnv.options.localModel). */
+export interface LocalModelChoice {
+  proxyPort: number;
+  model: string;
+}
+
+/** The local-model choice from the settings: the proxy's port, and the model name that makes its turns on-policy. */
+export function localModelChoice(settings: Pick<Settings, 'proxy.port' | 'proxy.baseModelName'>): LocalModelChoice {
+  return { proxyPort: settings['proxy.port'], model: settings['proxy.baseModelName'] ?? 'rein-local' };
+}
+
+function envWith(home: ReinHome, agent: AgentId, env: NodeJS.ProcessEnv, local: LocalModelChoice | null): InstallEnv {
   const ie = installEnv(home, env);
+  if (local === null) return ie;
+  if (agent === 'openclaw') throw new BadInputError("running on the local model is for Claude Code and Codex (point OpenClaw's provider at the proxy)", 'localModel');
+  return { ...ie, options: { ...ie.options, localModel: local } };
+}
+
+export function planAgent(home: ReinHome, agent: AgentId, env: NodeJS.ProcessEnv = process.env, local: LocalModelChoice | null = null): AgentPlan {
+  const ie = envWith(home, agent, env, local);
   return { agent, changes: toChanges(INTEGRATIONS[agent].plan(ie, readFileText)).map(changeView), backupsDir: home.backupsDir };
 }
 
-export async function connectAgent(home: ReinHome, agent: AgentId, env: NodeJS.ProcessEnv = process.env): Promise<AgentConnectResult> {
-  const ie = installEnv(home, env);
+export async function connectAgent(home: ReinHome, agent: AgentId, env: NodeJS.ProcessEnv = process.env, local: LocalModelChoice | null = null): Promise<AgentConnectResult> {
+  const ie = envWith(home, agent, env, local);
   const integ = INTEGRATIONS[agent];
   const said: string[] = [];
   const r = await install(integ, ie, { dryRun: false, say: (l) => said.push(l) });

@@ -10,7 +10,7 @@ import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
 import { readServerInfo } from '../server/info.ts';
 import { installSmallLm } from '../training/small-lm/model.ts';
-import { connectAgent, detectAgents, planAgent } from './agents.ts';
+import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, discoverModels } from './models.ts';
 
@@ -46,11 +46,11 @@ function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
 export function createSystemHandlers(d: SystemDeps): SystemHandlers {
   const env = d.env ?? process.env;
   return {
-    detectAgents: () => detectAgents(d.home, env),
+    detectAgents: () => detectAgents(d.home, env, localModelChoice(d.settings())),
     detectHardware: () => detectHardware(),
     discoverModels: (input) => discoverModels({ folders: input.folders.map((f) => pickedFolder(f, env)), demoDir: demoModelDir(d.home), active: d.settings()['model.active'], env }),
-    planAgent: (input) => planAgent(d.home, input.agent, env),
-    connectAgent: (input) => connectAgent(d.home, input.agent, env),
+    planAgent: (input) => planAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
+    connectAgent: (input) => connectAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
 
     useModel: (input) => {
       const dir = path.resolve(input.path);

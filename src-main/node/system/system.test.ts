@@ -127,6 +127,19 @@ describe('agents', () => {
     expect((await c.call('detectAgents', {}, 'test'))[0]!.connected).toBe(true);
     await expect(c.call('planAgent', { agent: 'nope' as never }, 'test')).rejects.toMatchObject({ code: 'bad_input', field: 'agent' });
   });
+
+  it("connects Codex on the local model: a responses provider on the proxy's port, and it reports connected", async () => {
+    const home = process.env.HOME!;
+    mkdirSync(path.join(home, '.codex'), { recursive: true });
+    const c = newCore();
+    await c.call('setSettings', { values: { 'proxy.port': 7999, 'proxy.baseModelName': 'my-qwen' } }, 'test');
+    const plan = await c.call('planAgent', { agent: 'codex', localModel: true }, 'test');
+    expect(plan.changes.find((x) => x.path.endsWith('config.toml'))!.summary).toContain('127.0.0.1:7999 (my-qwen, wire_api = "responses")');
+    await c.call('connectAgent', { agent: 'codex', localModel: true }, 'test');
+    expect(readFileSync(path.join(home, '.codex/config.toml'), 'utf8')).toContain('base_url = "http://127.0.0.1:7999/v1"');
+    expect((await c.call('detectAgents', {}, 'test'))[1]!.connected).toBe(true);
+    await expect(c.call('planAgent', { agent: 'openclaw', localModel: true }, 'test')).rejects.toMatchObject({ code: 'bad_input' });
+  });
 });
 
 describe('hardware and the test turn', () => {

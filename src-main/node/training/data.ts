@@ -15,6 +15,7 @@ import type { RatedTurnRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { CLAUDE_SOURCE } from '../integrations/claude/handler.ts';
+import { CODEX_SOURCE } from '../integrations/codex/handler.ts';
 import { roundRewards } from './reward-mapper.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';
@@ -152,10 +153,11 @@ export interface TrainSequence {
 /**
  * Sources whose `context` holds the turn's own steps, after the prompt: the Claude transcript gives the assistant's
  * text, its tool calls and their results between the human prompt and the final answer (integrations/claude/
- * transcript.ts). Every other source stores the conversation before the prompt (the proxy: the request's earlier
- * messages).
+ * transcript.ts), and the proxy's agent endpoints store Claude Code's and Codex's turns the same way
+ * (serving/agent-turn.ts; Codex's hooks store no context). Every other source stores the conversation before the
+ * prompt (the proxy's chat completions: the request's earlier messages).
  */
-const STEPS_AFTER_PROMPT = new Set([CLAUDE_SOURCE]);
+const STEPS_AFTER_PROMPT = new Set([CLAUDE_SOURCE, CODEX_SOURCE]);
 
 /** The chat up to the response, in the order it happened. */
 export function turnMessages(t: Pick<RatedTurn, 'source' | 'context' | 'prompt'>): ContextMessage[] {
@@ -208,6 +210,9 @@ function offPolicyReason(t: RatedTurn, modelId: string): string | null {
   if (t.policy === null) return 'the turn does not say which distribution its logprobs are of';
   if (t.policy.modelId !== modelId) return `sampled by model ${t.policy.modelId}, not ${modelId}`;
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
+  // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt and tool
+  // declarations, which the turn does not keep: π here would be conditioned on less than μ was.
+  if (STEPS_AFTER_PROMPT.has(t.source)) return "the agent's system prompt and tools are not stored with the turn";
   return null;
 }
 

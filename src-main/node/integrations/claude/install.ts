@@ -121,8 +121,35 @@ export function ourHandler(env: InstallEnv): Record<string, unknown> {
   };
 }
 
+/**
+ * The `env` of settings.json that runs Claude Code on the local model through the proxy (Claude Code's settings
+ * reference, "Environment variables": ANTHROPIC_BASE_URL; ANTHROPIC_AUTH_TOKEN is sent as `Authorization: Bearer`;
+ * ANTHROPIC_MODEL and ANTHROPIC_SMALL_FAST_MODEL name the model for the main loop and for its small requests).
+ */
+export function localModelEnv(env: InstallEnv): Record<string, string> | null {
+  const lm = env.options.localModel;
+  if (lm === undefined) return null;
+  return { ANTHROPIC_BASE_URL: `http://127.0.0.1:${lm.proxyPort}`, ANTHROPIC_AUTH_TOKEN: env.token, ANTHROPIC_MODEL: lm.model, ANTHROPIC_SMALL_FAST_MODEL: lm.model };
+}
+
+const OUR_BASE_URL = /^http:\/\/127\.0\.0\.1:\d+$/;
+
+/** settings.json without the local-model env Rein wrote (recognised by its loopback base URL). */
+function withoutOurEnv(settings: Record<string, unknown>): Record<string, unknown> {
+  const out = structuredClone(settings);
+  if (!isRecord(out.env) || typeof out.env.ANTHROPIC_BASE_URL !== 'string' || !OUR_BASE_URL.test(out.env.ANTHROPIC_BASE_URL)) return out;
+  for (const k of ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL', 'ANTHROPIC_SMALL_FAST_MODEL']) delete out.env[k];
+  if (Object.keys(out.env).length === 0) delete out.env;
+  return out;
+}
+
 export function addOurs(settings: Record<string, unknown>, env: InstallEnv, events: readonly ClaudeEvent[]): Record<string, unknown> {
-  const out = withoutOurs(settings);
+  const out = withoutOurs(withoutOurEnv(settings));
+  const local = localModelEnv(env);
+  if (local !== null) {
+    if (out.env !== undefined && !isRecord(out.env)) throw new ReinError('conflict', '"env" in Claude settings is not an object');
+    out.env = { ...((out.env as Record<string, unknown> | undefined) ?? {}), ...local };
+  }
   if (out.hooks !== undefined && !isRecord(out.hooks)) throw new ReinError('conflict', '"hooks" in Claude settings is not an object');
   const hooks = (out.hooks ?? {}) as Record<string, unknown>;
   for (const event of events) {
@@ -142,7 +169,8 @@ export const claudeIntegration: Integration = {
     const rlPath = path.join(claudeDir(env), 'commands', 'rl.md');
     const text = read(settingsPath);
     const before = parseJsonObject(text, settingsPath);
-    const events = claudeEvents(env);
+    // On the local model the proxy stores each turn (with its tokens): the hooks answer /rl only.
+    const events = claudeEvents(env).filter((e) => env.options.localModel === undefined || e === 'UserPromptSubmit' || e === 'UserPromptExpansion');
     const after = addOurs(before, env, events);
     const existing = read(rlPath);
     if (existing !== null && !existing.includes(RL_MARKER)) {
@@ -153,8 +181,10 @@ export const claudeIntegration: Integration = {
         path: settingsPath,
         after: jsonText(text, before, after),
         // The literal token must not sit in a file others can read.
-        ...(env.options.claudeTokenFromEnv ? {} : { mode: 0o600 }),
-        summary: `http hooks on ${events.join(', ')} → 127.0.0.1:${env.port}/hooks/claude`,
+        ...(env.options.claudeTokenFromEnv && env.options.localModel === undefined ? {} : { mode: 0o600 }),
+        summary:
+          `http hooks on ${events.join(', ')} → 127.0.0.1:${env.port}/hooks/claude` +
+          (env.options.localModel ? `; the model → Rein's proxy at 127.0.0.1:${env.options.localModel.proxyPort} (${env.options.localModel.model})` : ''),
       },
       { path: rlPath, after: rlCommandFile(), summary: 'the /rl slash command (without it Claude answers "Unknown command")' },
     ];
@@ -167,13 +197,21 @@ export const claudeIntegration: Integration = {
     const edits: FileEdit[] = [];
     if (text !== null) {
       const before = parseJsonObject(text, settingsPath);
-      edits.push({ path: settingsPath, after: jsonText(text, before, withoutOurs(before)) ?? '{}\n', summary: "remove Rein's hooks" });
+      edits.push({ path: settingsPath, after: jsonText(text, before, withoutOurs(withoutOurEnv(before))) ?? '{}\n', summary: "remove Rein's hooks (and its local-model env)" });
     }
     const rl = read(rlPath);
     if (rl !== null && rl.includes(RL_MARKER)) edits.push({ path: rlPath, after: null, summary: 'remove the /rl command' });
     return edits;
   },
   notes(env) {
+    const lm = env.options.localModel;
+    if (lm !== undefined) {
+      return [
+        `Claude Code now talks to Rein's proxy at http://127.0.0.1:${lm.proxyPort} (model ${lm.model}); keep \`rein serve-model\` (or the app's model server) running.`,
+        'Each turn is stored by the proxy with its tokens, so rating trains on what your model sampled.',
+        `The token is in ${path.join(claudeDir(env), 'settings.json')}, which is now mode 0600.`,
+      ];
+    }
     if (!env.options.claudeTokenFromEnv) {
       return [
         `The token is in ${path.join(claudeDir(env), 'settings.json')}, which is now mode 0600.`,

@@ -11,7 +11,7 @@ import type { FileEdit, InstallEnv, Integration } from '../shared/installer.ts';
 import { jsonText, parseJsonObject } from '../shared/json-file.ts';
 import { isRecord } from '../shared/text.ts';
 import { chainPath } from './notify.ts';
-import { findTopLevelKey, formatStringArray, parseStringArray, removeHookTrust, setHookTrust, setTopLevelKey } from './toml.ts';
+import { findTopLevelKey, formatStringArray, parseStringArray, removeHookTrust, removeTables, setHookTrust, setTable, setTopLevelKey } from './toml.ts';
 
 export const CODEX_HOOK_EVENTS = ['Stop', 'UserPromptSubmit'] as const;
 
@@ -36,6 +36,21 @@ const isOurHook = (h: unknown) => isRecord(h) && h.type === 'command' && typeof 
 interface Chain {
   previous: string[] | null;
   trustedKeys?: string[];
+  /** With --local-model: the user's own top-level `model` and `model_provider` values (TOML text), to put back. */
+  local?: { model: string | null; provider: string | null };
+}
+
+/** The provider Rein writes for --local-model (Codex's config reference, "model_providers"). */
+const PROVIDER_HEADER = '[model_providers.rein]';
+
+function providerTable(env: InstallEnv, proxyPort: number): string[] {
+  return [
+    'name = "Rein (local model)"',
+    `base_url = ${JSON.stringify(`http://127.0.0.1:${proxyPort}/v1`)}`,
+    // Codex speaks only the Responses API now; the proxy serves it (serving/responses.ts).
+    'wire_api = "responses"',
+    `experimental_bearer_token = ${JSON.stringify(env.token)}`,
+  ];
 }
 
 function readChainText(text: string | null): Chain | null {
@@ -63,6 +78,49 @@ function withoutOurHooks(obj: Record<string, unknown>): Record<string, unknown> 
   return out;
 }
 
+function hooksEdit(env: InstallEnv, read: (file: string) => string | null, hooksPath: string, events: readonly string[]): FileEdit {
+  const hooksText = read(hooksPath);
+  const before = parseJsonObject(hooksText, hooksPath);
+  const after = withoutOurHooks(before);
+  if (after.hooks !== undefined && !isRecord(after.hooks)) throw new ReinError('conflict', `"hooks" in ${hooksPath} is not an object`);
+  const hooks = (after.hooks ?? {}) as Record<string, unknown[]>;
+  for (const ev of events) {
+    hooks[ev] = [...(hooks[ev] ?? []), { hooks: [{ type: 'command', command: hookCommandLine(env), timeout: 10 }] }];
+  }
+  after.hooks = hooks;
+  return { path: hooksPath, after: jsonText(hooksText, before, after), summary: `command hooks on ${events.join(', ')}` };
+}
+
+/**
+ * --local-model: Codex's model provider becomes Rein's proxy, which stores each turn with its tokens, so there is
+ * no notify and no Stop hook (the turn would be stored twice); UserPromptSubmit stays for /rl. The token is the
+ * provider's bearer token, so config.toml is made 0600.
+ */
+function planLocal(env: InstallEnv, read: (file: string) => string | null, config: string, configPath: string, hooksPath: string, lm: { proxyPort: number; model: string }): FileEdit[] {
+  const saved = readChainText(read(chainPath(env.rein)));
+  const value = (key: string) => {
+    const span = findTopLevelKey(config, key);
+    return span === null ? null : span.value;
+  };
+  const ours = value('model_provider') === '"rein"';
+  const chain: Chain = { previous: saved?.previous ?? null, local: ours && saved?.local ? saved.local : { model: value('model'), provider: value('model_provider') } };
+  let next = config;
+  // Switching from the hook install: its notify goes back to the user's own, which the proxy now stands beside.
+  const notify = findTopLevelKey(config, 'notify');
+  if (notify !== null && isOurNotify(parseStringArray(notify.value))) {
+    next = setTopLevelKey(next, 'notify', saved?.previous ? formatStringArray(saved.previous) : null);
+    chain.previous = null;
+  }
+  next = setTopLevelKey(next, 'model_provider', '"rein"');
+  next = setTopLevelKey(next, 'model', JSON.stringify(lm.model));
+  next = setTable(next, PROVIDER_HEADER, providerTable(env, lm.proxyPort));
+  return [
+    { path: chainPath(env.rein), after: JSON.stringify(chain, null, 2) + '\n', mode: 0o600, summary: 'the model settings Rein replaced' },
+    { path: configPath, after: next, mode: 0o600, summary: `model provider → Rein's proxy at 127.0.0.1:${lm.proxyPort} (${lm.model}, wire_api = "responses")` },
+    hooksEdit(env, read, hooksPath, ['UserPromptSubmit']),
+  ];
+}
+
 export const codexIntegration: Integration = {
   agent: 'codex',
   detect: (env) => evidence('codex', [codexHome(env)], env.env),
@@ -73,6 +131,8 @@ export const codexIntegration: Integration = {
     const span = findTopLevelKey(config, 'notify');
     const current = span ? parseStringArray(span.value) : null;
     const edits: FileEdit[] = [];
+    const lm = env.options.localModel;
+    if (lm !== undefined) return planLocal(env, read, config, configPath, hooksPath, lm);
     if (current === null || !isOurNotify(current)) {
       // Save the user's notify before replacing it: `rein hook codex-notify` runs it with the same argument.
       const chain: Chain = { previous: current };
@@ -83,16 +143,7 @@ export const codexIntegration: Integration = {
       after: setTopLevelKey(config, 'notify', formatStringArray(notifyArgv(env))),
       summary: current ? `notify → rein (chains to: ${current.join(' ')})` : 'notify → rein',
     });
-    const hooksText = read(hooksPath);
-    const before = parseJsonObject(hooksText, hooksPath);
-    const after = withoutOurHooks(before);
-    if (after.hooks !== undefined && !isRecord(after.hooks)) throw new ReinError('conflict', `"hooks" in ${hooksPath} is not an object`);
-    const hooks = (after.hooks ?? {}) as Record<string, unknown[]>;
-    for (const ev of CODEX_HOOK_EVENTS) {
-      hooks[ev] = [...(hooks[ev] ?? []), { hooks: [{ type: 'command', command: hookCommandLine(env), timeout: 10 }] }];
-    }
-    after.hooks = hooks;
-    edits.push({ path: hooksPath, after: jsonText(hooksText, before, after), summary: `command hooks on ${CODEX_HOOK_EVENTS.join(', ')}` });
+    edits.push(hooksEdit(env, read, hooksPath, CODEX_HOOK_EVENTS));
     return edits;
   },
   unplan(env, read) {
@@ -108,6 +159,11 @@ export const codexIntegration: Integration = {
         next = setTopLevelKey(config, 'notify', chain?.previous ? formatStringArray(chain.previous) : null);
       }
       next = removeHookTrust(next, chain?.trustedKeys ?? []);
+      if (findTopLevelKey(next, 'model_provider')?.value === '"rein"') {
+        next = setTopLevelKey(next, 'model_provider', chain?.local?.provider ?? null);
+        next = setTopLevelKey(next, 'model', chain?.local?.model ?? null);
+      }
+      next = removeTables(next, [PROVIDER_HEADER]);
       edits.push({ path: configPath, after: next, summary: 'restore notify, remove hook trust' });
     }
     const hooksText = read(hooksPath);
@@ -147,6 +203,13 @@ export const codexIntegration: Integration = {
     ];
   },
   notes(env) {
+    const lm = env.options.localModel;
+    if (lm !== undefined) {
+      return [
+        `Codex now uses Rein's proxy at http://127.0.0.1:${lm.proxyPort}/v1 as its model provider (model ${lm.model}); keep \`rein serve-model\` running.`,
+        'Each turn is stored by the proxy with its tokens. Codex skips hooks you have not trusted: if it asks, trust the Rein UserPromptSubmit hook (/rl).',
+      ];
+    }
     return [
       `Codex runs ${notifyArgv(env).join(' ')} after each turn; your previous notify, if any, still runs.`,
       'Codex skips hooks you have not trusted: if it asks, trust the two Rein hooks (Stop, UserPromptSubmit).',

@@ -264,7 +264,19 @@ export function setHookTrust(text: string, key: string, hash: string): string {
 
 /** Remove Rein's trust tables (header plus its lines up to the next table), given the keys Rein wrote. */
 export function removeHookTrust(text: string, keys: string[]): string {
-  const headers = new Set(keys.map((k) => `[hooks.state.${JSON.stringify(k)}]`));
+  return removeTables(text, keys.map((k) => `[hooks.state.${JSON.stringify(k)}]`));
+}
+
+/** A table `header` with exactly `body` (key = value lines), replacing one already there. */
+export function setTable(text: string, header: string, body: string[]): string {
+  const cleared = removeTables(text, [header]);
+  const sep = cleared === '' ? '' : cleared.endsWith('\n\n') ? '' : cleared.endsWith('\n') ? '\n' : '\n\n';
+  return checked(`${cleared}${sep}${header}\n${body.join('\n')}\n`);
+}
+
+/** Remove tables (header plus its lines up to the next table) by their exact header lines. */
+export function removeTables(text: string, headerLines: string[]): string {
+  const headers = new Set(headerLines);
   const lines = text.split('\n');
   const isHeader = scanLines(text).header;
   const out: string[] = [];

@@ -25,7 +25,14 @@ export interface InstallEnv {
   hookCommand: string[];
   /** Absolute path of resources/openclaw-plugin. */
   pluginDir: string;
-  options: { claudeTokenFromEnv?: boolean };
+  options: {
+    claudeTokenFromEnv?: boolean;
+    /**
+     * Run the agent on the local model: point it at Rein's capture proxy (`rein serve-model`, proxy.ts), which
+     * stores its turns with their tokens and μ, so its hooks keep only `/rl` (the proxy captures, once).
+     */
+    localModel?: { proxyPort: number; model: string };
+  };
 }
 
 export interface FileEdit {

@@ -1,0 +1,342 @@
+// The proxy's agent endpoints: `POST /v1/messages` (Anthropic Messages, Claude Code) and `POST /v1/responses`
+// (OpenAI Responses, Codex), each translated to the upstream's chat completions and back (anthropic.ts,
+// responses.ts). The upstream is always asked to stream, with logprobs, so the client's stream is written as the
+// model samples and the sampled tokens' μ come with it; a client that did not ask to stream gets the whole reply once
+// it has ended. Each agent turn is stored once, when its answer ends (agent-turn.ts), with the tokens and μ of every
+// reply of the turn that went through here.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { CaptureTurnInput } from '../../common/api.ts';
+import { ReinError } from '../../common/errors.ts';
+import type { Core } from '../core/types.ts';
+import { isJsonContentType, readRawBody } from '../server/body.ts';
+import { agentTurn } from './agent-turn.ts';
+import type { AgentChat, Segment, SegmentMemory } from './agent-turn.ts';
+import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat } from './anthropic.ts';
+import { ChatReplyReader } from './chat-reply.ts';
+import type { ReplyEvent, ReplyToolCall } from './chat-reply.ts';
+import { SseSplitter, sseData } from './openai.ts';
+import type { Producer } from './producer.ts';
+import { codexSession, ResponsesRequest, responsesError, ResponsesStream, responsesToChat } from './responses.ts';
+import { mapTokens } from './tokens.ts';
+import { parseToolCalls } from './toolcalls.ts';
+import type { VocabLike } from './tokens.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
+import type { Sampling, Upstream } from './proxy.ts';
+
+export type AgentWire = 'anthropic' | 'responses';
+
+/**
+ * The sources agent turns through the proxy are stored under: the agents' own, so `capture.agents` and `/rl` (which
+ * rates by session) treat them as the agent's turns. Their hooks store no tokens; these do (training/data.ts).
+ */
+export const AGENT_SOURCES: Record<AgentWire, string> = { anthropic: 'claude-code', responses: 'codex' };
+
+export interface AgentDeps {
+  core: Core;
+  upstream: () => Upstream;
+  upstreamModel?: (model: string) => string | null;
+  vocab: () => VocabLike | null;
+  producer: (model: string | null) => Promise<Producer | null>;
+  maxBody: number;
+  log: (line: string) => void;
+  call(up: Upstream, sub: string, headers: OutgoingHttpHeaders, body: Buffer, signal: AbortSignal): Promise<IncomingMessage>;
+  enqueue(job: (quietly: () => Promise<void>) => Promise<void>): void;
+  segments: SegmentMemory;
+}
+
+interface Parsed {
+  agent: AgentChat;
+  stream: boolean;
+  model: string;
+  session: string | undefined;
+}
+
+/** One client stream, whichever format. */
+interface ClientStream {
+  start(): string;
+  push(ev: ReplyEvent): string;
+  end(reader: ChatReplyReader): string;
+  error(status: number, message: string): string;
+  whole(reader: ChatReplyReader): unknown;
+  /** The tool-call ids handed out, by upstream call index. */
+  ids: Map<number, string>;
+}
+
+interface Wire {
+  parse(body: unknown, req: IncomingMessage): Parsed | string;
+  errorBody(status: number, message: string): string;
+  client(p: Parsed): ClientStream;
+}
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+function issue(e: { issues: { path: PropertyKey[]; message: string }[] }): string {
+  const i = e.issues[0]!;
+  return `${i.path.map(String).join('.') || 'body'}: ${i.message}`;
+}
+
+const WIRES: Record<AgentWire, Wire> = {
+  anthropic: {
+    parse(body, req) {
+      const r = MessagesRequest.safeParse(body);
+      if (!r.success) return issue(r.error);
+      return { agent: messagesToChat(r.data), stream: r.data.stream === true, model: r.data.model, session: claudeSession(r.data, header(req, 'x-claude-code-session-id')) };
+    },
+    errorBody: anthropicError,
+    client(p) {
+      const s = new AnthropicStream(p.model);
+      return {
+        start: () => s.start(0),
+        push: (ev) => s.push(ev),
+        end: (r) => s.end(r),
+        error: (status, m) => s.error(status, m),
+        whole: (r) => anthropicMessage(r, p.model, s.toolIds, r.promptTokens ?? 0),
+        ids: s.toolIds,
+      };
+    },
+  },
+  responses: {
+    parse(body, req) {
+      const r = ResponsesRequest.safeParse(body);
+      if (!r.success) return issue(r.error);
+      return { agent: responsesToChat(r.data), stream: r.data.stream === true, model: r.data.model, session: codexSession(r.data, header(req, 'session_id') ?? header(req, 'conversation_id')) };
+    },
+    errorBody: responsesError,
+    client(p) {
+      const s = new ResponsesStream(p.model);
+      return { start: () => s.start(), push: (ev) => s.push(ev), end: (r) => s.end(r), error: (_status, m) => s.error(m), whole: (r) => s.whole(r), ids: s.callIds };
+    },
+  },
+};
+
+function sendJson(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+/** The message of an upstream's error body (OpenAI's `{error: {message}}`), or its text. */
+function upstreamMessage(raw: string): string {
+  try {
+    const v = JSON.parse(raw) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof v.error === 'string') return v.error;
+    if (typeof v.error?.message === 'string') return v.error.message;
+    if (typeof v.message === 'string') return v.message;
+  } catch {
+    // not JSON
+  }
+  return raw.slice(0, 2000);
+}
+
+export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const wire = WIRES[wireName];
+  const fail = (status: number, message: string) => sendJson(res, status, wire.errorBody(status, message));
+  if (!isJsonContentType(req.headers['content-type'])) return fail(415, 'Content-Type must be application/json');
+  let body: unknown;
+  try {
+    const raw = await readRawBody(req, d.maxBody);
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    const tooBig = e instanceof ReinError && e.code === 'too_large';
+    return fail(tooBig ? 413 : 400, tooBig ? (e as Error).message : `the body is not valid JSON: ${(e as Error).message}`);
+  }
+  const p = wire.parse(body, req);
+  if (typeof p === 'string') return fail(400, p);
+  const up = d.upstream();
+  const mapped = d.upstreamModel?.(p.model) ?? null;
+  // Both APIs sample at temperature 1 with no truncation unless asked (Anthropic's and OpenAI's references give those
+  // defaults). Said explicitly, so an upstream's own defaults (llama.cpp: top_k 40, min_p 0.05) do not apply, and
+  // its logprobs are μ (proxy.ts pinnedSampling).
+  const identity: Record<string, unknown> = { temperature: 1, top_p: 1, ...(up.kind === 'openai' ? {} : { top_k: 0, min_p: 0 }) };
+  const sent: Record<string, unknown> = { ...identity, ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
+  if (up.kind === 'vllm') sent.return_tokens_as_token_ids = true;
+
+  let aborted = false;
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) {
+      aborted = true;
+      abort.abort();
+    }
+  });
+  let upRes: IncomingMessage;
+  try {
+    upRes = await d.call(up, '/chat/completions', { 'content-type': 'application/json', accept: 'text/event-stream' }, Buffer.from(JSON.stringify(sent)), abort.signal);
+  } catch (e) {
+    if (aborted) return;
+    return fail(502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`);
+  }
+  abort.signal.addEventListener('abort', () => upRes.destroy());
+  const status = upRes.statusCode ?? 502;
+  if (status < 200 || status >= 300) {
+    const chunks: Buffer[] = [];
+    upRes.on('data', (c: Buffer) => chunks.push(c));
+    await new Promise<void>((r) => {
+      upRes.on('end', r);
+      upRes.on('close', r);
+    });
+    return fail(status >= 500 ? 502 : status, `the upstream model server answered ${status}: ${upstreamMessage(Buffer.concat(chunks).toString('utf8'))}`);
+  }
+
+  const reader = new ChatReplyReader();
+  const client = wire.client(p);
+  const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
+  if (p.stream) {
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    res.write(client.start());
+  }
+  const emit = (events: ReplyEvent[]) => {
+    if (!p.stream) return;
+    let out = '';
+    for (const ev of events) out += client.push(ev);
+    if (out !== '' && !res.write(out)) {
+      upRes.pause();
+      res.once('drain', () => upRes.resume());
+    }
+  };
+  const split = new SseSplitter();
+  const whole: Buffer[] = [];
+  const onEvent = (ev: string) => {
+    const data = sseData(ev);
+    if (data === null || data === '[DONE]') return;
+    try {
+      emit(reader.chunk(JSON.parse(data)));
+    } catch {
+      // not JSON: nothing to translate
+    }
+  };
+  upRes.on('data', (chunk: Buffer) => {
+    if (!isSse) whole.push(chunk);
+    else for (const ev of split.push(chunk)) onEvent(ev);
+  });
+  const ended = await new Promise<boolean>((resolve) => {
+    upRes.on('end', () => resolve(true));
+    upRes.on('error', () => resolve(false));
+    upRes.on('close', () => resolve(false));
+  });
+  if (aborted) return;
+  if (!ended) {
+    if (p.stream) res.end(client.error(502, 'the upstream model server closed the connection before its reply ended'));
+    else fail(502, 'the upstream model server closed the connection before its reply ended');
+    return;
+  }
+  if (isSse) {
+    const rest = split.rest();
+    if (rest.length > 0) onEvent(rest);
+  } else {
+    try {
+      emit(reader.reply(JSON.parse(Buffer.concat(whole).toString('utf8'))));
+    } catch {
+      return fail(502, 'the upstream model server sent a reply that is neither an event stream nor JSON');
+    }
+  }
+  if (p.stream) res.end(client.end(reader));
+  else sendJson(res, 200, JSON.stringify(client.whole(reader)));
+
+  const version = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
+  const modelHeader = upRes.headers[MODEL_ID_HEADER];
+  const own = up.kind === 'rein' && version !== null && typeof modelHeader === 'string' && modelHeader !== '';
+  const reply: ReplyFacts = {
+    wire: wireName,
+    parsed: p,
+    sent,
+    kind: up.kind,
+    reader,
+    ids: [...client.ids.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id),
+    headerProducer: own ? { modelId: modelHeader, version: version! } : null,
+    headerSampling: own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null,
+    upstreamModel: mapped,
+  };
+  d.enqueue((quietly) => captureAgent(d, reply, quietly));
+}
+
+interface ReplyFacts {
+  wire: AgentWire;
+  parsed: Parsed;
+  sent: Record<string, unknown>;
+  kind: Upstream['kind'];
+  reader: ChatReplyReader;
+  ids: string[];
+  headerProducer: Producer | null;
+  headerSampling: Sampling | null;
+  upstreamModel: string | null;
+}
+
+/** The reply's tokens and μ, or why it has none that train it on-policy. */
+async function segmentOf(d: AgentDeps, r: ReplyFacts, quietly: () => Promise<void>): Promise<{ seg: Segment; producer: Producer | null; sampling: Sampling | null }> {
+  const sampling = r.headerSampling ?? pinnedSampling(r.sent, r.kind);
+  let producer = r.headerProducer;
+  if (producer === null) {
+    await quietly();
+    producer = await d.producer(r.upstreamModel ?? r.parsed.model);
+  }
+  const off = (why: string) => ({ seg: { offPolicy: why }, producer, sampling: 'reason' in sampling ? null : sampling });
+  if (producer === null) return off(`which adapter produced model ${JSON.stringify(r.parsed.model)} is unknown`);
+  if ('reason' in sampling) return off(sampling.reason);
+  if (!r.reader.logprobsComplete) return off('the upstream did not return logprobs for every chunk');
+  // A reply with calls: the upstream parsed them out of the sampled text, which its logprobs still spell.
+  const text = r.reader.toolCalls.size > 0 ? r.reader.entries.map((e) => e.token).join('') : r.reader.content;
+  const m = mapTokens(r.reader.entries, text, d.vocab());
+  if (!m.ok) return off(m.reason);
+  if (r.reader.toolCalls.size > 0 && !spellsCalls(text, r.reader.calls())) return off('the logprobs do not spell the tool calls the upstream returned');
+  const lps = r.reader.entries.map((e) => (e.logprob > 0 && e.logprob < 1e-4 ? 0 : e.logprob));
+  if (lps.some((x) => !Number.isFinite(x) || x > 0)) return off('the upstream returned a logprob above 0');
+  return { seg: { tokens: m.ids, logprobs: lps }, producer, sampling };
+}
+
+const sameJson = (a: string, b: string): boolean => {
+  try {
+    return JSON.stringify(JSON.parse(a)) === JSON.stringify(JSON.parse(b));
+  } catch {
+    return false;
+  }
+};
+
+/** Whether the sampled text holds exactly the calls the upstream parsed out of it (so its tokens are the whole reply). */
+function spellsCalls(text: string, calls: readonly ReplyToolCall[]): boolean {
+  const parsed = parseToolCalls(text, null).calls;
+  return parsed.length === calls.length && parsed.every((c, i) => c.name === calls[i]!.name && sameJson(c.arguments, calls[i]!.arguments || '{}'));
+}
+
+async function captureAgent(d: AgentDeps, r: ReplyFacts, quietly: () => Promise<void>): Promise<void> {
+  await quietly();
+  const { seg, producer, sampling } = await segmentOf(d, r, quietly);
+  if (r.ids.length > 0) {
+    // A step: kept for the answer that ends the turn.
+    d.segments.set(r.ids, seg);
+    return;
+  }
+  const turn = agentTurn(r.parsed.agent, (id) => d.segments.get(id));
+  if (turn === null) return;
+  const session = r.parsed.session;
+  const eventId = `proxy-agent-${createHash('sha256').update(JSON.stringify([session ?? null, r.parsed.agent.promptAt, turn.prompt, turn.context.length])).digest('hex').slice(0, 32)}`;
+  const input: CaptureTurnInput = {
+    source: AGENT_SOURCES[r.wire],
+    eventId,
+    prompt: turn.prompt,
+    context: turn.context,
+    response: r.reader.content,
+    model: r.reader.model ?? r.parsed.model,
+    ...(session === undefined ? {} : { session }),
+  };
+  if ('tokens' in seg && producer !== null && sampling !== null) {
+    input.tokens = seg.tokens;
+    input.logprobs = seg.logprobs;
+    input.adapterVersion = producer.version;
+    input.policy = { modelId: producer.modelId, ...sampling };
+  } else d.log(`rein proxy: the agent's answer is stored as off-policy text: ${'offPolicy' in seg ? seg.offPolicy : 'no producer'}`);
+  if (turn.stepsOffPolicy !== null) d.log(`rein proxy: a step of the agent turn has no tokens: ${turn.stepsOffPolicy}`);
+  await quietly();
+  try {
+    await d.core.call('captureTurn', input, 'proxy');
+  } catch (e) {
+    d.log(`rein proxy: the agent turn was not stored: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,119 @@
+// Agents on Rein's own model server: the tools an agent declares are rendered through the model's own chat template
+// (Qwen3's, with the real tokenizer, on a tiny generated model in llama.cpp), a history of tool calls and results
+// renders in the template's format, and an Anthropic and a Responses turn through the proxy complete and are stored
+// with the served tokens and their μ.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCore } from '../core/core.ts';
+import type { ReinCore } from '../core/core.ts';
+import { hfToGguf } from '../engine/gguf/convert.ts';
+import { writeTinyModel } from '../engine/tiny.ts';
+import { loadTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
+import { resolveHome } from '../home.ts';
+import { startModelServer } from './embedded.ts';
+import type { ModelServer } from './embedded.ts';
+import { sseData, SseSplitter } from './openai.ts';
+import { producerResolver } from './producer.ts';
+import { startProxyServer } from './proxy.ts';
+import type { ProxyServer } from './proxy.ts';
+
+const TOKEN = 'd'.repeat(64);
+let root: string;
+let core: ReinCore;
+let tok: ReinTokenizer;
+let ms: ModelServer;
+let proxy: ProxyServer;
+const logs: string[] = [];
+
+const BASH = { type: 'function', function: { name: 'Bash', description: 'Run a shell command in the sandbox', parameters: { type: 'object', properties: { command: { type: 'string' } } } } };
+
+beforeAll(async () => {
+  root = mkdtempSync(path.join(tmpdir(), 'rein-embedded-agents-'));
+  const modelDir = path.join(root, 'tiny');
+  writeTinyModel(modelDir, { arch: 'qwen3', layers: 1, hidden: 32, heads: 2, kvHeads: 1, intermediate: 64, std: 0.2 });
+  const gguf = path.join(root, 'tiny-f32.gguf');
+  hfToGguf(modelDir, gguf);
+  core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
+  await core.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false } }, 'test');
+  tok = loadTokenizer(modelDir);
+  ms = await startModelServer({ core, token: TOKEN, port: 0, gguf, contextSize: 1024, threads: 1, log: () => {} });
+  proxy = await startProxyServer({ core, token: TOKEN, port: 0, upstream: () => ({ baseUrl: ms.url, apiKey: TOKEN, kind: 'rein' }), vocab: () => tok, producer: producerResolver(core), log: (l) => logs.push(l) });
+}, 120_000);
+
+afterAll(async () => {
+  await proxy?.close();
+  await ms?.close();
+  core?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("tools through the model's own chat template", () => {
+  it('renders the declared tools, a call and its result in the template format', () => {
+    const text = tok.renderChat(
+      [
+        { role: 'user', content: 'list files' },
+        { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'Bash', arguments: { command: 'ls' } } }] },
+        { role: 'tool', content: 'a.txt' },
+      ],
+      { addGenerationPrompt: true, tools: [BASH] },
+    );
+    expect(text).toContain('Run a shell command in the sandbox');
+    expect(text).toMatch(/<tool_call>\s*\{"name": "Bash", "arguments": \{"command": "ls"\}\}\s*<\/tool_call>/);
+    expect(text).toMatch(/<tool_response>\s*a\.txt\s*<\/tool_response>/);
+    expect(tok.renderChat([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).not.toContain('Run a shell command');
+  });
+});
+
+describe('agent endpoints against the model server', () => {
+  it('an Anthropic tool-history turn streams to message_stop and is stored once with the served tokens and μ', async () => {
+    const body = {
+      model: 'tiny',
+      max_tokens: 6,
+      stream: true,
+      tools: [{ name: 'Bash', description: BASH.function.description, input_schema: BASH.function.parameters }],
+      messages: [
+        { role: 'user', content: 'list files' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Bash', input: { command: 'ls' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.txt' }] },
+      ],
+    };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    const split = new SseSplitter();
+    const evs = [...split.push(new Uint8Array(await res.arrayBuffer())), split.rest()].filter((e) => e.trim() !== '').map((e) => JSON.parse(sseData(e)!) as { type: string; delta?: { stop_reason?: string } });
+    expect(evs[0]!.type).toBe('message_start');
+    expect(evs.at(-1)!.type).toBe('message_stop');
+    expect(['end_turn', 'max_tokens', 'tool_use']).toContain(evs.at(-2)!.delta?.stop_reason);
+    await proxy.idle();
+    const page = await core.call('listTurns', { source: 'claude-code' }, 'test');
+    expect(page.total).toBe(1);
+    const t = await core.call('getTurn', { turnId: page.items[0]!.id }, 'test');
+    expect(t.prompt).toBe('list files');
+    expect(t.context.map((c) => c.type)).toEqual(['tool_use', 'tool_result']);
+    expect(t.tokens!.length).toBeGreaterThan(0);
+    expect(t.logprobs!.length).toBe(t.tokens!.length);
+    expect(t.onPolicy).toBe(true);
+    // The steps came from the client's history, not this proxy: they have no tokens, and the log says so.
+    expect(t.context[0]!.tokens).toBeUndefined();
+    expect(logs.some((l) => l.includes('a step of the agent turn has no tokens'))).toBe(true);
+  }, 60_000);
+
+  it("a prompt longer than the model's context is the client's error (400 in Anthropic's shape, which Claude Code does not retry)", async () => {
+    const body = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: 'word '.repeat(3000) }] };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/more than the context of 1024/) } });
+  }, 60_000);
+
+  it('a text-only Responses turn completes', async () => {
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ model: 'tiny', input: 'Say hi', max_output_tokens: 4 }) });
+    expect(res.status).toBe(200);
+    const r = (await res.json()) as { status: string; output: unknown[] };
+    expect(['completed', 'incomplete']).toContain(r.status);
+    await proxy.idle();
+    expect((await core.call('listTurns', { source: 'codex' }, 'test')).total).toBe(1);
+  }, 60_000);
+});
