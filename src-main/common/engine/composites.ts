@@ -5,6 +5,12 @@
 import { type DType, type Dim, Graph, type Tensor, GraphError, dimDiv, dimMul, fmtShape } from './ir.ts';
 import * as op from './ops.ts';
 
+/** The float types a model graph is emitted in: float32 to train and serve, float64 for the gradient checks. */
+export type FloatDType = 'float32' | 'float64';
+
+/** How a head graph computes ∂logp/∂h: none, the autodiff's graph, or the hand-fused lm_head backward. */
+export type HeadGrad = 'none' | 'symbolic' | 'fused';
+
 /**
  * RMSNorm (Zhang & Sennrich 2019; HF LlamaRMSNorm): x / sqrt(mean(x², -1) + eps) · w. With `onePlus`, the scale
  * is (1 + w), Gemma's convention (HF GemmaRMSNorm).

@@ -4,9 +4,12 @@
 // A starts uniform in ±1/√in (PEFT's kaiming_uniform_(a=√5) bound reduces to 1/√fan_in), B starts at zero,
 // so a fresh adapter leaves the model unchanged.
 import { ReinError } from '../errors.ts';
+import type { FloatDType } from './composites.ts';
+import { type Graph, GraphError, type Tensor } from './ir.ts';
 import { modulePath } from './models/params.ts';
 import type { ResolvedParam } from './models/params.ts';
 import { Rng } from './rng.ts';
+import * as op from './ops.ts';
 
 export const DEFAULT_LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 
@@ -127,4 +130,43 @@ export function fuse<A extends Float32Array | Float64Array>(
     for (let i = 0; i < nIn; i++) out[off + i] = base[off + i]! + scale * row[i]!;
   }
   return out;
+}
+
+// --- LoRA inside a layer graph ----------------------------------------------------------------------------------------
+
+/** LoRA inside the layer graph: y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ for the target modules (PEFT layer.py). */
+export interface LayerLora {
+  targets: readonly string[];
+  r: number;
+  scale: number;
+}
+
+/** Graph input names of a LoRA pair for module `m` ('q_proj' → 'q_proj.lora_A', 'q_proj.lora_B'). */
+export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${m}.lora_A`, b: `${m}.lora_B` });
+
+/**
+ * A layer's linear forward, shared by every family: declares the LoRA inputs '<m>.lora_A' [r, in] and '<m>.lora_B'
+ * [out, r] of each target in `w` (the layer's weight inputs, HF [out, in]), and returns
+ * linear(h, m) = h·Wᵀ (+ b) (+ scale·(h·Aᵀ)·Bᵀ), with the bias '<m>.bias' when the layer has one. Gemm with transB
+ * reads HF's [out, in] weights in place.
+ */
+export function loraLinear(g: Graph, dtype: FloatDType, w: Record<string, Tensor>, lora: LayerLora | null, where: string): (h: Tensor, m: string) => Tensor {
+  const targets = new Set(lora?.targets ?? []);
+  for (const m of targets) {
+    const W = w[m];
+    if (W === undefined || W.rank !== 2) throw new GraphError(where, `LoRA target ${m} is not a linear weight of the layer`);
+    const [out, inF] = W.shape as [number, number];
+    const n = loraInputNames(m);
+    w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
+    w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
+  }
+  return (h, m) => {
+    let y = op.gemm(h, w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
+    if (targets.has(m)) {
+      const n = loraInputNames(m);
+      const xa = op.gemm(h, w[n.a]!, { transB: true }); // [T, r]
+      y = op.add(y, op.gemm(xa, w[n.b]!, { transB: true, alpha: lora!.scale })); // [T, out]
+    }
+    return y;
+  };
 }

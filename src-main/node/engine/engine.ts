@@ -4,7 +4,7 @@ import { BadInputError } from '../../common/errors.ts';
 import { modelLinearParams, modelParams } from '../../common/engine/models/registry.ts';
 import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
-import type { FloatDType } from '../../common/engine/models/llama.ts';
+import type { FloatDType } from '../../common/engine/composites.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
 import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';

@@ -27,12 +27,13 @@
 import { z } from 'zod';
 import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
-import { causalMask, loraInputNames, ropeTables } from './llama.ts';
-import type { FloatDType, HeadGrad, LayerLora, LlamaConfig, RopeScaling } from './llama.ts';
-import { Graph, GraphError } from '../ir.ts';
+import { causalMask, ropeTables } from './llama.ts';
+import { loraLinear, type LayerLora } from '../lora.ts';
+import type { LlamaConfig, RopeScaling } from './llama.ts';
+import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { geglu, rmsNorm, rope, softcap } from '../composites.ts';
+import { geglu, rmsNorm, rope, softcap, type FloatDType, type HeadGrad } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -223,23 +224,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of gemmaParams(c).filter((q) => q.layer === 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const targets = new Set(lora?.targets ?? []);
-  for (const m of targets) {
-    const W = w[m];
-    if (W === undefined || W.rank !== 2) throw new GraphError('gemmaLayerGraph', `LoRA target ${m} is not a linear weight of the layer`);
-    const [out, inF] = W.shape as [number, number];
-    const n = loraInputNames(m);
-    w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
-    w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
-  }
-  const linear = (h: Tensor, m: string): Tensor => {
-    let y = op.gemm(h, w[m]!, { transB: true }); // [T, out]
-    if (targets.has(m)) {
-      const n = loraInputNames(m);
-      y = op.add(y, op.gemm(op.gemm(h, w[n.a]!, { transB: true }), w[n.b]!, { transB: true, alpha: lora!.scale })); // [T, out]
-    }
-    return y;
-  };
+  const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph');
   // GemmaRMSNorm: x / √(mean(x²) + eps) · (1 + w), over the last axis.
   const norm = (t: Tensor, name: string): Tensor => rmsNorm(t, w[name]!, eps, { onePlus: true });
 

@@ -18,10 +18,12 @@
 import { z } from 'zod';
 import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
-import { Graph, GraphError } from '../ir.ts';
+import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
+import { rmsNorm, rope, type FloatDType, type HeadGrad } from '../composites.ts';
+import { loraLinear, type LayerLora } from '../lora.ts';
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
 export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
@@ -247,40 +249,6 @@ export function llamaLinearParams(c: LlamaConfig): ResolvedParam[] {
 // log-softmax + target gather is its own graph, run over chunks of tokens so [T, V] never exists whole.
 // T is a symbol, bound per shape bucket when a graph is emitted.
 
-export type FloatDType = 'float32' | 'float64';
-
-/** LoRA inside the layer graph: y = x·Wᵀ + scale·(x·Aᵀ)·Bᵀ for the target modules (PEFT layer.py). */
-export interface LayerLora {
-  targets: readonly string[];
-  r: number;
-  scale: number;
-}
-
-/** Graph input names of a LoRA pair for module `m` ('q_proj' → 'q_proj.lora_A', 'q_proj.lora_B'). */
-export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${m}.lora_A`, b: `${m}.lora_B` });
-
-/**
- * HF's RMSNorm (LlamaRMSNorm): w · x / √(mean(x²) + eps), over the last axis (`axis`: 1 for a 2-D [T, H] tensor,
- * 2 for Qwen3's per-head norm of [T, heads, D]).
- */
-function rmsNorm(x: Tensor, w: Tensor, eps: number, axis = 1): Tensor {
-  const ms = op.reduceMean(op.mul(x, x), [axis], true); // [T, 1]
-  const inv = op.reciprocal(op.sqrt(op.add(ms, eps))); // [T, 1]
-  return op.mul(op.mul(x, inv), w); // [T, H]
-}
-
-/**
- * Half-split RoPE (HF rotate_half): for x = [x1 | x2] along D, x·cos + rotate_half(x)·sin =
- * [x1·cos − x2·sin | x2·cos + x1·sin], with cos/sin [T, D/2] broadcast over heads. x: [T, heads, D].
- */
-function rope(x: Tensor, cos: Tensor, sin: Tensor, T: string, D: number): Tensor {
-  const half = D / 2;
-  const [x1, x2] = op.split(x, 2, [half, half]) as [Tensor, Tensor]; // [T, heads, D/2] each
-  const c = op.reshape(cos, [T, 1, half]); // [T, 1, D/2]
-  const s = op.reshape(sin, [T, 1, half]);
-  return op.concat([op.sub(op.mul(x1, c), op.mul(x2, s)), op.add(op.mul(x2, c), op.mul(x1, s))], 2); // [T, heads, D]
-}
-
 /**
  * The decoder-layer graph. Inputs: 'x' [T, H]; 'rope_cos', 'rope_sin' [T, D/2] (ropeTables); 'mask' [T, T], 0 on and
  * below the diagonal and −∞ above (causalMask); the layer's weights under their parameter-table names ('q_proj',
@@ -315,26 +283,7 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const targets = new Set(lora?.targets ?? []);
-  for (const m of targets) {
-    const W = w[m];
-    if (W === undefined) throw new GraphError('llamaLayerGraph', `LoRA target ${m} is not a linear weight of the layer`);
-    const [out, inF] = W.shape as [number, number];
-    const n = loraInputNames(m);
-    w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
-    w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
-  }
-
-  // y = x·Wᵀ (+ b) (+ scale·(x·Aᵀ)·Bᵀ): Gemm with transB reads HF's [out, in] weights in place.
-  const linear = (h: Tensor, m: string): Tensor => {
-    let y = op.gemm(h, w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
-    if (targets.has(m)) {
-      const n = loraInputNames(m);
-      const xa = op.gemm(h, w[n.a]!, { transB: true }); // [T, r]
-      y = op.add(y, op.gemm(xa, w[n.b]!, { transB: true, alpha: lora!.scale })); // [T, out]
-    }
-    return y;
-  };
+  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph');
 
   // Attention block.
   const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
@@ -343,14 +292,14 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   let k0: Tensor; // [T, KVH, D]
   if (c.qkNorm) {
     // Qwen3: per-head RMSNorm of q and k before RoPE; the softmax scale comes after the norm (RoPE is linear).
-    q0 = op.mul(rmsNorm(op.reshape(linear(h, 'q_proj'), [T, NH, D]), w['q_norm']!, c.rmsNormEps, 2), 1 / Math.sqrt(D));
-    k0 = rmsNorm(op.reshape(linear(h, 'k_proj'), [T, KVH, D]), w['k_norm']!, c.rmsNormEps, 2);
+    q0 = op.mul(rmsNorm(op.reshape(linear(h, 'q_proj'), [T, NH, D]), w['q_norm']!, c.rmsNormEps), 1 / Math.sqrt(D));
+    k0 = rmsNorm(op.reshape(linear(h, 'k_proj'), [T, KVH, D]), w['k_norm']!, c.rmsNormEps);
   } else {
     q0 = op.reshape(op.mul(linear(h, 'q_proj'), 1 / Math.sqrt(D)), [T, NH, D]); // softmax scale folded into q
     k0 = op.reshape(linear(h, 'k_proj'), [T, KVH, D]);
   }
-  const q1 = rope(q0, cos, sin, T, D); // [T, NH, D]
-  const k1 = rope(k0, cos, sin, T, D); // [T, KVH, D]
+  const q1 = rope(q0, cos, sin, 'half'); // [T, NH, D]
+  const k1 = rope(k0, cos, sin, 'half'); // [T, KVH, D]
   // GQA without repeating k/v (HF repeat_kv: query head n reads kv head ⌊n/G⌋): group the G query heads of each kv
   // head into the rows of one batched matmul.
   const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
@@ -373,9 +322,6 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   g.output('y', op.add(x1, linear(act, 'down_proj'))); // [T, H]
   return g;
 }
-
-/** How the head graph computes ∂logp/∂h: none, the autodiff's graph, or the hand-fused lm_head backward. */
-export type HeadGrad = 'none' | 'symbolic' | 'fused';
 
 /**
  * The head graph over a chunk of T tokens: final RMSNorm, lm_head, log-softmax, and the log-probability of each

@@ -14,7 +14,9 @@ import {
   parseLlamaConfig,
   ropeTables,
 } from './llama.ts';
-import type { FloatDType, HeadGrad, LayerLora, LlamaArchitecture, LlamaConfig } from './llama.ts';
+import type { FloatDType, HeadGrad } from '../composites.ts';
+import type { LayerLora } from '../lora.ts';
+import type { LlamaArchitecture, LlamaConfig } from './llama.ts';
 import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
 import type { GemmaArchitecture, GemmaConfig } from './gemma.ts';
 import { MOE_ARCHITECTURES, moeLayerGraph, moeLinearParams, moeParams, parseMoeConfig } from './moe.ts';
