@@ -10,12 +10,17 @@
 //   A failing run prints its seed; REIN_FUZZ_SEED=<seed> replays it.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, test } from 'vitest';
 import { VERB_NAMES } from '../../src-main/common/api.ts';
+import { createCore } from '../../src-main/node/core/core.ts';
+import { resolveHome } from '../../src-main/node/home.ts';
+import { startProxyServer } from '../../src-main/node/serving/proxy.ts';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
 
@@ -162,12 +167,19 @@ interface Req {
   kind: string;
 }
 
-function makeRequest(token: string, validBatch: boolean): Req {
-  const route = rand() < 0.03 ? pick(NOT_ROUTES) : pick(ROUTES);
+interface Target {
+  routes: readonly string[];
+  notRoutes: readonly string[];
+  seed: (route: string) => Record<string, unknown>;
+}
+const SERVE: Target = { routes: ROUTES, notRoutes: NOT_ROUTES, seed };
+
+function makeRequest(token: string, validBatch: boolean, target: Target = SERVE): Req {
+  const route = rand() < 0.03 ? pick(target.notRoutes) : pick(target.routes);
   const verb = route.startsWith('/api/') ? route.slice(5) : '';
   const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const base = seed(route);
-  if (validBatch && !NO_VALID.has(verb) && !NOT_ROUTES.includes(route)) {
+  const base = target.seed(route);
+  if (validBatch && !NO_VALID.has(verb) && !target.notRoutes.includes(route)) {
     return { method: 'POST', path: route, headers, body: Buffer.from(JSON.stringify(base)), valid: true, kind: 'valid' };
   }
   let kind: string;
@@ -282,7 +294,7 @@ function send(port: number, q: Req): Promise<Outcome> {
     }, HANG_MS);
     // A refused body (413, then the server closes) can reset the socket while it is still being sent: the answer
     // may already be in; otherwise it is a reset, counted apart and checked against the request's size.
-    req.on('error', () => done({ status: 'reset', text: '' }));
+    req.on('error', (e) => done({ status: 'reset', text: String((e as NodeJS.ErrnoException).code ?? e.message) }));
     req.end(q.body);
   });
 }
@@ -398,4 +410,104 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
   expect(polluted).toBe(false);
   // The fuzz reached the database: valid traffic was stored, so the refused requests met real rows.
   expect(finalRows.turns).toBeGreaterThan(0);
+});
+
+const PROXY_REQUESTS = Math.max(500, Math.round(REQUESTS / 10));
+const PROXY: Target = {
+  routes: ['/v1/chat/completions', '/v1/chat/completions', '/v1/chat/completions', '/v1/models'],
+  notRoutes: ['/v1/completions', '/v1/../api/status', '/v1/chat/completions/x', '/__proto__', '/v1/constructor'],
+  seed: () => ({ model: 'm', stream: rand() < 0.3, messages: [{ role: 'system', content: 's' }, { role: 'user', content: `hi ${++turnCounter}` }], temperature: 1, top_p: 1 }),
+};
+
+/** An OpenAI-style upstream that answers every chat with a short completion (streamed when asked), and counts the
+ *  requests that carried the Rein token (must be 0: the client's Authorization is never forwarded). */
+async function startUpstream(token: string): Promise<{ url: string; server: Server; sawToken: () => number }> {
+  let sawToken = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (JSON.stringify(req.headers).includes(token)) sawToken++;
+      if (req.url?.endsWith('/models')) return res.writeHead(200, { 'content-type': 'application/json' }).end('{"object":"list","data":[{"id":"m","object":"model"}]}');
+      let stream = false;
+      try {
+        stream = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { stream?: boolean }).stream === true;
+      } catch {}
+      const message = { role: 'assistant', content: 'an answer' };
+      if (!stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message, finish_reason: 'stop', logprobs: null }] }));
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: message, logprobs: null }] })}\n\n`);
+      res.end(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server, sawToken: () => sawToken };
+}
+
+test(`fuzz the capture proxy: ${PROXY_REQUESTS} hostile requests, 0 crashes, 0 5xx, 0 hangs, the token never sent upstream`, { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'rein-fuzz-proxy-'));
+  const token = 'd'.repeat(64);
+  const core = createCore({ home: resolveHome({ REIN_HOME: dir }) });
+  const up = await startUpstream(token);
+  const uncaught: unknown[] = [];
+  const onUncaught = (e: unknown) => uncaught.push(e);
+  process.on('uncaughtException', onUncaught);
+  process.on('unhandledRejection', onUncaught);
+  const proxy = await startProxyServer({ core, token, port: 0, upstream: () => ({ baseUrl: up.url, kind: 'openai' }), vocab: () => null, producer: async () => null, log: () => {} });
+  const port = proxy.port;
+  const counts = { status5xx: 0, hangs: 0, resetsSmall: 0, accepted: 0, refused: 0 };
+  const byStatus = new Map<string, number>();
+  const failures: string[] = [];
+  const t0 = performance.now();
+  try {
+    for (let sent = 0; sent < PROXY_REQUESTS; ) {
+      const validBatch = rand() < 0.2;
+      const batch = Array.from({ length: Math.min(BATCH, PROXY_REQUESTS - sent) }, () => {
+        const q = makeRequest(token, validBatch, PROXY);
+        if (q.path.endsWith('/models') && rand() < 0.8) return { ...q, method: 'GET', body: Buffer.alloc(0) };
+        return q;
+      });
+      const outs = await Promise.all(batch.map((q) => send(port, q)));
+      sent += batch.length;
+      outs.forEach((o, i) => {
+        const q = batch[i]!;
+        byStatus.set(String(o.status), (byStatus.get(String(o.status)) ?? 0) + 1);
+        const smallReset = o.status === 'reset' && q.body.length < 1024 * 1024 && q.headers['content-length'] === undefined;
+        if (o.status === 'hang') counts.hangs++;
+        else if (smallReset) counts.resetsSmall++;
+        else if (typeof o.status === 'number' && o.status >= 500) counts.status5xx++;
+        else if (typeof o.status === 'number' && o.status < 300) counts.accepted++;
+        else counts.refused++;
+        if ((o.status === 'hang' || smallReset || (typeof o.status === 'number' && o.status >= 500)) && failures.length < 10) {
+          failures.push(`${q.kind} ${q.method} ${q.path} → ${o.status} ${o.text.slice(0, 200)} | body ${q.body.subarray(0, 160).toString('utf8')}`);
+        }
+      });
+    }
+    await proxy.idle();
+    const health = await send(port, { method: 'POST', path: '/v1/chat/completions', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(PROXY.seed(''))), valid: true, kind: 'valid' });
+    const stored = (await core.call('listTurns', { source: 'proxy', limit: 1 }, 'test')).total;
+    console.log(
+      `proxy fuzz (seed ${SEED}): ${PROXY_REQUESTS} requests in ${((performance.now() - t0) / 1000).toFixed(1)} s; uncaught errors ${uncaught.length}, ` +
+        `5xx ${counts.status5xx}, hangs ${counts.hangs}, resets of a small body ${counts.resetsSmall}; accepted ${counts.accepted}, refused ${counts.refused}; ` +
+        `requests upstream carrying the Rein token ${up.sawToken()}; a chat after: ${health.status}; proxy turns stored ${stored}\n` +
+        `  statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort()))}` +
+        (failures.length ? `\n  first failures:\n    ${failures.join('\n    ')}` : ''),
+    );
+    expect(uncaught).toEqual([]);
+    expect(counts).toMatchObject({ status5xx: 0, hangs: 0, resetsSmall: 0 });
+    expect(up.sawToken()).toBe(0);
+    expect(health.status).toBe(200);
+    expect(stored).toBeGreaterThan(0);
+  } finally {
+    process.off('uncaughtException', onUncaught);
+    process.off('unhandledRejection', onUncaught);
+    await proxy.close();
+    up.server.closeAllConnections();
+    await new Promise((r) => up.server.close(r));
+    core.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -90,7 +90,9 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       // A detail that cannot be serialised (too deep, a cycle) must not turn the reply into a crash.
       body = JSON.stringify({ error: { code: err.code, message: err.message } });
     }
-    res.writeHead(status, { ...API_HEADERS, ...extra });
+    // Refused before its body was read (no token, no route, too large): close after the answer, or the server would
+    // read the rest of the declared body, any size, and take the client's next request on that connection for it.
+    res.writeHead(status, { ...API_HEADERS, ...(req.complete ? {} : { connection: 'close' }), ...extra });
     res.end(body);
   }
 

@@ -162,7 +162,12 @@ function sendError(res: ServerResponse, status: number, message: string, type: s
     res.destroy();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  // A request refused before its body was read (too large, no token, no such route): the connection closes after
+  // the answer. Kept alive, the server would read the rest of the declared body (any size) while it waits for the
+  // next request, and the next request a client sent on that connection was taken for that body and reset (found by
+  // the fuzzer, issue #19).
+  const unread = !res.req.complete;
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...(unread ? { connection: 'close' } : {}) });
   res.end(JSON.stringify({ error: { message, type, code: type } }));
 }
 
