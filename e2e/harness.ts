@@ -46,11 +46,11 @@ export interface ServeChild {
  * Start `rein serve` on a fresh home (or `home`, to restart on the same data) and `port` (default 0: a free one),
  * serving the built renderer; resolves once it printed its address.
  */
-export async function startServe(opts: { home?: string; port?: number; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<ServeChild> {
+export async function startServe(opts: { home?: string; port?: number; env?: NodeJS.ProcessEnv; cwd?: string; renderer?: string } = {}): Promise<ServeChild> {
   const home = opts.home ?? mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', path.join(ROOT, 'out/renderer')],
+    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', opts.renderer ?? path.join(ROOT, 'out/renderer')],
     { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
