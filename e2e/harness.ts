@@ -30,6 +30,8 @@ export interface ServeChild {
   openUrl: string;
   token: string;
   output: () => string;
+  /** What it wrote to stderr alone: its log. */
+  stderr: () => string;
   port: number;
   call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
   post(pathname: string, body: unknown): Promise<{ status: number; body: unknown }>;
@@ -54,6 +56,7 @@ export async function startServe(opts: { home?: string; port?: number; env?: Nod
     { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
+  let err = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const openUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`rein serve printed no address within 20 s:\n${out}`)), 20_000);
@@ -67,6 +70,7 @@ export async function startServe(opts: { home?: string; port?: number; env?: Nod
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`rein serve exited with ${code} before printing its address:\n${out}`));
@@ -85,6 +89,7 @@ export async function startServe(opts: { home?: string; port?: number; env?: Nod
     openUrl,
     token,
     output: () => out,
+    stderr: () => err,
     port: Number(new URL(url).port),
     async call(verb, input) {
       const r = await post(`/api/${verb}`, input);

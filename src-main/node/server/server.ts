@@ -58,6 +58,11 @@ function requestLine(req: IncomingMessage): string {
   return `${req.method} ${(req.url ?? '').split('?')[0]}`;
 }
 
+/** `text` with every occurrence of the token replaced. */
+export function withoutToken(text: string, token: string): string {
+  return token.length > 0 && text.includes(token) ? text.split(token).join('[rein token]') : text;
+}
+
 function verbOf(pathname: string): VerbName | null {
   if (pathname === '/v1/turns') return 'captureTurn';
   const name = pathname.slice('/api/'.length);
@@ -66,7 +71,10 @@ function verbOf(pathname: string): VerbName | null {
 
 export async function startCaptureServer(opts: CaptureServerOptions): Promise<CaptureServer> {
   const { core, token } = opts;
-  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const rawLog = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  // A request can carry the token where it does not belong (a Content-Type, a Host, a field the reply names), and
+  // the rejection echoes it: no log line and no error answer ever holds it (issue #19).
+  const log = (line: string) => rawLog(withoutToken(line, token));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limiter = new RateLimiter(opts.rateLimitPerMinute);
   const anonLimiter = new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE);
@@ -93,7 +101,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     // Refused before its body was read (no token, no route, too large): close after the answer, or the server would
     // read the rest of the declared body, any size, and take the client's next request on that connection for it.
     res.writeHead(status, { ...API_HEADERS, ...(req.complete ? {} : { connection: 'close' }), ...extra });
-    res.end(body);
+    res.end(withoutToken(body, token));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -8,6 +8,7 @@ import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { rewardOf } from '../../common/rewards.ts';
+import { redact } from '../../common/redact.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -87,6 +88,22 @@ type TurnRecord = z.infer<typeof TurnRecord>;
 type RunRecord = z.infer<typeof RunRecord>;
 type RatingRecord = z.infer<typeof RatingRecord>;
 
+/**
+ * Every string of a stored JSON value redacted, keys included. An export redacts all its text again (issue #19): a
+ * row stored before a pattern was added, or written by another tool, leaves the machine redacted by today's list. A
+ * Map, then fromEntries, so that no key can set a prototype.
+ */
+function redactDeep(v: unknown): unknown {
+  if (typeof v === 'string') return redact(v);
+  if (Array.isArray(v)) return v.map(redactDeep);
+  if (v !== null && typeof v === 'object') {
+    const out = new Map<string, unknown>();
+    for (const [k, x] of Object.entries(v)) out.set(redact(k), redactDeep(x));
+    return Object.fromEntries(out);
+  }
+  return v;
+}
+
 export function exportJsonl(store: Store, file: string, actor: Actor): { path: string; turns: number; ratings: number } {
   // Written beside the target and renamed into place, so a failed export never leaves half a file.
   let turns = 0;
@@ -127,13 +144,13 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               type: 'turn',
               id: t.id,
               source: t.source,
-              session: t.session,
-              eventId: t.event_id,
+              session: t.session === null ? null : redact(t.session),
+              eventId: redact(t.event_id),
               createdAt: t.created_at,
-              prompt: t.prompt,
-              context: JSON.parse(t.context) as TurnRecord['context'],
-              response: t.response,
-              model: t.model,
+              prompt: redact(t.prompt),
+              context: redactDeep(JSON.parse(t.context)) as TurnRecord['context'],
+              response: redact(t.response),
+              model: t.model === null ? null : redact(t.model),
               tokens: decodeTokens(t.tokens),
               logprobs: decodeLogprobs(t.logprobs),
               adapterVersion: t.adapter_version,
@@ -175,10 +192,10 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               kind: r.kind,
               value: r.value,
               scale: r.scale,
-              correction: r.correction,
-              tags: JSON.parse(r.tags) as string[],
-              comment: r.comment,
-              rater: r.rater,
+              correction: r.correction === null ? null : redact(r.correction),
+              tags: (JSON.parse(r.tags) as string[]).map((tag) => redact(tag)),
+              comment: r.comment === null ? null : redact(r.comment),
+              rater: redact(r.rater),
               createdAt: r.created_at,
               undoneAt: r.undone_at,
               runId: r.run_id,
