@@ -188,9 +188,14 @@ test(`kill -9 of rein serve during a ${BURST_SECONDS} s burst from 10 client pro
     const cliTurns = await seedTurns(s, 60, `r${round}`);
     const burst = await startBurst(s, `r${round}`, BURST_SECONDS, cliTurns, 50);
     const clients = [...burst.http, burst.cli];
-    // The kill lands somewhere in the middle of the burst.
-    const killAt = BURST_SECONDS * 1000 * (0.3 + 0.4 * Math.random());
-    await new Promise((r) => setTimeout(r, killAt));
+    // The kill lands somewhere in the middle of the burst, after the HTTP clients' first acknowledged writes (on a
+    // loaded machine their first requests take a while), and before the clients stop.
+    const goAt = performance.now();
+    const killAfter = BURST_SECONDS * 1000 * (0.3 + 0.4 * Math.random());
+    const httpAcks = () => burst.http.reduce((n, c) => n + c.lines.filter((l) => l.ack).length, 0);
+    const since = () => performance.now() - goAt;
+    while ((since() < killAfter || httpAcks() < 3) && since() < BURST_SECONDS * 900) await new Promise((r) => setTimeout(r, 10));
+    const killAt = performance.now() - goAt;
     const ackedBefore = clients.reduce((n, c) => n + acksOf(c).filter((l) => l.ack).length, 0);
     await s.kill9();
     // The clients go on against a dead port for a moment (refused, not acknowledged; the CLI falls back to the
