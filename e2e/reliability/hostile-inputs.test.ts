@@ -4,7 +4,7 @@
 // terabytes, a symlink loop named as a model folder, an import file and an export target, and a JSONL import with
 // broken lines (the good ones kept, the bad ones counted). Each answers 4xx within 5 s and the server stays healthy,
 // its memory bounded.
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, ftruncateSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync, ftruncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -108,13 +108,20 @@ test('import and export paths through a symlink loop: a clear 400, fast', async 
   symlinkSync(loop, loop);
   const rows: string[] = [];
   const bad: string[] = [];
-  for (const [verb, p] of [['importData', loop], ['exportData', path.join(loop, 'out.jsonl')], ['exportData', loop]] as const) {
+  for (const [verb, p] of [['importData', loop], ['exportData', path.join(loop, 'out.jsonl')]] as const) {
     const r = await probe(verb, { path: p });
     rows.push(`${verb} ${path.basename(p)}: ${r.status} in ${r.ms.toFixed(0)} ms: ${r.text.slice(0, 160)}`);
     if (!(r.status >= 400 && r.status < 500 && r.ms < 5000 && r.healthy)) bad.push(`${verb} ${p}`);
   }
+  // An export onto the looping link itself replaces the link by the file (a rename, as `mv` does): nothing is
+  // followed, and the export is a regular file there.
+  const onto = await probe('exportData', { path: loop });
+  const st = lstatSync(loop);
+  rows.push(`exportData onto the link: ${onto.status} in ${onto.ms.toFixed(0)} ms, now a ${st.isFile() ? 'regular file' : st.isSymbolicLink() ? 'symlink' : 'other'}`);
   console.log(`symlink loop paths:\n  ${rows.join('\n  ')}`);
   expect(bad).toEqual([]);
+  expect(onto.status).toBe(200);
+  expect(st.isFile()).toBe(true);
 });
 
 test('a JSONL import with broken lines keeps every good line and counts the bad ones', async () => {

@@ -237,6 +237,11 @@ export interface ImportResult {
   turns: number;
   ratings: number;
   skipped: number;
+  /** Lines that are not a valid record (not JSON, a field of the wrong type, a rating of a turn the file lacks): left
+   *  out, and counted, while every good line is imported (issue #19). */
+  bad: number;
+  /** The first BAD_LINES_SHOWN of them, with why. */
+  badLines: { line: number; reason: string }[];
   turnIds: number[];
   ratingIds: number[];
 }
@@ -244,7 +249,14 @@ export interface ImportResult {
 /** V8 strings stop near 2^29 characters; an export this large would need a streaming reader. */
 export const IMPORT_MAX_BYTES = 500 * 1024 * 1024;
 
-function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[] } {
+const BAD_LINES_SHOWN = 20;
+
+interface BadLines {
+  count: number;
+  shown: { line: number; reason: string }[];
+}
+
+function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
   let text: string;
   try {
     text = readRegularFile(file, IMPORT_MAX_BYTES);
@@ -255,6 +267,12 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
   const runs: RunRecord[] = [];
   const ratings: RatingRecord[] = [];
   let header = false;
+  const bad: BadLines = { count: 0, shown: [] };
+  const badLine = (line: number, reason: string): void => {
+    bad.count++;
+    if (bad.shown.length < BAD_LINES_SHOWN) bad.shown.push({ line, reason: reason.slice(0, 300) });
+  };
+  const lineOf = new Map<object, number>();
   const lines = text.split('\n');
   lines.forEach((raw, i) => {
     const lineNo = i + 1;
@@ -263,16 +281,20 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
     try {
       json = JSON.parse(raw);
     } catch (e) {
-      throw new BadInputError(`importData: line ${lineNo} is not JSON (${(e as Error).message})`, 'path', { line: lineNo });
+      if (!header) throw new BadInputError(`importData: line ${lineNo} is not JSON (${(e as Error).message})`, 'path', { line: lineNo });
+      return badLine(lineNo, `not JSON (${(e as Error).message})`);
     }
-    const fail = (err: z.ZodError): never => {
+    const why = (err: z.ZodError): string => {
       const issue = err.issues[0]!;
-      const field = issue.path.map(String).join('.');
-      throw new BadInputError(`importData: line ${lineNo}: ${field || 'record'}: ${issue.message}`, field || undefined, { line: lineNo });
+      return `${issue.path.map(String).join('.') || 'record'}: ${issue.message}`;
     };
     if (!header) {
       const h = Header.safeParse(json);
-      if (!h.success) fail(h.error);
+      if (!h.success) {
+        const issue = h.error.issues[0]!;
+        const field = issue.path.map(String).join('.');
+        throw new BadInputError(`importData: line ${lineNo}: ${why(h.error)}`, field || undefined, { line: lineNo });
+      }
       const v = h.data!.schemaVersion;
       if (v > SCHEMA_VERSION) {
         throw new ReinError('bad_input', `importData: ${file} was written by a newer Rein (schema ${v}, this one knows ${SCHEMA_VERSION})`, {
@@ -283,17 +305,14 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
       return;
     }
     const r = Record_.safeParse(json);
-    if (!r.success) fail(r.error);
-    const rec = r.data!;
+    if (!r.success) return badLine(lineNo, why(r.error));
+    const rec = r.data;
+    lineOf.set(rec, lineNo);
     if (rec.type === 'turn') turns.push(rec);
     else if (rec.type === 'run') runs.push(rec);
     else {
       const expected = rewardOf(rec.kind === 'scale' ? (rec.scale ?? 0) : rec.kind).reward;
-      if (expected !== rec.value) {
-        throw new BadInputError(`importData: line ${lineNo}: value ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`, 'value', {
-          line: lineNo,
-        });
-      }
+      if (expected !== rec.value) return badLine(lineNo, `value: ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`.trim());
       ratings.push(rec);
     }
   });
@@ -301,27 +320,29 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
   const turnIds = new Set(turns.map((t) => t.id));
   const runIds = new Set(runs.map((r) => r.id));
   const liveTurns = new Set<number>();
+  const kept: RatingRecord[] = [];
   for (const r of ratings) {
-    if (!turnIds.has(r.turnId)) throw new BadInputError(`importData: rating ${r.id} refers to turn ${r.turnId}, which is not in the file`, 'turnId');
-    if (r.runId !== null && !runIds.has(r.runId)) {
-      throw new BadInputError(`importData: rating ${r.id} refers to run ${r.runId}, which is not in the file`, 'runId');
-    }
-    if (r.undoneAt === null) {
-      if (liveTurns.has(r.turnId)) throw new BadInputError(`importData: turn ${r.turnId} has two live ratings`, 'undoneAt');
-      liveTurns.add(r.turnId);
+    const lineNo = lineOf.get(r)!;
+    if (!turnIds.has(r.turnId)) badLine(lineNo, `turnId: rating ${r.id} refers to turn ${r.turnId}, which is not in the file`);
+    else if (r.runId !== null && !runIds.has(r.runId)) badLine(lineNo, `runId: rating ${r.id} refers to run ${r.runId}, which is not in the file`);
+    else if (r.undoneAt === null && liveTurns.has(r.turnId)) badLine(lineNo, `undoneAt: turn ${r.turnId} has two live ratings`);
+    else {
+      if (r.undoneAt === null) liveTurns.add(r.turnId);
+      kept.push(r);
     }
   }
-  return { turns, runs, ratings };
+  bad.shown.sort((a, b) => a.line - b.line);
+  return { turns, runs, ratings: kept, bad };
 }
 
 /** Imports an export; text is capped and redacted again (both are no-ops on Rein's own exports). */
 export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
-  const { turns, runs, ratings } = parseFile(file);
+  const { turns, runs, ratings, bad } = parseFile(file);
   return store.write(() => {
     const turnMap = new Map<number, number>();
     const runMap = new Map<number, number>();
     const ratingMap = new Map<number, number>();
-    const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, turnIds: [], ratingIds: [] };
+    const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, bad: bad.count, badLines: bad.shown, turnIds: [], ratingIds: [] };
     const insertTurn = store.stmt<{ id: number }>(
       `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
          adapter_version, policy, state, truncated)
