@@ -2,6 +2,7 @@
 // until its time is up, as an agent's hooks or an API caller do, and reports each acknowledged (2xx) write on stdout
 // the moment it is answered, one JSON line each, so that what the server acknowledged is known even if it dies.
 //   node burst-client.mjs <url> <token> <client id> <mode: api|claude|codex> <seconds>
+/* global AbortSignal -- Node 24 has it; the lint config lists no globals for .mjs files */
 const [url, token, id, mode, seconds] = process.argv.slice(2);
 const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
 // Started, then held until the parent says go on stdin: ten Node processes starting on two cores take seconds, and

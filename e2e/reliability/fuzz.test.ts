@@ -432,7 +432,9 @@ async function startUpstream(token: string): Promise<{ url: string; server: Serv
       let stream = false;
       try {
         stream = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { stream?: boolean }).stream === true;
-      } catch {}
+      } catch {
+        // Not JSON: the proxy forwarded what it could not read as a chat; answer it as a plain one.
+      }
       const message = { role: 'assistant', content: 'an answer' };
       if (!stream) {
         res.writeHead(200, { 'content-type': 'application/json' });
