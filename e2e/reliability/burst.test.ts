@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterEach, expect, test } from 'vitest';
 import { ROOT, startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
+import { figure } from './figures.ts';
 
 const BURST_SECONDS = Number(process.env.REIN_BURST_SECONDS ?? 4);
 const ROUNDS = Number(process.env.REIN_BURST_ROUNDS ?? 2);
@@ -221,6 +222,7 @@ test(`kill -9 of rein serve during a ${BURST_SECONDS} s burst from 10 client pro
     `kill -9 during a burst (10 clients: 3 API, 3 Claude hooks, 3 Codex notify, 1 CLI; ${BURST_SECONDS} s, ${ROUNDS} rounds): ` +
       `acknowledged ${v.turnsAcked} turns + ${v.ratingsAcked} ratings, stored ${v.turnsAcked - v.turnsLost.length} + ${v.ratingsAcked - v.ratingsLost.length}, half-present ${v.halfPresent.length}\n  ${rounds.join('\n  ')}`,
   );
+  figure(`kill -9 during a burst (10 clients, ${BURST_SECONDS} s, ${ROUNDS} kills): acknowledged ${v.turnsAcked + v.ratingsAcked} (${v.turnsAcked} turns, ${v.ratingsAcked} ratings), stored ${v.turnsAcked - v.turnsLost.length + v.ratingsAcked - v.ratingsLost.length}, half-present ${v.halfPresent.length}, integrity ${v.integrity}`);
   expect(v.turnsAcked).toBeGreaterThan(0);
   expect(v.ratingsAcked).toBeGreaterThan(0);
   expect(v.turnsLost).toEqual([]);
@@ -252,6 +254,7 @@ test(`10 concurrent writers for ${WRITER_SECONDS} s: 0 errors, 0 losses, p99 lat
       `HTTP latency over ${lat.n} requests: p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms` +
       (errors.length ? `\n  ${errors.slice(0, 5).map((e) => e.err).join('\n  ')}` : ''),
   );
+  figure(`10 concurrent writers for ${seconds.toFixed(1)} s: ${v.turnsAcked + v.ratingsAcked} writes, errors ${errors.length}, lost ${v.turnsLost.length + v.ratingsLost.length}; p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms`);
   expect(errors).toEqual([]);
   expect(v.turnsLost).toEqual([]);
   expect(v.ratingsLost).toEqual([]);

@@ -23,6 +23,7 @@ import { resolveHome } from '../../src-main/node/home.ts';
 import { startProxyServer } from '../../src-main/node/serving/proxy.ts';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
+import { figure } from './figures.ts';
 
 const REQUESTS = Number(process.env.REIN_FUZZ_REQUESTS ?? 10_000);
 const SEED = Number(process.env.REIN_FUZZ_SEED ?? Date.now() % 2 ** 31);
@@ -401,6 +402,7 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
       (firstFailures.length ? `\n  first failures:\n    ${firstFailures.join('\n    ')}` : '') +
       (refusedWriteExamples.length ? `\n  writes from refused batches:\n    ${refusedWriteExamples.join('\n    ')}` : ''),
   );
+  figure(`fuzz rein serve: ${sent} requests (seed ${SEED}) in ${seconds.toFixed(0)} s: crashes ${counts.crashes}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, writes from refused requests ${counts.refusedWrites} (${counts.refusedChecked} checked); health after ${health}`);
   if (!s.alive()) console.log(`server output:\n${s.output().slice(-4000)}`);
   expect(sent).toBe(REQUESTS);
   expect(counts).toMatchObject({ crashes: 0, status5xx: 0, hangs: 0, refusedWrites: 0, resetsSmall: 0 });
@@ -498,6 +500,7 @@ test(`fuzz the capture proxy: ${PROXY_REQUESTS} hostile requests, 0 crashes, 0 5
         `  statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort()))}` +
         (failures.length ? `\n  first failures:\n    ${failures.join('\n    ')}` : ''),
     );
+    figure(`fuzz proxy: ${PROXY_REQUESTS} requests: crashes ${uncaught.length}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, Rein token sent upstream ${up.sawToken()}; a chat after ${health.status}`);
     expect(uncaught).toEqual([]);
     expect(counts).toMatchObject({ status5xx: 0, hangs: 0, resetsSmall: 0 });
     expect(up.sawToken()).toBe(0);

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
+import { figure } from './figures.ts';
 
 let serve: ServeChild;
 let root: string;
@@ -96,6 +97,7 @@ test('hostile model folders: clear 4xx errors, fast, with bounded memory', async
   const discover = await probe('discoverModels', { folders: [root] });
   const peak = rssKb(serve.pid);
   console.log(`hostile model folders (RSS before ${(rss0 / 1024).toFixed(0)} MB, after ${(peak / 1024).toFixed(0)} MB):\n  ${rows.join('\n  ')}\n  discoverModels over all of them: ${discover.status} in ${discover.ms.toFixed(0)} ms: ${discover.text.slice(0, 200)}`);
+  figure(`hostile model folders: ${cases.length - failures.length}/${cases.length} refused with a clear 4xx in < 5 s, RSS +${((peak - rss0) / 1024).toFixed(0)} MB`);
   expect(failures).toEqual([]);
   expect(discover.status).toBe(200);
   expect(discover.healthy).toBe(true);

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
+import { figure } from './figures.ts';
 
 const SECRET = 'REIN-OUTSIDE-SECRET-7f3a';
 let serve: ServeChild;
@@ -108,6 +109,7 @@ test('DNS rebinding: every Host that is not this loopback server and port is ref
   const good = await raw('GET', '/', { host: `127.0.0.1:${p}` });
   const stored = turnsStored();
   console.log(`rebinding: ${refused.filter(Boolean).length}/${hosts.length} foreign Host values refused on turns/status/UI/health: ${rows.join(', ')}; the right Host: ${good.status}; turns stored ${stored}`);
+  figure(`DNS rebinding: ${refused.filter(Boolean).length}/${hosts.length} foreign Host values refused (API, UI, health); turns written ${stored}`);
   expect(refused.every(Boolean)).toBe(true);
   expect(good.status).toBe(200);
   expect(stored).toBe(0);
@@ -144,6 +146,7 @@ test('CSRF and CORS: a foreign Origin, a text/plain form post and a preflight ar
   const own = await raw('POST', '/v1/turns', { host, origin: `http://${host}`, authorization: `Bearer ${serve.token}`, 'content-type': 'application/json' }, turn('own'));
   const stored = turnsStored();
   console.log(`CSRF/CORS: ${refused}/${total} refused with no Access-Control-* header: ${rows.join(', ')}; own origin with the token: ${own.status}, CORS headers ${cors(own).length}; turns stored ${stored} (the own one)`);
+  figure(`CSRF/CORS: ${refused}/${total} foreign-origin, form and preflight requests refused, none with an Access-Control header; turns written by them ${stored - 1}`);
   expect(refused).toBe(total);
   expect(own.status).toBe(201);
   expect(cors(own)).toEqual([]);
@@ -195,6 +198,7 @@ test('static traversal: no spelling of a path serves a file outside the renderer
   const health = await raw('GET', '/api/health', host);
   const asset = await raw('GET', '/assets/app.js', host);
   console.log(`static traversal: ${clean}/${paths.length} paths served nothing from outside the renderer folder: ${rows.join(', ')}; an asset inside: ${asset.status}; health after ${health.status}`);
+  figure(`static traversal: ${clean}/${paths.length} path spellings served nothing outside the renderer folder`);
   expect(clean).toBe(paths.length);
   expect(asset.status).toBe(200);
   expect(health.status).toBe(200);

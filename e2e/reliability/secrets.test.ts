@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { afterEach, expect, test } from 'vitest';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
+import { figure } from './figures.ts';
 
 let serve: ServeChild | undefined;
 const dirs: string[] = [];
@@ -88,6 +89,7 @@ test('the token is in no argv, no log line and no error answer, wherever a reque
       (inAnswers.length ? `\n  ${inAnswers.map((a) => a.slice(0, 300)).join('\n  ')}` : ''),
   );
   if (log.includes(t)) console.log(log.split("\n").filter((l) => l.includes(t)).join("\n"));
+  figure(`token: in argv ${argv.includes(t) ? 1 : 0}, in the log ${log.split(t).length - 1}, in error answers ${inAnswers.length}/${answers.length}`);
   expect(argv).not.toContain(t);
   expect(log).not.toContain(t);
   expect(log).toContain('rejected');
