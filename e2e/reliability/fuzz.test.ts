@@ -8,7 +8,6 @@
 // batches). The server must answer /api/health after, and a polluted prototype must show nowhere.
 //   CI size: 10,000 requests. Bench: REIN_FUZZ_REQUESTS=200000 npx vitest run --config e2e/reliability/vitest.config.ts fuzz
 //   A failing run prints its seed; REIN_FUZZ_SEED=<seed> replays it.
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import type { Server } from 'node:http';
@@ -32,7 +31,7 @@ const SEED = Number(process.env.REIN_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const BATCH = 8;
 const HOSTILE_BATCH = 4;
 /** After an all-refused batch, how long a write the refusal started in the background has to show. */
-const SETTLE_MS = 10;
+const SETTLE_MS = 3;
 /** A request unanswered this long is a hang. */
 const HANG_MS = 15_000;
 const MARK = 'reinFuzzPolluted';
@@ -259,6 +258,9 @@ function makeRequest(token: string, validBatch: boolean, target: Target = SERVE)
     kind = 'types';
     body = Buffer.from(JSON.stringify(rand() < 0.1 ? pick(VALUES) : mutateObject(base)));
   }
+  // A mutation can land on a valid body by chance: `{}` is all that useDemoModel or startTraining take, and one got
+  // through would copy the demo model and train it for the rest of the run. Those verbs keep a key they refuse.
+  if (NO_VALID.has(verb) && body.toString('utf8') === '{}') body = Buffer.from('{"fuzz":{}}');
   const method = kind === 'headers' && rand() < 0.3 ? pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) : 'POST';
   return { method, path: route, headers, body, valid: false, kind };
 }
@@ -320,9 +322,6 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
   const db = new Database(path.join(s.home, 'rein.db'), { readonly: true, fileMustExist: true });
   const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as { name: string }[]).map((t) => t.name);
   const rows = (): Record<string, number> => Object.fromEntries(tables.map((t) => [t, (db.prepare(`SELECT count(*) AS n FROM "${t}"`).get() as { n: number }).n]));
-  /** Each table's rows as one hash: what changed in place when the counts did not. */
-  const contents = (): Record<string, string> =>
-    Object.fromEntries(tables.map((t) => [t, createHash('sha256').update(JSON.stringify(db.prepare(`SELECT * FROM "${t}"`).raw().all())).digest('hex').slice(0, 12)]));
   const dataVersion = () => (db.pragma('data_version', { simple: true }) as number);
 
   const counts = { crashes: 0, status5xx: 0, hangs: 0, resets: 0, resetsSmall: 0, refusedWrites: 0, refusedChecked: 0, accepted: 0, refused: 0 };
@@ -340,7 +339,6 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
     const batch = Array.from({ length: Math.min(validBatch ? BATCH : HOSTILE_BATCH, REQUESTS - sent) }, () => makeRequest(s.token, validBatch));
     const v0 = dataVersion();
     const rows0 = validBatch ? null : rows();
-    const contents0 = validBatch ? null : contents();
     const outs = await Promise.all(batch.map((q) => send(s.port, q)));
     sent += batch.length;
     let anyAccepted = false;
@@ -373,8 +371,8 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
       if (dataVersion() !== v0 || JSON.stringify(rows1) !== JSON.stringify(rows0)) {
         counts.refusedWrites++;
         if (refusedWriteExamples.length < 5) {
-          const contents1 = contents();
-          const diff = tables.filter((t) => rows1[t] !== rows0[t] || contents1[t] !== contents0![t]).map((t) => `${t} ${rows0[t]}→${rows1[t]} rows${contents1[t] !== contents0![t] ? ', content changed' : ''}`).join(', ') || 'data_version only';
+          // data_version moves on any commit by another connection, an update in place included.
+          const diff = tables.filter((t) => rows1[t] !== rows0[t]).map((t) => `${t} ${rows0[t]}→${rows1[t]} rows`).join(', ') || 'rows updated in place (data_version)';
           refusedWriteExamples.push(`${diff}: ${batch.map((q, i) => `${q.kind} ${q.path} → ${outs[i]!.status}`).join('; ')}`);
         }
       }
