@@ -9,7 +9,7 @@ import { VERBS } from '../../common/api.ts';
 import type { CaptureResult, VerbName } from '../../common/api.ts';
 import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readJsonBody } from './body.ts';
 import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
 import { createSseHub } from './sse.ts';
 import { serveStatic } from './static.ts';
@@ -120,6 +120,9 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       const err = new ReinError('rate_limited', `more than ${bucket.limit} requests per minute; retry in ${wait} s`);
       return reject(req, res, err, 429, { 'retry-after': String(wait) });
     }
+    // A GET or HEAD body is never read (health, the event stream, static files): one that declares one gets its
+    // answer on a connection that then closes, or the server would read the declared bytes as the next request.
+    if ((method === 'GET' || method === 'HEAD') && declaresBody(req)) res.setHeader('connection', 'close');
     if (health) {
       res.writeHead(200, API_HEADERS);
       res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));

@@ -23,7 +23,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readRawBody } from '../server/body.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
@@ -619,7 +619,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
         arm(lastEnd);
       }
     }
-    if (pathname === '/v1/models' && req.method === 'GET') return models(res);
+    if (pathname === '/v1/models' && req.method === 'GET') {
+      // A GET body is never read: one that declares one gets its answer on a connection that then closes, or the
+      // server would read the declared bytes as the client's next request (found by the fuzzer, issue #19).
+      if (declaresBody(req)) res.setHeader('connection', 'close');
+      return models(res);
+    }
     return sendError(res, 404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions and GET /v1/models)`, 'not_found');
   }
 
