@@ -400,7 +400,7 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
       (firstFailures.length ? `\n  first failures:\n    ${firstFailures.join('\n    ')}` : '') +
       (refusedWriteExamples.length ? `\n  writes from refused batches:\n    ${refusedWriteExamples.join('\n    ')}` : ''),
   );
-  figure(`fuzz rein serve: ${sent} requests (seed ${SEED}) in ${seconds.toFixed(0)} s: crashes ${counts.crashes}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, writes from refused requests ${counts.refusedWrites} (${counts.refusedChecked} checked); health after ${health}`);
+  figure(`fuzz rein serve: ${sent} requests (seed ${SEED}) in ${seconds.toFixed(0)} s: crashes ${counts.crashes}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, resets ${counts.resetsSmall}, writes from refused requests ${counts.refusedWrites} (${counts.refusedChecked} checked); health after ${health}`);
   if (!s.alive()) console.log(`server output:\n${s.output().slice(-4000)}`);
   expect(sent).toBe(REQUESTS);
   expect(counts).toMatchObject({ crashes: 0, status5xx: 0, hangs: 0, refusedWrites: 0, resetsSmall: 0 });
@@ -412,7 +412,7 @@ test(`fuzz: ${REQUESTS} hostile requests against rein serve: 0 crashes, 0 5xx, 0
   expect(finalRows.turns).toBeGreaterThan(0);
 });
 
-const PROXY_REQUESTS = Math.max(500, Math.round(REQUESTS / 10));
+const PROXY_REQUESTS = Math.max(500, Math.round(REQUESTS / 20));
 const PROXY: Target = {
   routes: ['/v1/chat/completions', '/v1/chat/completions', '/v1/chat/completions', '/v1/models'],
   notRoutes: ['/v1/completions', '/v1/../api/status', '/v1/chat/completions/x', '/__proto__', '/v1/constructor'],
@@ -498,7 +498,7 @@ test(`fuzz the capture proxy: ${PROXY_REQUESTS} hostile requests, 0 crashes, 0 5
         `  statuses ${JSON.stringify(Object.fromEntries([...byStatus].sort()))}` +
         (failures.length ? `\n  first failures:\n    ${failures.join('\n    ')}` : ''),
     );
-    figure(`fuzz proxy: ${PROXY_REQUESTS} requests: crashes ${uncaught.length}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, Rein token sent upstream ${up.sawToken()}; a chat after ${health.status}`);
+    figure(`fuzz proxy: ${PROXY_REQUESTS} requests: crashes ${uncaught.length}, 5xx ${counts.status5xx}, hangs ${counts.hangs}, resets ${counts.resetsSmall}, Rein token sent upstream ${up.sawToken()}; a chat after ${health.status}`);
     expect(uncaught).toEqual([]);
     expect(counts).toMatchObject({ status5xx: 0, hangs: 0, resetsSmall: 0 });
     expect(up.sawToken()).toBe(0);
