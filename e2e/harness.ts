@@ -30,9 +30,16 @@ export interface ServeChild {
   openUrl: string;
   token: string;
   output: () => string;
+  /** What it wrote to stderr alone: its log. */
+  stderr: () => string;
   port: number;
   call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
   post(pathname: string, body: unknown): Promise<{ status: number; body: unknown }>;
+  /** The child's pid, and whether it is still running (a crash ends it). */
+  pid: number;
+  alive: () => boolean;
+  /** SIGKILL, as a power cut or the OOM killer would; resolves once it is gone. The home is kept. */
+  kill9(): Promise<void>;
   /** SIGTERM, wait for the exit code; the home is deleted unless `keepHome`. */
   stop(opts?: { keepHome?: boolean }): Promise<number | null>;
 }
@@ -41,14 +48,15 @@ export interface ServeChild {
  * Start `rein serve` on a fresh home (or `home`, to restart on the same data) and `port` (default 0: a free one),
  * serving the built renderer; resolves once it printed its address.
  */
-export async function startServe(opts: { home?: string; port?: number } = {}): Promise<ServeChild> {
+export async function startServe(opts: { home?: string; port?: number; env?: NodeJS.ProcessEnv; cwd?: string; renderer?: string } = {}): Promise<ServeChild> {
   const home = opts.home ?? mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', path.join(ROOT, 'out/renderer')],
-    { cwd: ROOT, env: { ...process.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', opts.renderer ?? path.join(ROOT, 'out/renderer')],
+    { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
+  let err = '';
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const openUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`rein serve printed no address within 20 s:\n${out}`)), 20_000);
@@ -62,6 +70,7 @@ export async function startServe(opts: { home?: string; port?: number } = {}): P
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`rein serve exited with ${code} before printing its address:\n${out}`));
@@ -80,6 +89,7 @@ export async function startServe(opts: { home?: string; port?: number } = {}): P
     openUrl,
     token,
     output: () => out,
+    stderr: () => err,
     port: Number(new URL(url).port),
     async call(verb, input) {
       const r = await post(`/api/${verb}`, input);
@@ -87,8 +97,14 @@ export async function startServe(opts: { home?: string; port?: number } = {}): P
       return r.body as never;
     },
     post,
+    pid: child.pid!,
+    alive: () => child.exitCode === null && child.signalCode === null,
+    async kill9() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
     async stop(stopOpts = {}) {
-      if (child.exitCode === null) child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       const code = await exited;
       if (!stopOpts.keepHome) rmSync(home, { recursive: true, force: true });
       return code;

@@ -138,7 +138,7 @@ describe('rating flow in Chromium against rein serve', () => {
     const state = page.getByTestId('training-state');
     if (body.error?.code === 'not_available') {
       // The test home has no model set up, so the trainer (where it exists) cannot start either.
-      expect(res.status()).toBe(501);
+      expect(res.status()).toBe(409);
       await expect.poll(() => state.textContent()).toBe(body.error.message);
       expect(body.error.message).toMatch(/not available yet/);
       expect(await serve.call('listRuns', {})).toEqual([]);

@@ -24,9 +24,11 @@ if [ -f e2e/vitest.config.ts ]; then
   npx vitest run --config e2e/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/e2e.json" || status=1
 fi
 
+figures="$out/reliability-figures.txt"
 if [ -f e2e/reliability/vitest.config.ts ]; then
   echo "== reliability (faults, hostile input and load against the real server)"
-  npx vitest run --config e2e/reliability/vitest.config.ts --passWithNoTests --reporter=default --reporter=json --outputFile.json="$out/reliability.json" || status=1
+  rm -f "$figures"
+  REIN_FIGURES_FILE="$PWD/$figures" npx vitest run --config e2e/reliability/vitest.config.ts --passWithNoTests --reporter=default --reporter=json --outputFile.json="$out/reliability.json" || status=1
 fi
 
 if [ -f e2e/agents/vitest.config.ts ]; then
@@ -36,5 +38,9 @@ if [ -f e2e/agents/vitest.config.ts ]; then
   npx vitest run --config e2e/agents/vitest.config.ts --reporter=default --reporter=json --outputFile.json="$out/agents.json" || status=1
 fi
 
+if [ -f "$figures" ]; then
+  echo "== reliability figures (issue #19; the bench sizes are in the README)"
+  cat "$figures"
+fi
 node scripts/summarize-tests.mjs "$out"/*.json || status=1
 exit $status

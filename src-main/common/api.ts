@@ -263,7 +263,8 @@ export interface VerbOutputs {
   reset: { ratings: number; runs: number; adapters: number };
   testRewardMapper: RewardMapperTrial;
   exportData: { path: string; turns: number; ratings: number };
-  importData: { turns: number; ratings: number; skipped: number };
+  /** `bad`: lines that were not a valid record, left out (the good ones are imported); `badLines`: the first of them. */
+  importData: { turns: number; ratings: number; skipped: number; bad: number; badLines: { line: number; reason: string }[] };
   detectAgents: AgentInfo[];
   detectHardware: HardwareInfo;
   discoverModels: LocalModel[];

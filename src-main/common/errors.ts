@@ -81,7 +81,9 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   busy: 503,
   rate_limited: 429,
   internal: 500,
-  not_available: 501,
+  // A request the server understood and cannot carry out in the state it is in (no model set up yet, a provider this
+  // build lacks): the caller's to fix, so a 4xx. It was 501, which the fuzzer counted as a server fault (issue #19).
+  not_available: 409,
 };
 
 /** CLI exit codes: 0 ok, 1 internal, 2 usage/bad input, 3 not found, 4 conflict/locked/busy, 5 not available, 6 auth. */

@@ -46,6 +46,32 @@ export function ensureHome(home: ReinHome): ReinHome {
   return home;
 }
 
+/**
+ * The home folder 0700 and the token and database 0600: checked on every start, and repaired with a warning when a
+ * copy, an unpack or a umask left them readable by others (issue #19). Returns the warnings it gave.
+ */
+export function secureHome(home: ReinHome, warn: (line: string) => void): string[] {
+  const given: string[] = [];
+  const fix = (file: string, want: number) => {
+    let st;
+    try {
+      st = lstatSync(file);
+    } catch {
+      return;
+    }
+    // A symlink is not followed: the token reader refuses one, and chmod would change the file it points at.
+    if (st.isSymbolicLink() || (st.mode & 0o077) === 0) return;
+    chmodSync(file, want);
+    const line = `rein: warning: ${file} was open to other users (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); set to ${want.toString(8).padStart(4, '0')}`;
+    given.push(line);
+    warn(line);
+  };
+  fix(home.dir, 0o700);
+  fix(home.tokenPath, 0o600);
+  for (const f of [home.dbPath, `${home.dbPath}-wal`, `${home.dbPath}-shm`]) fix(f, 0o600);
+  return given;
+}
+
 /** Read the token, creating it (0600, 32 random bytes as 64 hex chars) on first use. */
 export function readOrCreateToken(home: ReinHome): string {
   ensureHome(home);

@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { createCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
-import { ensureHome, readOrCreateToken } from './home.ts';
+import { ensureHome, readOrCreateToken, secureHome } from './home.ts';
 import type { ReinHome } from './home.ts';
 import { acquireLock } from './server/lock.ts';
 import { removeServerInfo, writeServerInfo } from './server/info.ts';
 import { createHookRoutes } from './integrations/index.ts';
-import { startCaptureServer } from './server/server.ts';
+import { startCaptureServer, withoutToken } from './server/server.ts';
 import { attachPublishers } from './serving/publish.ts';
 import type { CaptureServer } from './server/server.ts';
 
@@ -55,12 +55,16 @@ export interface Serving {
 
 export async function runServe(opts: ServeOptions): Promise<Serving> {
   const home = ensureHome(opts.home);
-  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const rawLog = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  secureHome(home, rawLog);
   const lock = acquireLock(home.lockPath);
   let core: Core | null = null;
   let server: CaptureServer | null = null;
   try {
     const token = readOrCreateToken(home);
+    // Every line this process logs (the server's rejections, the hooks' warnings, publishing) without the token,
+    // wherever a request put it (issue #19).
+    const log = (line: string) => rawLog(withoutToken(line, token));
     // This process holds core.lock: the one that may spool captures while another process holds the write lock.
     core = await createCore({ home, spoolCaptures: true });
     attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
@@ -80,7 +84,9 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     });
     writeServerInfo(home, { pid: process.pid, port: server.port, url: server.url, startedAt: Date.now() });
     const openUrl = `${server.url}#token=${token}`;
-    log(`Rein is serving ${home.dir} at ${server.url} (open ${openUrl})`);
+    // Without the token: this line goes to logs (the app's log file, a service's journal). The address to open, with
+    // the token in its fragment, is the caller's to print where the person asked for it (`rein serve` on stdout).
+    log(`Rein is serving ${home.dir} at ${server.url}`);
 
     const started = { core, server };
     let resolveClosed!: () => void;

@@ -82,6 +82,7 @@ registerCommand({
   args: [1, 1],
   async run(ctx) {
     const out = await (await ctx.api()).call('importData', { path: path.resolve(ctx.io.cwd, ctx.args[0]) });
-    ctx.print(`Imported ${out.turns} turns and ${out.ratings} ratings (${out.skipped} already present).`, out);
+    const bad = out.bad === 0 ? '' : `\n${out.bad} broken lines were left out: ${out.badLines.map((b) => `line ${b.line} (${b.reason})`).join('; ')}${out.bad > out.badLines.length ? '; …' : ''}`;
+    ctx.print(`Imported ${out.turns} turns and ${out.ratings} ratings (${out.skipped} already present).${bad}`, out);
   },
 });

@@ -375,7 +375,7 @@ export function createCore(opts: CoreOptions): ReinCore {
         const st = status();
         for (const r of store.ratingsById(result.ratingIds)) emit('ratingAdded', { rating: r, status: st });
       }
-      return { turns: result.turns, ratings: result.ratings, skipped: result.skipped };
+      return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).

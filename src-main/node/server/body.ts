@@ -13,6 +13,11 @@ export function isJsonContentType(value: string | undefined): boolean {
   return params.every((p) => !p.startsWith('charset=') || p === 'charset=utf-8' || p === 'charset="utf-8"');
 }
 
+/** Whether a request says a body follows (its Content-Length, or chunks). */
+export function declaresBody(req: IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+}
+
 export function tooLarge(max: number): ReinError {
   return new ReinError('too_large', `request body is larger than ${max} bytes`, { detail: { maxBytes: max } });
 }

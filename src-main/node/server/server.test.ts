@@ -274,7 +274,7 @@ describe('body limits and validation', () => {
   it('maps a core error to its status and an unknown verb to 404', async () => {
     await start();
     const na = await post('/api/startTraining', {});
-    expect(na.status).toBe(501);
+    expect(na.status).toBe(409);
     expect(na.json().error?.code).toBe('not_available');
     const unknown = await post('/api/constructor', {});
     expect(unknown.status).toBe(404);

@@ -9,7 +9,7 @@ import { VERBS } from '../../common/api.ts';
 import type { CaptureResult, VerbName } from '../../common/api.ts';
 import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readJsonBody } from './body.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readJsonBody } from './body.ts';
 import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
 import { createSseHub } from './sse.ts';
 import { serveStatic } from './static.ts';
@@ -58,6 +58,11 @@ function requestLine(req: IncomingMessage): string {
   return `${req.method} ${(req.url ?? '').split('?')[0]}`;
 }
 
+/** `text` with every occurrence of the token replaced. */
+export function withoutToken(text: string, token: string): string {
+  return token.length > 0 && text.includes(token) ? text.split(token).join('[rein token]') : text;
+}
+
 function verbOf(pathname: string): VerbName | null {
   if (pathname === '/v1/turns') return 'captureTurn';
   const name = pathname.slice('/api/'.length);
@@ -66,7 +71,10 @@ function verbOf(pathname: string): VerbName | null {
 
 export async function startCaptureServer(opts: CaptureServerOptions): Promise<CaptureServer> {
   const { core, token } = opts;
-  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const rawLog = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  // A request can carry the token where it does not belong (a Content-Type, a Host, a field the reply names), and
+  // the rejection echoes it: no log line and no error answer ever holds it (issue #19).
+  const log = (line: string) => rawLog(withoutToken(line, token));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limiter = new RateLimiter(opts.rateLimitPerMinute);
   const anonLimiter = new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE);
@@ -90,8 +98,10 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       // A detail that cannot be serialised (too deep, a cycle) must not turn the reply into a crash.
       body = JSON.stringify({ error: { code: err.code, message: err.message } });
     }
-    res.writeHead(status, { ...API_HEADERS, ...extra });
-    res.end(body);
+    // Refused before its body was read (no token, no route, too large): close after the answer, or the server would
+    // read the rest of the declared body, any size, and take the client's next request on that connection for it.
+    res.writeHead(status, { ...API_HEADERS, ...(req.complete ? {} : { connection: 'close' }), ...extra });
+    res.end(withoutToken(body, token));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -110,6 +120,9 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
       const err = new ReinError('rate_limited', `more than ${bucket.limit} requests per minute; retry in ${wait} s`);
       return reject(req, res, err, 429, { 'retry-after': String(wait) });
     }
+    // A GET or HEAD body is never read (health, the event stream, static files): one that declares one gets its
+    // answer on a connection that then closes, or the server would read the declared bytes as the next request.
+    if ((method === 'GET' || method === 'HEAD') && declaresBody(req)) res.setHeader('connection', 'close');
     if (health) {
       res.writeHead(200, API_HEADERS);
       res.end(method === 'HEAD' ? undefined : JSON.stringify({ ok: true, version: opts.version }));

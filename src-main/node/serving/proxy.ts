@@ -23,7 +23,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, isJsonContentType, readRawBody } from '../server/body.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
 import { agentRequest } from './agent-proxy.ts';
 import type { AgentDeps } from './agent-proxy.ts';
@@ -167,7 +167,12 @@ function sendError(res: ServerResponse, status: number, message: string, type: s
     res.destroy();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  // A request refused before its body was read (too large, no token, no such route): the connection closes after
+  // the answer. Kept alive, the server would read the rest of the declared body (any size) while it waits for the
+  // next request, and the next request a client sent on that connection was taken for that body and reset (found by
+  // the fuzzer, issue #19).
+  const unread = !res.req.complete;
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...(unread ? { connection: 'close' } : {}) });
   res.end(JSON.stringify({ error: { message, type, code: type } }));
 }
 
@@ -176,7 +181,9 @@ function sendJsonError(res: ServerResponse, status: number, body: string): void 
     res.destroy();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  // Refused before its body was read: the connection closes after the answer (sendError says why).
+  const unread = !res.req.complete;
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...(unread ? { connection: 'close' } : {}) });
   res.end(body);
 }
 
@@ -661,7 +668,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       if (pathname === '/v1/responses') return chat(() => agentRequest(agentDeps, 'responses', req, res));
       if (pathname === '/v1/messages/count_tokens') return countTokens(req, res);
     }
-    if (pathname === '/v1/models' && req.method === 'GET') return models(res);
+    if (pathname === '/v1/models' && req.method === 'GET') {
+      // A GET body is never read: one that declares one gets its answer on a connection that then closes, or the
+      // server would read the declared bytes as the client's next request (found by the fuzzer, issue #19).
+      if (declaresBody(req)) res.setHeader('connection', 'close');
+      return models(res);
+    }
     return fail(404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions, /v1/messages, /v1/responses and GET /v1/models)`, 'not_found');
   }
 

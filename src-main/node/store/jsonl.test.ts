@@ -89,9 +89,9 @@ describe('JSONL export and import', () => {
     // An existing turn in the target is skipped along with its ratings.
     await b.call('captureTurn', { source: 'codex', eventId: 'ev-5', prompt: 'mine', response: 'mine' }, 'test');
     const im = await b.call('importData', { path: file }, 'cli');
-    expect(im).toEqual({ turns: 5, ratings: 4, skipped: 1 });
+    expect(im).toEqual({ turns: 5, ratings: 4, skipped: 1, bad: 0, badLines: [] });
     const c = newCore();
-    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 6, ratings: 4, skipped: 0 });
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 6, ratings: 4, skipped: 0, bad: 0, badLines: [] });
     const sa = await snapshot(a);
     const sc = await snapshot(c);
     expect(sc.turns).toEqual(sa.turns);
@@ -103,7 +103,7 @@ describe('JSONL export and import', () => {
     expect(sc.runs).toEqual(sa.runs);
     expect(sc.status).toEqual(sa.status);
     // Importing the same file again adds nothing, not even a run.
-    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 0, ratings: 0, skipped: 10 });
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 0, ratings: 0, skipped: 10, bad: 0, badLines: [] });
     expect(await c.call('listRuns', {}, 'test')).toHaveLength(1);
     // And a second export is the same records.
     const file2 = path.join(tmp(), 'again.jsonl');
@@ -128,7 +128,7 @@ describe('JSONL export and import', () => {
     const header = { type: 'header', format: 'rein-export', schemaVersion: 1, exportedAt: 1 };
     writeFileSync(file, [header, turn, rating].map((r) => JSON.stringify(r)).join('\n'));
     const c = newCore();
-    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 1, ratings: 1, skipped: 0 });
+    expect(await c.call('importData', { path: file }, 'cli')).toEqual({ turns: 1, ratings: 1, skipped: 0, bad: 0, badLines: [] });
     const rows = JSON.stringify([c.store.db.prepare('SELECT * FROM turns').all(), c.store.db.prepare('SELECT * FROM ratings').all()]);
     expect(rows).not.toContain('4fQ9xZ2mLw8R');
     const t = (await c.call('listTurns', {}, 'test')).items[0]!;
@@ -143,7 +143,7 @@ describe('JSONL export and import', () => {
     expect(r.tags[1]!.length).toBeLessThanOrEqual(64);
   });
 
-  it('rejects a bad file naming the line and field, and imports nothing', async () => {
+  it('leaves a bad line out, naming its line and field, and imports every good one; refuses a file that is no export', async () => {
     const a = newCore();
     await populate(a);
     const file = path.join(tmp(), 'out.jsonl');
@@ -155,11 +155,16 @@ describe('JSONL export and import', () => {
     const broken = path.join(tmp(), 'broken.jsonl');
     writeFileSync(broken, lines.join('\n'));
     const b = newCore();
-    const err = await b.call('importData', { path: broken }, 'cli').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(BadInputError);
-    expect((err as BadInputError).field).toBe('prompt');
-    expect((err as BadInputError).message).toMatch(/line 4: prompt/);
-    expect((await b.call('status', {}, 'test')).turns.total).toBe(0);
+    const good = await a.call('status', {}, 'test');
+    const out = await b.call('importData', { path: broken }, 'cli');
+    // The broken line's turn is left out, and the ratings of it with it, each as a rating of a turn the file lacks.
+    const ofIt = lines.filter((l) => (JSON.parse(l) as { type: string; turnId?: number }).type === 'rating' && (JSON.parse(l) as { turnId: number }).turnId === bad.id).length;
+    expect(out.bad).toBe(1 + ofIt);
+    expect(out.badLines[0]).toEqual({ line: 4, reason: expect.stringMatching(/^prompt: /) as string });
+    expect(out.badLines.slice(1).every((l) => /^turnId: /.test(l.reason))).toBe(true);
+    const got = await b.call('status', {}, 'test');
+    expect(got.turns.total).toBe(good.turns.total - 1);
+    expect(out.turns).toBe(good.turns.total - 1);
 
     const future = path.join(tmp(), 'future.jsonl');
     writeFileSync(future, JSON.stringify({ type: 'header', format: 'rein-export', schemaVersion: 99, exportedAt: 1 }) + '\n');

@@ -8,6 +8,7 @@ import type { Actor } from '../../common/api.ts';
 import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { rewardOf } from '../../common/rewards.ts';
+import { redact } from '../../common/redact.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -87,6 +88,22 @@ type TurnRecord = z.infer<typeof TurnRecord>;
 type RunRecord = z.infer<typeof RunRecord>;
 type RatingRecord = z.infer<typeof RatingRecord>;
 
+/**
+ * Every string of a stored JSON value redacted, keys included. An export redacts all its text again (issue #19): a
+ * row stored before a pattern was added, or written by another tool, leaves the machine redacted by today's list. A
+ * Map, then fromEntries, so that no key can set a prototype.
+ */
+function redactDeep(v: unknown): unknown {
+  if (typeof v === 'string') return redact(v);
+  if (Array.isArray(v)) return v.map(redactDeep);
+  if (v !== null && typeof v === 'object') {
+    const out = new Map<string, unknown>();
+    for (const [k, x] of Object.entries(v)) out.set(redact(k), redactDeep(x));
+    return Object.fromEntries(out);
+  }
+  return v;
+}
+
 export function exportJsonl(store: Store, file: string, actor: Actor): { path: string; turns: number; ratings: number } {
   // Written beside the target and renamed into place, so a failed export never leaves half a file.
   let turns = 0;
@@ -127,13 +144,13 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               type: 'turn',
               id: t.id,
               source: t.source,
-              session: t.session,
-              eventId: t.event_id,
+              session: t.session === null ? null : redact(t.session),
+              eventId: redact(t.event_id),
               createdAt: t.created_at,
-              prompt: t.prompt,
-              context: JSON.parse(t.context) as TurnRecord['context'],
-              response: t.response,
-              model: t.model,
+              prompt: redact(t.prompt),
+              context: redactDeep(JSON.parse(t.context)) as TurnRecord['context'],
+              response: redact(t.response),
+              model: t.model === null ? null : redact(t.model),
               tokens: decodeTokens(t.tokens),
               logprobs: decodeLogprobs(t.logprobs),
               adapterVersion: t.adapter_version,
@@ -175,10 +192,10 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               kind: r.kind,
               value: r.value,
               scale: r.scale,
-              correction: r.correction,
-              tags: JSON.parse(r.tags) as string[],
-              comment: r.comment,
-              rater: r.rater,
+              correction: r.correction === null ? null : redact(r.correction),
+              tags: (JSON.parse(r.tags) as string[]).map((tag) => redact(tag)),
+              comment: r.comment === null ? null : redact(r.comment),
+              rater: redact(r.rater),
               createdAt: r.created_at,
               undoneAt: r.undone_at,
               runId: r.run_id,
@@ -220,6 +237,11 @@ export interface ImportResult {
   turns: number;
   ratings: number;
   skipped: number;
+  /** Lines that are not a valid record (not JSON, a field of the wrong type, a rating of a turn the file lacks): left
+   *  out, and counted, while every good line is imported (issue #19). */
+  bad: number;
+  /** The first BAD_LINES_SHOWN of them, with why. */
+  badLines: { line: number; reason: string }[];
   turnIds: number[];
   ratingIds: number[];
 }
@@ -227,7 +249,14 @@ export interface ImportResult {
 /** V8 strings stop near 2^29 characters; an export this large would need a streaming reader. */
 export const IMPORT_MAX_BYTES = 500 * 1024 * 1024;
 
-function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[] } {
+const BAD_LINES_SHOWN = 20;
+
+interface BadLines {
+  count: number;
+  shown: { line: number; reason: string }[];
+}
+
+function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
   let text: string;
   try {
     text = readRegularFile(file, IMPORT_MAX_BYTES);
@@ -238,6 +267,12 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
   const runs: RunRecord[] = [];
   const ratings: RatingRecord[] = [];
   let header = false;
+  const bad: BadLines = { count: 0, shown: [] };
+  const badLine = (line: number, reason: string): void => {
+    bad.count++;
+    if (bad.shown.length < BAD_LINES_SHOWN) bad.shown.push({ line, reason: reason.slice(0, 300) });
+  };
+  const lineOf = new Map<object, number>();
   const lines = text.split('\n');
   lines.forEach((raw, i) => {
     const lineNo = i + 1;
@@ -246,16 +281,20 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
     try {
       json = JSON.parse(raw);
     } catch (e) {
-      throw new BadInputError(`importData: line ${lineNo} is not JSON (${(e as Error).message})`, 'path', { line: lineNo });
+      if (!header) throw new BadInputError(`importData: line ${lineNo} is not JSON (${(e as Error).message})`, 'path', { line: lineNo });
+      return badLine(lineNo, `not JSON (${(e as Error).message})`);
     }
-    const fail = (err: z.ZodError): never => {
+    const why = (err: z.ZodError): string => {
       const issue = err.issues[0]!;
-      const field = issue.path.map(String).join('.');
-      throw new BadInputError(`importData: line ${lineNo}: ${field || 'record'}: ${issue.message}`, field || undefined, { line: lineNo });
+      return `${issue.path.map(String).join('.') || 'record'}: ${issue.message}`;
     };
     if (!header) {
       const h = Header.safeParse(json);
-      if (!h.success) fail(h.error);
+      if (!h.success) {
+        const issue = h.error.issues[0]!;
+        const field = issue.path.map(String).join('.');
+        throw new BadInputError(`importData: line ${lineNo}: ${why(h.error)}`, field || undefined, { line: lineNo });
+      }
       const v = h.data!.schemaVersion;
       if (v > SCHEMA_VERSION) {
         throw new ReinError('bad_input', `importData: ${file} was written by a newer Rein (schema ${v}, this one knows ${SCHEMA_VERSION})`, {
@@ -266,17 +305,14 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
       return;
     }
     const r = Record_.safeParse(json);
-    if (!r.success) fail(r.error);
-    const rec = r.data!;
+    if (!r.success) return badLine(lineNo, why(r.error));
+    const rec = r.data;
+    lineOf.set(rec, lineNo);
     if (rec.type === 'turn') turns.push(rec);
     else if (rec.type === 'run') runs.push(rec);
     else {
       const expected = rewardOf(rec.kind === 'scale' ? (rec.scale ?? 0) : rec.kind).reward;
-      if (expected !== rec.value) {
-        throw new BadInputError(`importData: line ${lineNo}: value ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`, 'value', {
-          line: lineNo,
-        });
-      }
+      if (expected !== rec.value) return badLine(lineNo, `value: ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`.trim());
       ratings.push(rec);
     }
   });
@@ -284,27 +320,29 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
   const turnIds = new Set(turns.map((t) => t.id));
   const runIds = new Set(runs.map((r) => r.id));
   const liveTurns = new Set<number>();
+  const kept: RatingRecord[] = [];
   for (const r of ratings) {
-    if (!turnIds.has(r.turnId)) throw new BadInputError(`importData: rating ${r.id} refers to turn ${r.turnId}, which is not in the file`, 'turnId');
-    if (r.runId !== null && !runIds.has(r.runId)) {
-      throw new BadInputError(`importData: rating ${r.id} refers to run ${r.runId}, which is not in the file`, 'runId');
-    }
-    if (r.undoneAt === null) {
-      if (liveTurns.has(r.turnId)) throw new BadInputError(`importData: turn ${r.turnId} has two live ratings`, 'undoneAt');
-      liveTurns.add(r.turnId);
+    const lineNo = lineOf.get(r)!;
+    if (!turnIds.has(r.turnId)) badLine(lineNo, `turnId: rating ${r.id} refers to turn ${r.turnId}, which is not in the file`);
+    else if (r.runId !== null && !runIds.has(r.runId)) badLine(lineNo, `runId: rating ${r.id} refers to run ${r.runId}, which is not in the file`);
+    else if (r.undoneAt === null && liveTurns.has(r.turnId)) badLine(lineNo, `undoneAt: turn ${r.turnId} has two live ratings`);
+    else {
+      if (r.undoneAt === null) liveTurns.add(r.turnId);
+      kept.push(r);
     }
   }
-  return { turns, runs, ratings };
+  bad.shown.sort((a, b) => a.line - b.line);
+  return { turns, runs, ratings: kept, bad };
 }
 
 /** Imports an export; text is capped and redacted again (both are no-ops on Rein's own exports). */
 export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
-  const { turns, runs, ratings } = parseFile(file);
+  const { turns, runs, ratings, bad } = parseFile(file);
   return store.write(() => {
     const turnMap = new Map<number, number>();
     const runMap = new Map<number, number>();
     const ratingMap = new Map<number, number>();
-    const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, turnIds: [], ratingIds: [] };
+    const result: ImportResult = { turns: 0, ratings: 0, skipped: 0, bad: bad.count, badLines: bad.shown, turnIds: [], ratingIds: [] };
     const insertTurn = store.stmt<{ id: number }>(
       `INSERT INTO turns (source, session, event_id, created_at, prompt, context, response, model, tokens, logprobs,
          adapter_version, policy, state, truncated)

@@ -1,6 +1,6 @@
 // The setup wizard's verbs (common/api.ts: detectAgents … sendTestTurn) as one thin service over the installers,
 // the model folders, the demo model and the capture server. core.ts wires each verb to one of these.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { VerbOutputs, VerbParsed } from '../../common/api.ts';
@@ -8,6 +8,7 @@ import type { Settings } from '../../common/config.ts';
 import { BadInputError, NotAvailableError, ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
+import { SafetensorsFile } from '../engine/safetensors.ts';
 import { readServerInfo } from '../server/info.ts';
 import { installSmallLm } from '../training/small-lm/model.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
@@ -33,6 +34,21 @@ export function demoModelDir(home: ReinHome): string {
  * the server's working folder), and so is a path that is not a folder, with the path in the message ("Look there"
  * used to answer a typo with an unchanged list).
  */
+/**
+ * Every .safetensors file's header read and checked (its length, its JSON, each tensor's offsets against the file's
+ * size), so that a header claiming a terabyte or a truncated shard is refused here by name, not in the middle of a
+ * training round (issue #19). Headers only: the weights themselves are not read.
+ */
+function checkWeights(dir: string): void {
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.safetensors'))) {
+    try {
+      SafetensorsFile.open(path.join(dir, f)).close();
+    } catch (e) {
+      throw new BadInputError(`useModel: Rein cannot train ${dir}: ${(e as Error).message}`, 'path');
+    }
+  }
+}
+
 function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
   const home = env.HOME ?? homedir();
   const abs = folder === '~' ? home : folder.startsWith('~/') ? path.join(home, folder.slice(2)) : folder;
@@ -57,6 +73,7 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
       if (!existsSync(path.join(dir, 'config.json'))) throw new BadInputError(`useModel: ${dir} has no config.json (an HF model folder is needed)`, 'path');
       const model = describeHfDir(dir, path.basename(dir), 'folder');
       if (!model.trainable) throw new BadInputError(`useModel: Rein cannot train ${dir}: ${model.why}`, 'path');
+      checkWeights(dir);
       const settings = d.setSettings({ 'model.active': dir });
       return { model, settings };
     },
