@@ -14,7 +14,10 @@ class ScriptedBackend implements AgentBackend {
   readonly prompts: ChatMessage[][] = [];
   readonly recorded: { episode: string; steps: RecordedStep[] }[] = [];
   rounds = 0;
-  constructor(private readonly replies: (i: number, messages: readonly ChatMessage[]) => string) {}
+  private readonly replies: (i: number, messages: readonly ChatMessage[]) => string;
+  constructor(replies: (i: number, messages: readonly ChatMessage[]) => string) {
+    this.replies = replies;
+  }
   async sample(messages: readonly ChatMessage[], o: SampleOptions): Promise<Sample> {
     this.prompts.push([...messages]);
     const text = this.replies(this.prompts.length - 1, messages);
