@@ -12,6 +12,7 @@ import { registerCommand } from '../dispatch.ts';
 import { intOption } from './format.ts';
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const signedPts = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
 const dur = (s: number): string => (s >= 3600 ? `${Math.floor(s / 3600)}h ${Math.round((s % 3600) / 60)}m` : s >= 60 ? `${Math.floor(s / 60)}m ${Math.round(s % 60)}s` : `${Math.round(s)}s`);
 
 /** `[#####-----] 50/100` */
@@ -93,6 +94,8 @@ registerCommand({
         row('untrained', r.before),
         row('trained', r.after),
         ...Object.entries(r.baselines).map(([k, e]) => row(k === 'basic' ? 'basic strat' : k, e)),
+        `  change on the same seeds: win rate ${signedPts(r.change.winRate.mean)} [${signedPts(r.change.winRate.ci[0])}, ${signedPts(r.change.winRate.ci[1])}] points, ` +
+          `mean return ${r.change.meanReturn.mean.toFixed(3)} [${r.change.meanReturn.ci[0].toFixed(3)}, ${r.change.meanReturn.ci[1].toFixed(3)}]`,
         `${r.episodes} training episodes, ${r.rounds.length} rounds (${accepted} accepted); unreadable replies ${r.stats.invalid} of ${r.stats.steps} steps; ` +
           `env errors ${r.stats.envErrors}; trimmed chats ${r.stats.trimmed}; ${dur(r.seconds)} in all`,
         ...(ctx.options.keep === true ? [`kept in ${root}`] : []),
@@ -104,6 +107,7 @@ registerCommand({
         heldOut: r.heldOut,
         before: { ...json(r.before), unreadable: r.before.invalid, steps: r.before.steps },
         after: { ...json(r.after), unreadable: r.after.invalid, steps: r.after.steps },
+        change: { winRate: r.change.winRate.mean, winRateCi: r.change.winRate.ci, meanReturn: r.change.meanReturn.mean, meanReturnCi: r.change.meanReturn.ci },
         baselines: Object.fromEntries(Object.entries(r.baselines).map(([k, e]) => [k, json(e)])),
         rounds: r.rounds,
         stats: r.stats,

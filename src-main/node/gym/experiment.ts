@@ -6,6 +6,7 @@
 import { BlackjackEnv, basicStrategy, randomBlackjack, type BlackjackOptions } from '../../common/gym/blackjack.ts';
 import type { Env, Policy } from '../../common/gym/env.ts';
 import { evaluatePolicy, heldOutSeeds, type Evaluation } from '../../common/gym/evaluate.ts';
+import { meanEstimate, type MeanEstimate } from '../../common/gym/stats.ts';
 import { FrozenLakeEnv, randomFrozenLake } from '../../common/gym/frozen-lake.ts';
 import type { Agent } from './agent.ts';
 import { SmallLmBlackjackAgent, SmallLmFrozenLakeAgent } from './agents.ts';
@@ -51,6 +52,11 @@ export interface GymResult {
   heldOut: number;
   before: AgentEvaluation;
   after: AgentEvaluation;
+  /**
+   * after − before on the same held-out seeds (episodes where either env run threw are left out), with its 95%
+   * interval: the mean paired change of the return and of the win indicator.
+   */
+  change: { meanReturn: MeanEstimate; winRate: MeanEstimate };
   baselines: Record<string, Evaluation>;
   rounds: RoundStats[];
   curve: CurvePoint[];
@@ -100,6 +106,7 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
     }
     const trainSeconds = (performance.now() - t1) / 1000 - curveSeconds;
     const after = await evaluateAgent(agent, env, seeds, (i) => o.onEvaluate?.('after', i + 1, seeds.length));
+    const pairs = before.returns.map((b, i) => [b, after.returns[i]!] as const).filter(([b, a]) => !Number.isNaN(b) && !Number.isNaN(a));
     return {
       env: o.env,
       seed: o.seed,
@@ -107,6 +114,7 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
       heldOut: o.heldOut,
       before,
       after,
+      change: { meanReturn: meanEstimate(pairs.map(([b, a]) => a - b)), winRate: meanEstimate(pairs.map(([b, a]) => Number(a > 0) - Number(b > 0))) },
       baselines: Object.fromEntries(Object.entries(baselines).map(([k, p]) => [k, evaluatePolicy(env, p, seeds)])),
       rounds,
       curve,

@@ -76,6 +76,8 @@ export async function trainAgent<Obs, Action>(agent: Agent<Obs, Action>, env: En
 }
 
 export interface AgentEvaluation extends Evaluation {
+  /** Each seed's return in the order given (NaN where the env threw): for paired comparisons on the same seeds. */
+  returns: number[];
   /** Replies extractAction could not read during the evaluation, of `steps`. */
   invalid: number;
   steps: number;
@@ -89,12 +91,14 @@ export async function evaluateAgent<Obs, Action>(agent: Agent<Obs, Action>, env:
   agent.training = false;
   try {
     const outcomes: EpisodeOutcome[] = [];
+    const returns: number[] = [];
     for (const [i, seed] of seeds.entries()) {
       const e = await runEpisode(agent, env, seed);
       if (e.error === null) outcomes.push(e);
+      returns.push(e.error === null ? e.return : Number.NaN);
       onEpisode?.(i);
     }
-    return { ...summarize(outcomes), invalid: agent.stats.invalid - before.invalid, steps: agent.stats.steps - before.steps, envErrors: agent.stats.envErrors - before.envErrors };
+    return { ...summarize(outcomes), returns, invalid: agent.stats.invalid - before.invalid, steps: agent.stats.steps - before.steps, envErrors: agent.stats.envErrors - before.envErrors };
   } finally {
     agent.training = was;
   }
