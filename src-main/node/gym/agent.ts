@@ -174,6 +174,17 @@ export abstract class Agent<Obs, Action> {
     last.reward += reward;
   }
 
+  /**
+   * Restarts the sampler's draws at a point fixed by `key` (evaluation: each held-out episode samples with the same
+   * seeds before and after training, so their difference is paired, common random numbers); returns the previous
+   * position so training's stream can resume.
+   */
+  seedDraws(key: number): number {
+    const was = this.draws;
+    this.draws = key;
+    return was;
+  }
+
   /** Discounted returns G_t = r_t + γ·G_{t+1} of the episode's rewards. */
   static returns(rewards: readonly number[], gamma: number): number[] {
     const out = new Array<number>(rewards.length);

@@ -92,12 +92,16 @@ export async function evaluateAgent<Obs, Action>(agent: Agent<Obs, Action>, env:
   try {
     const outcomes: EpisodeOutcome[] = [];
     const returns: number[] = [];
+    const draws = agent.seedDraws(0);
     for (const [i, seed] of seeds.entries()) {
+      // Each held-out episode samples from its own fixed seeds (10,000 apart): the same draws before and after.
+      agent.seedDraws(2_000_000_000 + 10_000 * i);
       const e = await runEpisode(agent, env, seed);
       if (e.error === null) outcomes.push(e);
       returns.push(e.error === null ? e.return : Number.NaN);
       onEpisode?.(i);
     }
+    agent.seedDraws(draws);
     return { ...summarize(outcomes), returns, invalid: agent.stats.invalid - before.invalid, steps: agent.stats.steps - before.steps, envErrors: agent.stats.envErrors - before.envErrors };
   } finally {
     agent.training = was;
