@@ -12,6 +12,7 @@ import { evaluateAgent, runEpisode, trainAgent } from './runner.ts';
 class ScriptedBackend implements AgentBackend {
   tokenBudget = 10_000;
   readonly prompts: ChatMessage[][] = [];
+  readonly seeds: number[] = [];
   readonly recorded: { episode: string; steps: RecordedStep[] }[] = [];
   rounds = 0;
   private readonly replies: (i: number, messages: readonly ChatMessage[]) => string;
@@ -20,6 +21,7 @@ class ScriptedBackend implements AgentBackend {
   }
   async sample(messages: readonly ChatMessage[], o: SampleOptions): Promise<Sample> {
     this.prompts.push([...messages]);
+    this.seeds.push(o.seed);
     const text = this.replies(this.prompts.length - 1, messages);
     return { text, tokens: [1, 2], logprobs: [-0.5, -0.1], modelId: 'm', version: 0, temperature: o.temperature, topP: o.topP };
   }
@@ -176,6 +178,13 @@ describe('Agent', () => {
     expect(backend.recorded).toEqual([]);
     expect(backend.rounds).toBe(0);
     expect(agent.training).toBe(true);
+    // The same held-out episodes sample with the same seeds in a later evaluation (paired before/after), whatever
+    // training drew in between.
+    const first = backend.seeds.slice();
+    await runEpisode(agent, new BlackjackEnv(), 99);
+    await evaluateAgent(agent, new BlackjackEnv(), [1, 2, 3, 4]);
+    expect(backend.seeds.slice(first.length + 1)).toEqual(first);
+    expect(new Set(first).size).toBe(first.length);
   });
 
   it('assignReward before act names the mistake', () => {
