@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { TrainingProgress } from '../../common/domain.ts';
 import { resolveTrainingConfig } from '../../common/training/presets.ts';
-import { createCore, type ReinCore } from '../core/core.ts';
+import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
@@ -49,7 +49,7 @@ export class GymSession implements AgentBackend {
     const { core } = o;
     const s = core.settings();
     if (!s['capture.agents'].includes(GYM_SOURCE)) await core.call('setSettings', { values: { 'capture.agents': [...s['capture.agents'], GYM_SOURCE] } }, 'cli');
-    const modelId = s['model.active'] ?? 'default';
+    const modelId = s['model.active'] ?? DEFAULT_MODEL_ID;
     const dir = resolveModelDir(core.store, modelId);
     const cfg = resolveTrainingConfig(s['training.preset'], modelShape(dir), s['training.custom']);
     const token = readOrCreateToken(core.home);
@@ -90,7 +90,7 @@ export class GymSession implements AgentBackend {
     const session = `${GYM_SOURCE}-${this.nonce}-${episode}`;
     for (const [i, s] of steps.entries()) {
       const last = s.messages.at(-1)!;
-      const { turn } = (await this.core.call(
+      const captured = await this.core.call(
         'captureTurn',
         {
           source: GYM_SOURCE,
@@ -105,8 +105,10 @@ export class GymSession implements AgentBackend {
           policy: { modelId: s.sample.modelId, temperature: s.sample.temperature, topP: s.sample.topP },
         },
         'cli',
-      )) as { turn: { id: number } };
-      this.core.rateReward(turn.id, s.credit, GYM_SOURCE);
+      );
+      // A core that spools captures (spoolCaptures) stores them later, without an id to rate now.
+      if (!('turn' in captured) || captured.turn === undefined || captured.turn === null) throw new Error(`the gym needs a core that stores captures at once; step ${i} of ${session} was spooled`);
+      this.core.rateReward(captured.turn.id, s.credit, GYM_SOURCE);
     }
   }
 
