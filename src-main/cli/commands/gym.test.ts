@@ -35,8 +35,8 @@ interface GymJson {
 }
 
 describe('rein gym', () => {
-  it('64 blackjack episodes train the small LM past its untrained self on 400 held-out hands, every step on-policy', { timeout: 900_000 }, async () => {
-    const r = await runRein(['gym', 'blackjack', '--json', '--episodes', '64', '--held', '400', '--seed', '1', '--keep'], { home: path.join(root, 'home'), timeoutMs: 880_000 });
+  it('64 blackjack episodes train the small LM past its untrained self on 400 held-out hands, every step on-policy', { timeout: 1_500_000 }, async () => {
+    const r = await runRein(['gym', 'blackjack', '--json', '--episodes', '64', '--held', '400', '--seed', '1', '--keep'], { home: path.join(root, 'home'), timeoutMs: 1_480_000 });
     expect(r.code, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout) as GymJson;
     try {
