@@ -45,7 +45,8 @@ describe('rein gym', () => {
           `basic ${j.baselines.basic!.winRate}, random ${j.baselines.random!.winRate}; rounds ${j.rounds.map((x) => `v${x.version ?? '-'} ${x.status}`).join(', ')}`,
       );
       expect(r.stderr).toMatch(/training \[#{20}\] 64\/64 episodes/);
-      expect(j).toMatchObject({ env: 'blackjack', episodes: 64, heldOut: 400, stats: { episodes: 64, envErrors: 0 } });
+      // The agent's episode count includes the two evaluations' 400 each.
+      expect(j).toMatchObject({ env: 'blackjack', episodes: 64, heldOut: 400, stats: { episodes: 64 + 2 * 400, envErrors: 0 } });
       expect(j.rounds).toHaveLength(4);
       expect(j.rounds.every((x) => x.run === 'succeeded')).toBe(true);
       expect(j.rounds.some((x) => x.status === 'active')).toBe(true);
