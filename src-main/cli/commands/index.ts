@@ -11,3 +11,4 @@ import './gguf.ts';
 import './serve-model.ts';
 import './publish.ts';
 import './train.ts';
+import './gym.ts';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
-import type { Status } from '../../common/domain.ts';
+import type { RatingView, Status } from '../../common/domain.ts';
 import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
@@ -51,6 +51,11 @@ export interface ReinCore extends Core {
   readonly scheduler: Scheduler;
   settings(): Settings;
   status(): Status;
+  /**
+   * Rates a turn with an environment's reward (the gym: a step's discounted return) instead of Good/Bad/1-5, with the
+   * same events and automatic training check as the `rate` verb. In-process only: no transport exposes it.
+   */
+  rateReward(turnId: number, reward: number, rater: string): RatingView;
 }
 
 /** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
@@ -390,6 +395,15 @@ export function createCore(opts: CoreOptions): ReinCore {
     store,
     settings,
     status,
+    rateReward(turnId, reward, rater) {
+      if (closed) throw new ReinError('internal', `the core for ${home.dir} is closed`);
+      const rating = store.rateReward(turnId, modelOf(settings()), reward, rater, 'system');
+      const st = status();
+      emit('ratingAdded', { rating, status: st });
+      emit('turnUpdated', store.mustTurnSummary(turnId));
+      scheduler.maybeAutoStart();
+      return rating;
+    },
     async call<V extends VerbName>(verb: V, input: unknown, actor: Actor): Promise<VerbOutputs[V]> {
       if (closed) throw new ReinError('internal', `the core for ${home.dir} is closed`);
       if (typeof verb !== 'string' || !Object.hasOwn(VERBS, verb)) {

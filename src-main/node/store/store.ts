@@ -6,7 +6,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { Actor } from '../../common/api.ts';
 import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
-import { ConflictError, NotFoundError } from '../../common/errors.ts';
+import { BadInputError, ConflictError, NotFoundError } from '../../common/errors.ts';
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
 import { Adapters } from './adapters.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
@@ -334,6 +334,28 @@ export class Store implements Sql {
       const row = this.insertRating({ turn_id: turnId, model_id: modelId, kind, value: reward, scale, correction, tags, comment, rater: r.rater }, now);
       this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward, replaced: replaced.map((x) => x.id) });
       return { rating: this.ratingOut(row), replaced };
+    });
+  }
+
+  /**
+   * A reward from an environment (the gym, node/gym/): a rating whose value is the reward itself rather than a Good,
+   * Bad or 1-5 choice, so a discounted return like 0.81 trains as 0.81. Its kind follows the sign (good above 0, bad
+   * below, a neutral 3 of 5 at 0) so lists and the popup show it as a person's rating would be; the round reads the
+   * value (data.ts). Other ratings of the turn are replaced, as rate() does.
+   */
+  rateReward(turnId: number, modelId: string, reward: number, rater: string, actor: Actor): RatingView {
+    if (!Number.isFinite(reward)) throw new BadInputError(`a reward must be a finite number, got ${reward}`, 'reward');
+    return this.write(() => {
+      if (this.stmt('SELECT 1 FROM turns WHERE id = ?').get(turnId) === undefined) throw new NotFoundError(`turn ${turnId} does not exist`, { turnId });
+      const now = this.now();
+      for (const old of this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id').all(turnId)) {
+        this.stmt('UPDATE ratings SET undone_at = ? WHERE id = ?').run(now, old.id);
+        this.emaRemove(old, 'undo');
+      }
+      const kind = reward > 0 ? 'good' : reward < 0 ? 'bad' : 'scale';
+      const row = this.insertRating({ turn_id: turnId, model_id: modelId, kind, value: reward, scale: kind === 'scale' ? 3 : null, correction: null, tags: '[]', comment: null, rater }, now);
+      this.audit(actor, 'rate', `rating:${row.id}`, { turnId, kind, value: reward });
+      return this.ratingOut(row);
     });
   }
 

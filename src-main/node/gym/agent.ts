@@ -1,0 +1,232 @@
+// LlamaGym's Agent (github.com/KhoomeiK/LlamaGym) on Rein: subclass it with getSystemPrompt, formatObservation and
+// extractAction, then loop act(obs) → env.step(action) → assignReward(r) until the episode ends, and call
+// terminateEpisode(), which trains a round when `batchEpisodes` episodes are waiting.
+//
+// What differs from LlamaGym, and why:
+// - Sampling goes through Rein's model server with the active adapter (backend.ts, session.ts), and every reply keeps
+//   its token ids and μ, the logprob of each token under the distribution it was actually drawn from (after
+//   temperature and top-p). That makes each step an on-policy turn: MIS-PO's ratio π/μ is an importance weight only
+//   against the true proposal.
+// - Credit per step is the discounted return from that step, G_t = r_t + γ·G_{t+1}, not the episode's reward spread
+//   evenly over its turns: an action can only change the rewards after it (the policy-gradient theorem, Sutton &
+//   Barto §13.3), so crediting it with earlier rewards adds variance and no signal. Each step is stored as a turn
+//   rated with G_t; the round subtracts the reward baseline as it does for every rating (the EMA of rewards as it
+//   stood before that rating, data.ts ratingBaselines): A_t = G_t − b. A baseline that does not depend on the action
+//   leaves the gradient unbiased and cuts its variance; it is not batch-normalised, which would erase the signal of a
+//   batch where every episode won.
+// - Training is a Rein round (round.ts runRound through the scheduler): the same versions, eval gate, progress
+//   events and dashboard as ratings, so a gym round can be rejected, rolled back and inspected like any other.
+// - A reply extractAction cannot read (it returns null or undefined, throws, or names an action the env does not
+//   list) costs `invalidPenalty` on that step's reward and plays `defaultAction`; it is counted, never a crash.
+// - A chat that outgrows the token budget drops its oldest exchanges (after the system prompt) before sampling, so
+//   what trains is exactly what was sampled from; when even the system prompt and the newest observation do not fit,
+//   the step plays `defaultAction` untrained. Both are counted.
+import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample } from './backend.ts';
+import type { TrainingProgress } from '../../common/domain.ts';
+
+export interface AgentOptions<Action> {
+  /** The action played when a reply cannot be read. */
+  defaultAction: Action;
+  /** The env's actions (Env.actions): an extracted action outside the list counts as unreadable. */
+  actions?: readonly Action[];
+  /** Added to the step's reward when its reply cannot be read (default −1: a loss, for ±1 games). */
+  invalidPenalty?: number;
+  /** Discount γ of the per-step return (default 1: Gymnasium's toy games are episodic and short). */
+  gamma?: number;
+  /** Episodes per training round (default 16). */
+  batchEpisodes?: number;
+  /** Reply length in tokens (default 16). */
+  maxTokens?: number;
+  temperature?: number;
+  topP?: number;
+  /** Seeds the sampler's draws (default 0): the same seed, env seeds and adapter give the same episodes. */
+  seed?: number;
+  onProgress?: (p: TrainingProgress) => void;
+}
+
+export interface AgentStats {
+  episodes: number;
+  steps: number;
+  /** Replies extractAction could not read (penalised, default action played). */
+  invalid: number;
+  /** Steps whose chat dropped older exchanges to fit the token budget. */
+  trimmed: number;
+  /** Steps played with the default action untrained because even the newest observation did not fit. */
+  overlong: number;
+  /** Episodes abandoned because the env threw, with the first reasons. */
+  envErrors: number;
+  envErrorReasons: string[];
+  rounds: number;
+}
+
+interface PendingStep {
+  messages: ChatMessage[];
+  sample: Sample | null;
+  reward: number;
+}
+
+export abstract class Agent<Obs, Action> {
+  readonly options: Required<Omit<AgentOptions<Action>, 'actions' | 'onProgress'>> & Pick<AgentOptions<Action>, 'actions' | 'onProgress'>;
+  /** Whether act() samples for training (episodes are stored and rounds run) or only plays (evaluation). */
+  training = true;
+  private messages: ChatMessage[] = [];
+  private steps: PendingStep[] = [];
+  private episodes: RecordedStep[][] = [];
+  private draws = 0;
+  private episodeCount = 0;
+  readonly stats: AgentStats = { episodes: 0, steps: 0, invalid: 0, trimmed: 0, overlong: 0, envErrors: 0, envErrorReasons: [], rounds: 0 };
+
+  protected readonly backend: AgentBackend;
+
+  constructor(backend: AgentBackend, o: AgentOptions<Action>) {
+    this.backend = backend;
+    this.options = {
+      defaultAction: o.defaultAction,
+      actions: o.actions,
+      invalidPenalty: o.invalidPenalty ?? -1,
+      gamma: o.gamma ?? 1,
+      batchEpisodes: o.batchEpisodes ?? 16,
+      maxTokens: o.maxTokens ?? 16,
+      temperature: o.temperature ?? 1,
+      topP: o.topP ?? 1,
+      seed: o.seed ?? 0,
+      onProgress: o.onProgress,
+    };
+    if (!(this.options.gamma >= 0 && this.options.gamma <= 1)) throw new RangeError(`gamma must be in [0, 1], got ${this.options.gamma}`);
+    if (!Number.isInteger(this.options.batchEpisodes) || this.options.batchEpisodes < 1) throw new RangeError(`batchEpisodes must be a positive integer, got ${this.options.batchEpisodes}`);
+    if (!Number.isFinite(this.options.invalidPenalty)) throw new RangeError(`invalidPenalty must be a finite number, got ${this.options.invalidPenalty}`);
+  }
+
+  abstract getSystemPrompt(): string;
+  abstract formatObservation(obs: Obs): string;
+  /** The action a reply names, or null when it names none. */
+  abstract extractAction(text: string): Action | null | undefined;
+
+  /** The chat of the episode so far (system prompt first). */
+  get conversation(): readonly ChatMessage[] {
+    return this.messages;
+  }
+
+  /** Episodes finished and waiting for the next round. */
+  get waitingEpisodes(): number {
+    return this.episodes.length;
+  }
+
+  private readAction(text: string): Action | null {
+    let a: Action | null | undefined;
+    try {
+      a = this.extractAction(text);
+    } catch {
+      return null;
+    }
+    if (a === null || a === undefined) return null;
+    if (this.options.actions !== undefined && !this.options.actions.includes(a)) return null;
+    return a;
+  }
+
+  /** The chat to sample from: the episode's messages with the oldest exchanges dropped until it fits, or null. */
+  private fitted(): ChatMessage[] | null {
+    const budget = this.backend.tokenBudget - this.options.maxTokens;
+    const [system, ...rest] = this.messages;
+    let kept = rest;
+    let chat = [system!, ...kept];
+    while (this.backend.promptTokens(chat) > budget) {
+      if (kept.length <= 1) return null;
+      // Drop the oldest user/assistant pair; the chat keeps starting with a user turn after the system prompt.
+      kept = kept.slice(2);
+      chat = [system!, ...kept];
+    }
+    if (kept.length < rest.length) {
+      this.stats.trimmed++;
+      this.messages = chat;
+    }
+    return chat;
+  }
+
+  async act(obs: Obs): Promise<Action> {
+    if (this.messages.length === 0) this.messages.push({ role: 'system', content: this.getSystemPrompt() });
+    this.messages.push({ role: 'user', content: this.formatObservation(obs) });
+    this.stats.steps++;
+    const chat = this.fitted();
+    if (chat === null) {
+      this.stats.overlong++;
+      this.messages.push({ role: 'assistant', content: '' });
+      this.steps.push({ messages: [], sample: null, reward: 0 });
+      return this.options.defaultAction;
+    }
+    const { maxTokens, temperature, topP, seed } = this.options;
+    const sample = await this.backend.sample(chat, { maxTokens, temperature, topP, seed: seed * 1_000_003 + this.draws++ });
+    this.messages.push({ role: 'assistant', content: sample.text });
+    const action = this.readAction(sample.text);
+    const step: PendingStep = { messages: chat, sample, reward: 0 };
+    this.steps.push(step);
+    if (action !== null) return action;
+    this.stats.invalid++;
+    step.reward += this.options.invalidPenalty;
+    return this.options.defaultAction;
+  }
+
+  /** Adds the env's reward to the latest step (call it after env.step, once per step). */
+  assignReward(reward: number): void {
+    if (!Number.isFinite(reward)) throw new RangeError(`a reward must be a finite number, got ${reward}`);
+    const last = this.steps.at(-1);
+    if (last === undefined) throw new Error('assignReward before act: a reward belongs to the step that earned it');
+    last.reward += reward;
+  }
+
+  /**
+   * Restarts the sampler's draws at a point fixed by `key` (evaluation: each held-out episode samples with the same
+   * seeds before and after training, so their difference is paired, common random numbers); returns the previous
+   * position so training's stream can resume.
+   */
+  seedDraws(key: number): number {
+    const was = this.draws;
+    this.draws = key;
+    return was;
+  }
+
+  /** Discounted returns G_t = r_t + γ·G_{t+1} of the episode's rewards. */
+  static returns(rewards: readonly number[], gamma: number): number[] {
+    const out = new Array<number>(rewards.length);
+    let g = 0;
+    for (let t = rewards.length - 1; t >= 0; t--) out[t] = g = rewards[t]! + gamma * g;
+    return out;
+  }
+
+  /** Throws the episode away (the env failed): nothing of it trains. */
+  abortEpisode(reason: string): void {
+    this.stats.envErrors++;
+    if (this.stats.envErrorReasons.length < 5) this.stats.envErrorReasons.push(reason);
+    this.messages = [];
+    this.steps = [];
+  }
+
+  /**
+   * Ends the episode. When training, its steps join the batch with their discounted returns; when the batch holds
+   * `batchEpisodes` episodes they are stored as rated turns and a round trains, whose stats are returned (else null).
+   */
+  async terminateEpisode(): Promise<RoundStats | null> {
+    const steps = this.steps;
+    this.messages = [];
+    this.steps = [];
+    if (steps.length === 0) return null;
+    this.stats.episodes++;
+    if (!this.training) return null;
+    const credit = Agent.returns(steps.map((s) => s.reward), this.options.gamma);
+    const recorded = steps.flatMap((s, i): RecordedStep[] => (s.sample === null ? [] : [{ messages: s.messages, sample: s.sample, credit: credit[i]! }]));
+    if (recorded.length > 0) this.episodes.push(recorded);
+    if (this.episodes.length < this.options.batchEpisodes) return null;
+    return this.trainNow();
+  }
+
+  /** Stores the waiting episodes and trains a round now, whatever the batch holds (null when nothing waits). */
+  async trainNow(): Promise<RoundStats | null> {
+    const batch = this.episodes;
+    this.episodes = [];
+    if (batch.length === 0) return null;
+    for (const e of batch) await this.backend.record(`episode-${this.options.seed}-${this.episodeCount++}`, e);
+    const stats = await this.backend.train(this.options.onProgress);
+    this.stats.rounds++;
+    return stats;
+  }
+}
