@@ -63,12 +63,6 @@ function bf16ToF32(bits: number): number {
 const scratchF32 = new Float32Array(1);
 const scratchU32 = new Uint32Array(scratchF32.buffer);
 
-/** get_scale_min_k4: sub-block j's 6-bit scale and min from the 12 packed bytes at q[o..o+12). */
-function scaleMinK4(j: number, q: Uint8Array, o: number): [number, number] {
-  if (j < 4) return [q[o + j]! & 63, q[o + j + 4]! & 63];
-  return [(q[o + j + 4]! & 0xf) | ((q[o + j - 4]! >> 6) << 4), (q[o + j + 4]! >> 4) | ((q[o + j]! >> 6) << 4)];
-}
-
 /** `n` values of type `t` from `src` (exactly typeBytes(t, n) bytes), as float32, the way ggml dequantizes them. */
 export function dequantize(t: GgmlTypeName, src: Uint8Array, n: number): Float32Array {
   const { block } = GGML_TYPES[t];
@@ -130,9 +124,10 @@ export function dequantize(t: GgmlTypeName, src: Uint8Array, n: number): Float32
         let ql = o + (five ? 48 : 16);
         let yi = 256 * i;
         for (let j = 0, is = 0, u1 = 1, u2 = 2; j < 256; j += 64, is += 2, ql += 32, u1 <<= 2, u2 <<= 2) {
-          const [sc1, m1q] = scaleMinK4(is, src, o + 4);
-          const [sc2, m2q] = scaleMinK4(is + 1, src, o + 4);
-          const d1 = fr(d * sc1), m1 = fr(min * m1q), d2 = fr(d * sc2), m2 = fr(min * m2q);
+          scaleMinK4Into(is, src, o + 4);
+          const d1 = fr(d * k4Scale), m1 = fr(min * k4Min);
+          scaleMinK4Into(is + 1, src, o + 4);
+          const d2 = fr(d * k4Scale), m2 = fr(min * k4Min);
           for (let l = 0; l < 32; l++) y[yi++] = fr(d1 * ((src[ql + l]! & 0xf) + (five && src[qh + l]! & u1 ? 16 : 0))) - m1;
           for (let l = 0; l < 32; l++) y[yi++] = fr(d2 * ((src[ql + l]! >> 4) + (five && src[qh + l]! & u2 ? 16 : 0))) - m2;
         }
@@ -215,44 +210,52 @@ export function quantizeQ4_0(x: Float32Array): Uint8Array {
   return out;
 }
 
+// Scratch for makeQkx2Quants' two results (a tuple per sub-block would allocate millions of arrays).
+let qkxScale = 0;
+let qkxMin = 0;
+
 /**
- * make_qkx2_quants(n, nmax, x, weights, L, &min, Laux, rmin, rdelta, nstep, use_mad = false): a scale and min for
- * levels 0..nmax, refined by weighted least squares over nstep + 1 trial scales. Returns [scale, −min].
+ * make_qkx2_quants(n, nmax, x, weights, L, &min, Laux, rmin, rdelta, nstep, use_mad = false) on x[xo..xo+n): a scale
+ * and min for levels 0..nmax, refined by weighted least squares over nstep + 1 trial scales; levels go to L[lo..].
+ * Sets qkxScale and qkxMin (ggml's −min).
  */
-function makeQkx2Quants(nmax: number, x: Float32Array, w: Float32Array, L: Uint8Array, Laux: Uint8Array, rmin: number, rdelta: number, nstep: number): [number, number] {
-  const n = x.length;
-  let min = x[0]!, max = x[0]!;
-  let sumW = w[0]!, sumX = fr(sumW * x[0]!);
+function makeQkx2Quants(n: number, nmax: number, x: Float32Array, xo: number, w: Float32Array, L: Uint8Array, lo: number, Laux: Uint8Array, rmin: number, rdelta: number, nstep: number): void {
+  let min = x[xo]!, max = x[xo]!;
+  let sumW = w[0]!, sumX = fr(sumW * x[xo]!);
   for (let i = 1; i < n; i++) {
-    if (x[i]! < min) min = x[i]!;
-    if (x[i]! > max) max = x[i]!;
+    const xi = x[xo + i]!;
+    if (xi < min) min = xi;
+    if (xi > max) max = xi;
     sumW = fr(sumW + w[i]!);
-    sumX = fr(sumX + fr(w[i]! * x[i]!));
+    sumX = fr(sumX + fr(w[i]! * xi));
   }
   if (min > 0) min = 0;
   if (max === min) {
-    L.fill(0);
-    return [0, -min];
+    L.fill(0, lo, lo + n);
+    qkxScale = 0;
+    qkxMin = -min;
+    return;
   }
-  let iscale = fr(nmax / fr(max - min));
+  const range = fr(max - min);
+  let iscale = fr(nmax / range);
   let scale = fr(1 / iscale);
   let bestError = 0;
   for (let i = 0; i < n; i++) {
-    const l = nearestInt(fr(iscale * fr(x[i]! - min)));
-    L[i] = Math.max(0, Math.min(nmax, l));
-    const diff = fr(fr(fr(scale * L[i]!) + min) - x[i]!);
+    const l = Math.max(0, Math.min(nmax, nearestInt(fr(iscale * fr(x[xo + i]! - min)))));
+    L[lo + i] = l;
+    const diff = fr(fr(fr(scale * l) + min) - x[xo + i]!);
     bestError = fr(bestError + fr(w[i]! * fr(diff * diff)));
   }
   for (let is = 0; is <= nstep; is++) {
-    iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / fr(max - min));
+    iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / range);
     let sumL = 0, sumL2 = 0, sumXL = 0;
     for (let i = 0; i < n; i++) {
-      const l = Math.max(0, Math.min(nmax, nearestInt(fr(iscale * fr(x[i]! - min)))));
+      const l = Math.max(0, Math.min(nmax, nearestInt(fr(iscale * fr(x[xo + i]! - min)))));
       Laux[i] = l;
       const wl = fr(w[i]! * l);
       sumL = fr(sumL + wl);
       sumL2 = fr(sumL2 + fr(wl * l));
-      sumXL = fr(sumXL + fr(wl * x[i]!));
+      sumXL = fr(sumXL + fr(wl * x[xo + i]!));
     }
     const D = fr(fr(sumW * sumL2) - fr(sumL * sumL));
     if (D > 0) {
@@ -264,18 +267,32 @@ function makeQkx2Quants(nmax: number, x: Float32Array, w: Float32Array, L: Uint8
       }
       let curError = 0;
       for (let i = 0; i < n; i++) {
-        const diff = fr(fr(fr(thisScale * Laux[i]!) + thisMin) - x[i]!);
+        const diff = fr(fr(fr(thisScale * Laux[i]!) + thisMin) - x[xo + i]!);
         curError = fr(curError + fr(w[i]! * fr(diff * diff)));
       }
       if (curError < bestError) {
-        L.set(Laux);
+        for (let i = 0; i < n; i++) L[lo + i] = Laux[i]!;
         bestError = curError;
         scale = thisScale;
         min = thisMin;
       }
     }
   }
-  return [scale, -min];
+  qkxScale = scale;
+  qkxMin = -min;
+}
+
+/** get_scale_min_k4 into scratch (the quantizer's hot loop). */
+let k4Scale = 0;
+let k4Min = 0;
+function scaleMinK4Into(j: number, q: Uint8Array, o: number): void {
+  if (j < 4) {
+    k4Scale = q[o + j]! & 63;
+    k4Min = q[o + j + 4]! & 63;
+  } else {
+    k4Scale = (q[o + j + 4]! & 0xf) | ((q[o + j - 4]! >> 6) << 4);
+    k4Min = (q[o + j + 4]! >> 4) | ((q[o + j]! >> 6) << 4);
+  }
 }
 
 /**
@@ -294,17 +311,17 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
   const mins = new Float32Array(8);
   for (let i = 0; i < x.length / 256; i++) {
     const o = 144 * i;
-    const xb = x.subarray(256 * i, 256 * (i + 1));
+    const xb = 256 * i;
     let maxScale = 0, maxMin = 0;
     for (let j = 0; j < 8; j++) {
-      const xs = xb.subarray(32 * j, 32 * j + 32);
+      const xo = xb + 32 * j;
       let sumX2 = 0;
-      for (let l = 0; l < 32; l++) sumX2 = fr(sumX2 + fr(xs[l]! * xs[l]!));
+      for (let l = 0; l < 32; l++) sumX2 = fr(sumX2 + fr(x[xo + l]! * x[xo + l]!));
       const avX = fr(Math.sqrt(fr(sumX2 / 32)));
-      for (let l = 0; l < 32; l++) weights[l] = fr(avX + Math.abs(xs[l]!));
-      const [s, m] = makeQkx2Quants(15, xs, weights, L.subarray(32 * j, 32 * j + 32), Laux, -1, 0.1, 20);
-      scales[j] = s;
-      mins[j] = m;
+      for (let l = 0; l < 32; l++) weights[l] = fr(avX + Math.abs(x[xo + l]!));
+      makeQkx2Quants(32, 15, x, xo, weights, L, 32 * j, Laux, -1, 0.1, 20);
+      scales[j] = qkxScale;
+      mins[j] = qkxMin;
       if (scales[j]! > maxScale) maxScale = scales[j]!;
       if (mins[j]! > maxMin) maxMin = mins[j]!;
     }
@@ -330,11 +347,11 @@ export function quantizeQ4_K(x: Float32Array): Uint8Array {
     dv.setUint16(o + 2, dminBits, true);
     const d0 = h2f(dBits), dmin0 = h2f(dminBits);
     for (let j = 0; j < 8; j++) {
-      const [s, m] = scaleMinK4(j, out, sc);
-      const d = fr(d0 * s);
+      scaleMinK4Into(j, out, sc);
+      const d = fr(d0 * k4Scale);
       if (d === 0) continue;
-      const dm = fr(dmin0 * m);
-      for (let ii = 0; ii < 32; ii++) L[32 * j + ii] = Math.max(0, Math.min(15, nearestInt(fr(fr(xb[32 * j + ii]! + dm) / d))));
+      const dm = fr(dmin0 * k4Min);
+      for (let ii = 0; ii < 32; ii++) L[32 * j + ii] = Math.max(0, Math.min(15, nearestInt(fr(fr(x[xb + 32 * j + ii]! + dm) / d))));
     }
     for (let j = 0, q = o + 16; j < 256; j += 64, q += 32) {
       for (let l = 0; l < 32; l++) out[q + l] = L[j + l]! | (L[j + l + 32]! << 4);

@@ -64,23 +64,31 @@ class BoundedReader {
     return at;
   }
 
+  /** Where the last take() landed in buf. */
+  last = 0;
+  /** take() first, then the buffer it filled (`this.buf.readX(this.take(…))` would read the buffer before refill). */
+  private view(n: number, what: string): Buffer {
+    this.last = this.take(n, what);
+    return this.buf;
+  }
+
   u8(what: string): number {
-    return this.buf[this.take(1, what)]!;
+    return this.view(1, what)[this.last]!;
   }
   u32(what: string): number {
-    return this.buf.readUInt32LE(this.take(4, what));
+    return this.view(4, what).readUInt32LE(this.last);
   }
   i32(what: string): number {
-    return this.buf.readInt32LE(this.take(4, what));
+    return this.view(4, what).readInt32LE(this.last);
   }
   /** A u64 as a number; values past 2^53 (never a real size or count) are refused. */
   u64(what: string): number {
-    const v = this.buf.readBigUInt64LE(this.take(8, what));
+    const v = this.view(8, what).readBigUInt64LE(this.last);
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new GgufError(`${what} is ${v}, beyond any file's size`, this.path);
     return Number(v);
   }
   i64(what: string): number {
-    return Number(this.buf.readBigInt64LE(this.take(8, what)));
+    return Number(this.view(8, what).readBigInt64LE(this.last));
   }
   str(what: string): string {
     const n = this.u64(`${what} length`);
@@ -90,17 +98,17 @@ class BoundedReader {
   scalar(type: number, what: string): GgufReadValue {
     switch (type) {
       case 0: return this.u8(what);
-      case 1: return this.buf.readInt8(this.take(1, what));
-      case 2: return this.buf.readUInt16LE(this.take(2, what));
-      case 3: return this.buf.readInt16LE(this.take(2, what));
+      case 1: return this.view(1, what).readInt8(this.last);
+      case 2: return this.view(2, what).readUInt16LE(this.last);
+      case 3: return this.view(2, what).readInt16LE(this.last);
       case 4: return this.u32(what);
       case 5: return this.i32(what);
-      case 6: return this.buf.readFloatLE(this.take(4, what));
+      case 6: return this.view(4, what).readFloatLE(this.last);
       case 7: return this.u8(what) !== 0;
       case 8: return this.str(what);
       case 10: return this.u64(what);
       case 11: return this.i64(what);
-      case 12: return this.buf.readDoubleLE(this.take(8, what));
+      case 12: return this.view(8, what).readDoubleLE(this.last);
       default: throw new GgufError(`${what} has value type ${type}, which GGUF does not define`, this.path);
     }
   }

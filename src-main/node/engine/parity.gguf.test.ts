@@ -1,0 +1,108 @@
+// Tier-3 referee for quantized GGUF bases: a tiny Llama (q/k rows permuted in the file, untied lm_head) quantized to
+// Q8_0 and Q4_K by our writer loads in llama.cpp (node-llama-cpp), and our engine, loading the same .gguf alone
+// (dequantized to f32), gives llama.cpp's next-token log-probs at every position: within 0.05, and at least 5×
+// closer than llama.cpp on the f32 file is to llama.cpp on the quantized one (so we read the quantized weights
+// llama.cpp reads, not merely weights near them). The same with a trained LoRA (PEFT for us, GGUF LoRA for llama.cpp).
+// llama.cpp does not multiply by the dequantized weights: its CPU kernels quantize the activations too (Q8_0
+// weights meet Q8_0 activations, Q4_K weights Q8_K ones, ggml-cpu type_traits vec_dot_type), which is the residual
+// difference here; the f32 file's path (F32 weights, F32 activations) has none.
+// hidden 256 and intermediate 256 so that every weight's rows fit Q4_K's 256-value blocks.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
+import { Engine } from './engine.ts';
+import { hfToGguf } from './gguf/convert.ts';
+import type { GgufOutType } from './gguf/convert.ts';
+import { peftToGguf } from './gguf/lora.ts';
+import { LlamaCppReferee } from './llamacpp.ts';
+import { loadPeftAdapter, savePeftAdapter } from './peft.ts';
+import { writeTinyModel } from './tiny.ts';
+
+const TEXT = 'def f(a): return a+1 🤖';
+const BAR = 0.05;
+const CLOSER = 5;
+
+function logSoftmax(row: ArrayLike<number>): Float64Array {
+  let mx = -Infinity;
+  for (let i = 0; i < row.length; i++) mx = Math.max(mx, row[i]!);
+  let z = 0;
+  for (let i = 0; i < row.length; i++) z += Math.exp(row[i]! - mx);
+  const lse = mx + Math.log(z);
+  return Float64Array.from(row, (v) => v - lse);
+}
+
+function maxOver(a: readonly ArrayLike<number>[], b: readonly ArrayLike<number>[]): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  a.forEach((r, t) => {
+    const s = b[t]!;
+    expect(r.length).toBe(s.length);
+    for (let i = 0; i < r.length; i++) m = Math.max(m, Math.abs(r[i]! - s[i]!));
+  });
+  return m;
+}
+
+describe('llama.cpp referee on GGUF files quantized by our writer (tiny Llama)', () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'rein-parity-gguf-'));
+  const files: Record<string, string> = {};
+  let tokens: number[] = [];
+  let loraPath = '';
+  let adapter: LoraAdapter;
+  // llama.cpp's log-softmax rows on the f32 file, base and LoRA.
+  let f32Rows: { base: Float64Array[]; lora: Float64Array[] };
+
+  const llamaRows = async (file: string): Promise<{ base: Float64Array[]; lora: Float64Array[] }> => {
+    const ref = await LlamaCppReferee.open(file, { contextSize: 16, threads: 1 });
+    try {
+      return { base: (await ref.logits(tokens)).map(logSoftmax), lora: (await ref.logits(tokens, { lora: loraPath })).map(logSoftmax) };
+    } finally {
+      await ref.close();
+    }
+  };
+
+  beforeAll(async () => {
+    const dir = writeTinyModel(path.join(root, 'llama'), { arch: 'llama', hidden: 256, heads: 4, kvHeads: 2, layers: 2, intermediate: 256, std: 0.1, seed: 3 }).dir;
+    for (const t of ['f32', 'q8_0', 'q4_k'] as GgufOutType[]) {
+      files[t] = path.join(root, `llama-${t}.gguf`);
+      expect(hfToGguf(dir, files[t], { type: t }).fallbacks).toEqual([]);
+    }
+    const engine = Engine.load(dir, { threads: 1, buckets: [16] });
+    const trained = engine.newAdapter({ r: 4, alpha: 8 }, 11);
+    const rng = new Rng(12);
+    for (const p of trained.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.2);
+    const peftDir = path.join(root, 'peft');
+    savePeftAdapter(peftDir, trained, { baseModel: dir });
+    loraPath = path.join(root, 'lora.gguf');
+    peftToGguf(peftDir, engine.config, loraPath);
+    adapter = loadPeftAdapter(peftDir, modelLinearParams(engine.config)).adapter;
+    tokens = engine.tokenizer!.encode(TEXT);
+    await engine.close();
+    f32Rows = await llamaRows(files['f32']!);
+  }, 600_000);
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it.each(['q8_0', 'q4_k'] as const)('%s: ours on the file equals llama.cpp on the file, ≥5× closer than llama.cpp on f32, base and LoRA', async (t) => {
+    const ref = await llamaRows(files[t]!);
+    const ours = Engine.load(files[t]!, { threads: 1, buckets: [16] });
+    try {
+      expect(ours.tokenizer!.encode(TEXT)).toEqual(tokens);
+      const base = await ours.driver.positionLogprobs(tokens, null);
+      const lora = await ours.driver.positionLogprobs(tokens, adapter);
+      for (const [what, o, r, f] of [['base', base, ref.base, f32Rows.base], ['LoRA', lora, ref.lora, f32Rows.lora]] as const) {
+        const delta = maxOver(o, r);
+        const f32Delta = maxOver(f, r);
+        console.log(`${t} ${what}: max |Δ log p| ours vs llama.cpp = ${delta.toExponential(2)}; llama.cpp f32 vs ${t} = ${f32Delta.toExponential(2)} (${(f32Delta / delta).toFixed(1)}× farther)`);
+        expect(delta).toBeLessThanOrEqual(BAR);
+        expect(f32Delta).toBeGreaterThanOrEqual(CLOSER * delta);
+      }
+      // The adapter moves the output by far more than the agreement.
+      expect(maxOver(ref.lora, ref.base)).toBeGreaterThan(10 * BAR);
+    } finally {
+      await ours.close();
+    }
+  }, 300_000);
+});
