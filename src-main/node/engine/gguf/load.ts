@@ -110,6 +110,7 @@ export function loadGgufModel(file: string, opts: GgufLoadOptions = {}): HfModel
     if (opts.tokenizer ?? true) {
       const parts = ggufTokenizer((k) => f.metadata.get(k), file);
       tokenizer = new ReinTokenizer(file, parts.tokenizerJson, parts.config, parts.chatTemplate, [...config.eosTokenIds, ...parts.extraEos]);
+      config.eosTokenIds = [...new Set([...config.eosTokenIds, ...parts.extraEos])];
       if (tokenizer.size > config.vocabSize) throw new GgufError(`the tokenizer has ${tokenizer.size} tokens but the embedding only ${config.vocabSize} rows`, file);
     }
     const read = (hfKey: string, ro: { as?: 'f32' | 'f64' } = {}): Float32Array | Float64Array => {

@@ -103,7 +103,7 @@ class BoundedReader {
       case 3: return this.view(2, what).readInt16LE(this.last);
       case 4: return this.u32(what);
       case 5: return this.i32(what);
-      case 6: return this.view(4, what).readFloatLE(this.last);
+      case 6: return shortestF32(this.view(4, what).readFloatLE(this.last));
       case 7: return this.u8(what) !== 0;
       case 8: return this.str(what);
       case 10: return this.u64(what);
@@ -112,6 +112,18 @@ class BoundedReader {
       default: throw new GgufError(`${what} has value type ${type}, which GGUF does not define`, this.path);
     }
   }
+}
+
+/**
+ * The shortest decimal that is this float32 (1e-6 rather than 9.999999974752427e-7): a config value written from
+ * JSON as f32 (rms_norm_eps, rope_theta) reads back as the number that was written.
+ */
+function shortestF32(v: number): number {
+  for (let p = 1; p <= 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
 }
 
 /** Smallest encoding of one value of a GGUF value type (a string is at least its u64 length). */

@@ -192,6 +192,9 @@ export function vocabMetadata(dir: string, vocabSize: number, configIds: { bos: 
   return { metadata: md, tokens, pre, bos, eos, addBos };
 }
 
+// llama-vocab.cpp: the texts of end-of-generation tokens it recognises.
+const EOG_TEXTS = new Set(['<|eot_id|>', '<|im_end|>', '<|end|>', '<end_of_turn>', '<|endoftext|>', '<|eom_id|>', '<EOT>', '_<EOT>', '<｜end▁of▁sentence｜>']);
+
 /** What a pre-tokenizer name means, for reading a GGUF vocabulary back (the inverse of PRE_TOKENIZERS). */
 const PRE_TOKENIZER_BY_NAME = new Map(Object.entries(PRE_TOKENIZERS).map(([regex, name]) => [name, regex]));
 
@@ -274,10 +277,20 @@ export function ggufTokenizer(get: (key: string) => unknown, where: string): Ggu
       merges,
     },
   };
+  // The BOS token is named only for models that add it (Llama 3), as their tokenizer_config.json does; Qwen's names
+  // none although the GGUF carries a bos id.
   const config: Record<string, unknown> = { add_bos_token: addBos };
-  if (bos !== null) config.bos_token = tokens[bos];
+  if (addBos) config.bos_token = tokens[bos!];
   if (eos !== null) config.eos_token = tokens[eos];
-  const extraEos = [id('tokenizer.ggml.eot_token_id'), id('tokenizer.ggml.eom_token_id')].filter((x): x is number => x !== null);
+  // A GGUF holds one eos id, where config.json may list several (Llama 3: <|end_of_text|>, <|eom_id|>, <|eot_id|>).
+  // llama.cpp ends generation on the eot/eom ids and on control tokens with these texts too (llama-vocab.cpp
+  // special_eog_ids), so a turn ends where it ends under llama.cpp.
+  const eog = new Set([id('tokenizer.ggml.eot_token_id'), id('tokenizer.ggml.eom_token_id')].filter((x): x is number => x !== null));
+  (tokens as string[]).forEach((t, i) => {
+    if (types[i] === TOKEN_TYPE.CONTROL && EOG_TEXTS.has(t)) eog.add(i);
+  });
+  if (eos !== null) eog.delete(eos);
+  const extraEos = [...eog].sort((a, b) => a - b);
   const template = get('tokenizer.chat_template');
   return { tokenizerJson, config, chatTemplate: typeof template === 'string' ? template : null, extraEos };
 }
