@@ -46,7 +46,7 @@ describe('rein model to-gguf / lora-to-gguf', () => {
     const qm = loadModel(qr.path);
     expect(qm.storedDtype('model.layers.0.self_attn.q_proj.weight')).toBe('F16');
     qm.close();
-    writeTinyModel(path.join(root, 'w'), { arch: 'qwen2', hidden: 256, heads: 2, kvHeads: 1, layers: 1, intermediate: 64 }).dir;
+    writeTinyModel(path.join(root, 'w'), { arch: 'qwen2', hidden: 256, heads: 2, kvHeads: 1, layers: 1, intermediate: 64 });
     const k = await rein('model', 'to-gguf', 'w', '--type', 'Q4_K', '--out', 'w.gguf', '--json');
     expect(k.code).toBe(0);
     const km = loadModel(path.join(root, 'w.gguf'));
