@@ -55,12 +55,17 @@ describe.each(['llama', 'qwen2'] as const)('tiny %s from GGUF', (arch) => {
     withModels(models[arch].dir, models[arch].f32, (hf, g) => {
       // A GGUF has one eos id; the others config.json lists come back as llama.cpp's end-of-generation tokens.
       expect({ ...g.config, eosTokenIds: [] }).toEqual({ ...hf.config, eosTokenIds: [] });
-      expect(new Set(g.config.eosTokenIds)).toEqual(new Set([...hf.config.eosTokenIds, ...hf.tokenizer!.eosIds]));
+      // (An id whose token text llama.cpp does not know as an end, like this Llama 3.0 vocabulary's reserved 128008
+      // that the tiny config lists, is lost: a GGUF cannot say it.)
+      const hfEos = new Set([...hf.config.eosTokenIds, ...hf.tokenizer!.eosIds]);
+      for (const id of g.config.eosTokenIds) expect(hfEos).toContain(id);
+      expect(g.config.eosTokenIds).toContain(hf.tokenizer!.eosIds[0]);
+      expect(g.config.eosTokenIds.length).toBeGreaterThanOrEqual(2);
       expect(g.params.map((p) => p.hfKey)).toEqual(hf.params.map((p) => p.hfKey));
       for (const p of hf.params) expect([p.hfKey, Buffer.from((g.read(p.hfKey) as Float32Array).buffer).equals(Buffer.from((hf.read(p.hfKey) as Float32Array).buffer))]).toEqual([p.hfKey, true]);
       const ht = hf.tokenizer!, gt = g.tokenizer!;
       for (const t of TEXTS) expect([t, gt.encode(t)]).toEqual([t, ht.encode(t)]);
-      expect([gt.bosId, new Set(gt.eosIds), gt.chatTemplate]).toEqual([ht.bosId, new Set([...ht.eosIds, ...hf.config.eosTokenIds]), ht.chatTemplate]);
+      expect([gt.bosId, new Set(gt.eosIds), gt.chatTemplate]).toEqual([ht.bosId, new Set(g.config.eosTokenIds), ht.chatTemplate]);
       const chat = [{ role: 'user' as const, content: 'hi there' }];
       expect(gt.encodeTurn(chat, 'hello!')).toEqual(ht.encodeTurn(chat, 'hello!'));
     });
