@@ -65,7 +65,8 @@ describe.each(['llama', 'qwen2'] as const)('tiny %s from GGUF', (arch) => {
       for (const p of hf.params) expect([p.hfKey, Buffer.from((g.read(p.hfKey) as Float32Array).buffer).equals(Buffer.from((hf.read(p.hfKey) as Float32Array).buffer))]).toEqual([p.hfKey, true]);
       const ht = hf.tokenizer!, gt = g.tokenizer!;
       for (const t of TEXTS) expect([t, gt.encode(t)]).toEqual([t, ht.encode(t)]);
-      expect([gt.bosId, new Set(gt.eosIds), gt.chatTemplate]).toEqual([ht.bosId, new Set(g.config.eosTokenIds), ht.chatTemplate]);
+      // The GGUF's bos is tokenizer_config.json's, else config.json's id (Qwen's tokenizer_config names none).
+      expect([gt.bosId, new Set(gt.eosIds), gt.chatTemplate]).toEqual([ht.bosId ?? hf.config.bosTokenId, new Set(g.config.eosTokenIds), ht.chatTemplate]);
       const chat = [{ role: 'user' as const, content: 'hi there' }];
       expect(gt.encodeTurn(chat, 'hello!')).toEqual(ht.encodeTurn(chat, 'hello!'));
     });

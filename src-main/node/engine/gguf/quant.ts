@@ -236,8 +236,7 @@ function makeQkx2Quants(n: number, nmax: number, x: Float32Array, xo: number, w:
     qkxMin = -min;
     return;
   }
-  const range = fr(max - min);
-  let iscale = fr(nmax / range);
+  let iscale = fr(nmax / fr(max - min));
   let scale = fr(1 / iscale);
   let bestError = 0;
   for (let i = 0; i < n; i++) {
@@ -247,7 +246,8 @@ function makeQkx2Quants(n: number, nmax: number, x: Float32Array, xo: number, w:
     bestError = fr(bestError + fr(w[i]! * fr(diff * diff)));
   }
   for (let is = 0; is <= nstep; is++) {
-    iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / range);
+    // (max − min) with min as refined so far, as ggml's loop has it.
+    iscale = fr(fr(fr(rmin + fr(rdelta * is)) + nmax) / fr(max - min));
     let sumL = 0, sumL2 = 0, sumXL = 0;
     for (let i = 0; i < n; i++) {
       const l = Math.max(0, Math.min(nmax, nearestInt(fr(iscale * fr(x[xo + i]! - min)))));

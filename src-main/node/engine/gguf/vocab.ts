@@ -277,10 +277,8 @@ export function ggufTokenizer(get: (key: string) => unknown, where: string): Ggu
       merges,
     },
   };
-  // The BOS token is named only for models that add it (Llama 3), as their tokenizer_config.json does; Qwen's names
-  // none although the GGUF carries a bos id.
   const config: Record<string, unknown> = { add_bos_token: addBos };
-  if (addBos) config.bos_token = tokens[bos!];
+  if (bos !== null) config.bos_token = tokens[bos];
   if (eos !== null) config.eos_token = tokens[eos];
   // A GGUF holds one eos id, where config.json may list several (Llama 3: <|end_of_text|>, <|eom_id|>, <|eot_id|>).
   // llama.cpp ends generation on the eot/eom ids and on control tokens with these texts too (llama-vocab.cpp
