@@ -3,7 +3,8 @@
 import path from 'node:path';
 import { BadInputError } from '../../common/errors.ts';
 import { loadHfModel } from '../../node/engine/hf.ts';
-import { hfToGguf } from '../../node/engine/gguf/convert.ts';
+import { GGUF_OUT_TYPES, hfToGguf } from '../../node/engine/gguf/convert.ts';
+import type { GgufOutType } from '../../node/engine/gguf/convert.ts';
 import { peftToGguf } from '../../node/engine/gguf/lora.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { Command } from '../dispatch.ts';
@@ -13,24 +14,32 @@ const mib = (n: number): string => `${(n / 2 ** 20).toFixed(1)} MiB`;
 export const modelToGgufCommand: Command = {
   name: 'model to-gguf',
   summary: 'Convert an HF model directory (Llama, Qwen2, Qwen3, Mistral) to a GGUF file for llama.cpp.',
-  usage: 'rein model to-gguf <hf-dir> [--out <file>] [--f16]',
+  usage: `rein model to-gguf <hf-dir> [--out <file>] [--type ${GGUF_OUT_TYPES.join('|')}]`,
   description:
-    'Writes llama.cpp tensor names, hyperparameters and the tokenizer (with its chat template). Weights are F32, ' +
-    'or F16 for 2-D weights with --f16 (norms and biases stay F32). The file is staged and renamed when complete.',
+    'Writes llama.cpp tensor names, hyperparameters and the tokenizer (with its chat template). 2-D weights take ' +
+    '--type (quantized as llama.cpp\'s reference quantizers do); norms and biases stay F32. A weight whose rows do not ' +
+    'fit the type\'s blocks (256 values for q4_k, 32 for q8_0/q4_0) falls back and is listed. The file is staged and ' +
+    'renamed when complete.',
   args: [1, 1],
   options: {
-    out: { type: 'string', help: 'output file <path> (default <hf-dir>/<name>-f32.gguf or -f16.gguf)' },
-    f16: { type: 'boolean', help: 'store 2-D weights as F16 (half the size)' },
+    out: { type: 'string', help: 'output file <path> (default <hf-dir>/<name>-<type>.gguf)' },
+    type: { type: 'string', help: `weight type: ${GGUF_OUT_TYPES.join(', ')} (default f32; q4_k is a 4-bit base, q8_0 an 8-bit one)` },
+    f16: { type: 'boolean', help: 'the same as --type f16' },
   },
   async run(ctx) {
     const dir = path.resolve(ctx.io.cwd, ctx.args[0]!);
-    const f16 = ctx.options.f16 === true;
+    const typeOpt = ctx.options.type ?? (ctx.options.f16 === true ? 'f16' : 'f32');
+    if (typeof typeOpt !== 'string' || !(GGUF_OUT_TYPES as readonly string[]).includes(typeOpt.toLowerCase())) {
+      throw new BadInputError(`--type ${String(typeOpt)} is not one of ${GGUF_OUT_TYPES.join(', ')}`, 'type');
+    }
+    const type = typeOpt.toLowerCase() as GgufOutType;
+    if (ctx.options.f16 === true && type !== 'f16') throw new BadInputError(`--f16 and --type ${type} disagree`, 'type');
     const outOpt = ctx.options.out;
     if (outOpt !== undefined && typeof outOpt !== 'string') throw new BadInputError('--out needs a file path', 'out');
-    const out = outOpt === undefined ? path.join(dir, `${path.basename(dir)}-${f16 ? 'f16' : 'f32'}.gguf`) : path.resolve(ctx.io.cwd, outOpt);
+    const out = outOpt === undefined ? path.join(dir, `${path.basename(dir)}-${type}.gguf`) : path.resolve(ctx.io.cwd, outOpt);
     let lastPct = -1;
     const r = hfToGguf(dir, out, {
-      f16,
+      type,
       onProgress: (p) => {
         const pct = Math.floor((100 * p.bytesWritten) / p.totalBytes);
         if (!ctx.json && (pct >= lastPct + 10 || p.index === p.count - 1)) {
@@ -39,7 +48,8 @@ export const modelToGgufCommand: Command = {
         }
       },
     });
-    ctx.print(`wrote ${r.architecture} GGUF (${r.tensors} tensors, ${mib(r.bytes)}) to ${r.path}`, r);
+    const fell = r.fallbacks.length === 0 ? '' : `; ${r.fallbacks.length} weight(s) fell back: ${r.fallbacks.map((f) => `${f.tensor} ${f.type}`).join(', ')}`;
+    ctx.print(`wrote ${r.architecture} ${type} GGUF (${r.tensors} tensors, ${mib(r.bytes)}) to ${r.path}${fell}`, { ...r, type });
   },
 };
 

@@ -9,7 +9,7 @@ import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
 import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
-import { loadHfModel } from './hf.ts';
+import { loadModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
 import { Runtime } from './runtime.ts';
@@ -57,9 +57,9 @@ export class Engine {
     this.driver = new Driver(config, weights, this.runtime, { ...opts, dtype });
   }
 
-  /** Loads an HF model directory (config.json, safetensors, tokenizer) through node/engine/hf.ts. */
+  /** Loads an HF model directory (config.json, safetensors, tokenizer) or a .gguf file through node/engine/hf.ts loadModel. */
   static load(dir: string, opts: EngineOptions = {}): Engine {
-    const m = loadHfModel(dir);
+    const m = loadModel(dir);
     try {
       return Engine.fromWeights(m.config, (key) => m.read(key, { as: opts.dtype === 'float64' ? 'f64' : 'f32' }), opts, m.tokenizer);
     } finally {

@@ -3,12 +3,13 @@
 // tokenizer_config.json, and an optional generation_config.json. Every weight the parameter table names is
 // checked for presence and shape when the model is opened; values are read lazily, one tensor at a time,
 // and checked for NaN/Inf as they are read.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
 import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
 import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import { loadGgufModel } from './gguf/load.ts';
 import { SafetensorsFile } from './safetensors.ts';
 import { loadTokenizer } from './tokenizer.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
@@ -193,4 +194,10 @@ export function loadHfModel(dir: string, opts: LoadOptions = {}): HfModel {
     closeAll();
     throw e;
   }
+}
+
+/** A model from an HF directory or a single .gguf file (gguf/load.ts), behind the same interface. */
+export function loadModel(source: string, opts: LoadOptions = {}): HfModel {
+  if (source.toLowerCase().endsWith('.gguf') && existsSync(source) && statSync(source).isFile()) return loadGgufModel(source, { tokenizer: opts.tokenizer });
+  return loadHfModel(source, opts);
 }

@@ -78,7 +78,7 @@ export function baseGguf(core: ReinCore, log: (line: string) => void): { gguf: s
     log(`rein serve-model: converting ${hfDir} to ${out} (once)`);
     const tmp = `${out}.tmp-${process.pid}`;
     try {
-      hfToGguf(hfDir, tmp, { f16: true });
+      hfToGguf(hfDir, tmp, { type: 'f16' });
       renameSync(tmp, out);
     } finally {
       rmSync(tmp, { force: true });

@@ -19,7 +19,7 @@ import { fuse, loraScale } from '../../common/engine/lora.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { peftToGguf } from '../engine/gguf/lora.ts';
-import { loadHfModel } from '../engine/hf.ts';
+import { loadModel } from '../engine/hf.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
@@ -251,7 +251,7 @@ export function mergedGguf(modelDir: string, a: AdapterView, out: string): void 
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(stage, { recursive: true });
   try {
-    const m = loadHfModel(modelDir, { tokenizer: false });
+    const m = loadModel(modelDir, { tokenizer: false });
     try {
       const { adapter } = loadPeftAdapter(peftDirOf(a), modelLinearParams(m.config));
       const pairs = new Map(adapter.pairs.map((p) => [p.baseKey, p]));

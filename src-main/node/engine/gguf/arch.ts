@@ -102,6 +102,24 @@ export function permuteRows(data: Float32Array, rows: number, cols: number, head
   return out;
 }
 
+/** The inverse of permuteRows: llama.cpp's interleaved q/k rows back to HF's halves (old row h·D + s·D/2 + j). */
+export function unpermuteRows(data: Float32Array, rows: number, cols: number, heads: number): Float32Array {
+  if (rows % (2 * heads) !== 0) throw new GgufError(`cannot un-permute ${rows} rows over ${heads} heads (need an even head dim)`);
+  const D = rows / heads;
+  const half = D / 2;
+  const out = new Float32Array(data.length);
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < half; j++) {
+      for (let s = 0; s < 2; s++) {
+        const from = h * D + 2 * j + s;
+        const to = h * D + s * half + j;
+        out.set(data.subarray(from * cols, (from + 1) * cols), to * cols);
+      }
+    }
+  }
+  return out;
+}
+
 /**
  * Llama 3 rope scaling as llama.cpp takes it: a 'rope_freqs.weight' tensor [D/2] of divisors of each frequency
  * (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors; ggml_rope_ext divides θ_i by freq_factors[i]).

@@ -1,20 +1,41 @@
 // HF model directory → GGUF base model (f32 or f16), as llama.cpp's convert_hf_to_gguf.py writes it for the
 // architectures we train: general.* keys, the architecture's hyperparameters, the tokenizer, then the tensors under
-// llama.cpp's names in the parameter table's order. With f16, 2-D weights become F16 and 1-D ones (norms, biases,
-// rope_freqs) stay F32, as convert_hf_to_gguf.py's --outtype f16 does.
+// llama.cpp's names in the parameter table's order. With f16, q8_0, q4_0 or q4_k, 2-D (and stacked 3-D) weights take
+// that type and 1-D ones (norms, biases, rope_freqs) stay F32, as convert_hf_to_gguf.py's --outtype and
+// llama-quantize do. A weight whose rows are not a whole number of the type's blocks falls back as llama-quantize's
+// llama_tensor_get_type does (a K-quant to a 32-block legacy quant, then to F16); the result lists each one.
 import path from 'node:path';
 import { isGemma } from '../../../common/engine/models/registry.ts';
 import { numel } from '../../../common/engine/models/params.ts';
 import type { ResolvedParam } from '../../../common/engine/models/params.ts';
 import { loadHfModel } from '../hf.ts';
-import { FILE_TYPE, str, u32, writeGguf } from './format.ts';
-import type { GgufTensor, GgufValue, WriteProgress } from './format.ts';
+import { FILE_TYPE, GgufError, str, u32, writeGguf } from './format.ts';
+import type { GgmlType, GgufTensor, GgufValue, WriteProgress } from './format.ts';
+import { GGML_TYPES } from './quant.ts';
 import { ggufArch, ggufTensorName, hparamsMetadata, llama3RopeFreqs, permuteHeads, permuteRows } from './arch.ts';
 import { vocabMetadata } from './vocab.ts';
 
+export const GGUF_OUT_TYPES = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_k'] as const;
+export type GgufOutType = (typeof GGUF_OUT_TYPES)[number];
+
+const TENSOR_TYPE: Record<GgufOutType, GgmlType> = { f32: 'F32', f16: 'F16', q8_0: 'Q8_0', q4_0: 'Q4_0', q4_k: 'Q4_K' };
+const FILE_TYPES: Record<GgufOutType, number> = {
+  f32: FILE_TYPE.ALL_F32,
+  f16: FILE_TYPE.MOSTLY_F16,
+  q8_0: FILE_TYPE.MOSTLY_Q8_0,
+  q4_0: FILE_TYPE.MOSTLY_Q4_0,
+  q4_k: FILE_TYPE.MOSTLY_Q4_K_S,
+};
+
+/** The type a weight with rows of `row` values gets: the wanted one, or the first fallback whose blocks fit. */
+function weightType(want: GgmlType, row: number): GgmlType {
+  const chain: GgmlType[] = want === 'Q4_K' ? ['Q4_K', 'Q4_0', 'F16'] : want === 'F32' ? ['F32'] : [want, 'F16'];
+  return chain.find((t) => row % GGML_TYPES[t].block === 0)!;
+}
+
 export interface ToGgufOptions {
-  /** Write 2-D weights as F16 (default F32). */
-  f16?: boolean;
+  /** The type of 2-D weights (default f32). */
+  type?: GgufOutType;
   /** general.name (default: the directory's name). */
   name?: string;
   onProgress?: (p: WriteProgress) => void;
@@ -25,6 +46,8 @@ export interface ToGgufResult {
   bytes: number;
   tensors: number;
   architecture: string;
+  /** Weights written in another type than asked, because their rows do not fit its blocks. */
+  fallbacks: { tensor: string; type: GgmlType }[];
 }
 
 export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): ToGgufResult {
@@ -36,7 +59,17 @@ export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): To
     md.set('general.architecture', str(arch));
     md.set('general.type', str('model'));
     md.set('general.name', str(opts.name ?? path.basename(path.resolve(dir))));
-    md.set('general.file_type', u32(opts.f16 === true ? FILE_TYPE.MOSTLY_F16 : FILE_TYPE.ALL_F32));
+    const outType = opts.type ?? 'f32';
+    if (!GGUF_OUT_TYPES.includes(outType)) throw new GgufError(`--type ${String(outType)} is not one we write (${GGUF_OUT_TYPES.join(', ')})`);
+    const want = TENSOR_TYPE[outType];
+    const fallbacks: { tensor: string; type: GgmlType }[] = [];
+    const typeOf = (name: string, shape: readonly number[]): GgmlType => {
+      if (shape.length < 2) return 'F32';
+      const t = weightType(want, shape.at(-1)!);
+      if (t !== want) fallbacks.push({ tensor: name, type: t });
+      return t;
+    };
+    md.set('general.file_type', u32(FILE_TYPES[outType]));
     md.set('general.quantization_version', u32(2));
     for (const [k, v] of hparamsMetadata(c)) md.set(k, v);
     const vocab = vocabMetadata(dir, c.vocabSize, { bos: c.bosTokenId, eos: c.eosTokenIds[0] ?? null });
@@ -59,10 +92,11 @@ export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): To
         if (group === undefined) continue; // already written
         stacks.delete(name);
         const per = numel(p.shape);
+        const shape = [group.length, ...p.shape];
         tensors.push({
           name,
-          shape: [group.length, ...p.shape],
-          type: opts.f16 === true ? 'F16' : 'F32',
+          shape,
+          type: typeOf(name, shape),
           data: () => {
             const out = new Float32Array(per * group.length);
             group.forEach((q, e) => out.set(m.read(q.hfKey) as Float32Array, e * per));
@@ -76,7 +110,7 @@ export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): To
       tensors.push({
         name: ggufTensorName(p),
         shape: p.shape,
-        type: opts.f16 === true && p.shape.length >= 2 ? 'F16' : 'F32',
+        type: typeOf(ggufTensorName(p), p.shape),
         data: () => {
           const d = m.read(p.hfKey) as Float32Array;
           if (plusOne) return d.map((v) => v + 1);
@@ -85,7 +119,7 @@ export function hfToGguf(dir: string, out: string, opts: ToGgufOptions = {}): To
       });
     }
     const { bytes } = writeGguf(out, md, tensors, opts.onProgress);
-    return { path: out, bytes, tensors: tensors.length, architecture: arch };
+    return { path: out, bytes, tensors: tensors.length, architecture: arch, fallbacks };
   } finally {
     m.close();
   }

@@ -5,7 +5,7 @@
 // Tensors are streamed to disk one at a time, so a model never needs to be in memory twice.
 import { ReinError } from '../../../common/errors.ts';
 import { writeAll, writeFileAtomic } from '../../fs-atomic.ts';
-import { f32ToF16 } from '../safetensors.ts';
+import { GGML_TYPES, quantize, typeBytes } from './quant.ts';
 
 export class GgufError extends ReinError {
   readonly path: string | null;
@@ -23,12 +23,11 @@ export const GGUF_ALIGNMENT = 32;
 // gguf-py constants.py GGUFValueType.
 const VT = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6, bool: 7, str: 8, arr: 9, u64: 10, i64: 11, f64: 12 } as const;
 
-/** ggml_type ids (ggml.h): only the float types this writer emits. */
-export const GGML_TYPE = { F32: 0, F16: 1 } as const;
-export type GgmlType = keyof typeof GGML_TYPE;
+/** The ggml types this writer emits (ids and block sizes in quant.ts). */
+export type GgmlType = 'F32' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_K';
 
 /** llama_ftype (llama.h): general.file_type. */
-export const FILE_TYPE = { ALL_F32: 0, MOSTLY_F16: 1 } as const;
+export const FILE_TYPE = { ALL_F32: 0, MOSTLY_F16: 1, MOSTLY_Q4_0: 2, MOSTLY_Q8_0: 7, MOSTLY_Q4_K_S: 14 } as const;
 
 export type GgufValue =
   | { type: 'u32'; value: number }
@@ -166,8 +165,6 @@ function writeValue(b: Bytes, key: string, v: GgufValue): void {
   }
 }
 
-const bytesPer = (t: GgmlType): number => (t === 'F32' ? 4 : 2);
-
 function encode(t: GgufTensor, data: Float32Array, path: string): Uint8Array {
   let n = 1;
   for (const d of t.shape) n *= d;
@@ -175,10 +172,7 @@ function encode(t: GgufTensor, data: Float32Array, path: string): Uint8Array {
   for (let i = 0; i < data.length; i++) {
     if (!Number.isFinite(data[i]!)) throw new GgufError(`tensor ${t.name} holds a non-finite value at flat index ${i}`, path, { tensor: t.name });
   }
-  if (t.type === 'F32') return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  const h = new Uint16Array(n);
-  for (let i = 0; i < n; i++) h[i] = f32ToF16(data[i]!);
-  return new Uint8Array(h.buffer);
+  return quantize(t.type, data);
 }
 
 export interface WriteProgress {
@@ -211,6 +205,9 @@ export function writeGguf(
     const bytes = Buffer.byteLength(t.name);
     if (bytes >= GGML_MAX_NAME) throw new GgufError(`tensor name ${t.name} is ${bytes} bytes; ggml allows at most ${GGML_MAX_NAME - 1} (GGML_MAX_NAME ${GGML_MAX_NAME} with its NUL)`, path);
     if (t.shape.length < 1 || t.shape.length > 4) throw new GgufError(`tensor ${t.name} has ${t.shape.length} dims (1 to 4)`, path);
+    // Blocks run along a row (ne[0], the last numpy dim).
+    const block = GGML_TYPES[t.type].block;
+    if (t.shape.at(-1)! % block !== 0) throw new GgufError(`tensor ${t.name}: rows of ${t.shape.at(-1)} are not a whole number of ${t.type} blocks of ${block}`, path);
   }
   const h = new Bytes();
   h.u32(GGUF_MAGIC);
@@ -227,10 +224,10 @@ export function writeGguf(
     h.str(t.name);
     h.u32(t.shape.length);
     for (let i = t.shape.length - 1; i >= 0; i--) h.u64(t.shape[i]!); // fastest-first
-    h.u32(GGML_TYPE[t.type]);
+    h.u32(GGML_TYPES[t.type].id);
     h.u64(offset);
     offsets.push(offset);
-    offset += t.shape.reduce((a, d) => a * d, 1) * bytesPer(t.type);
+    offset += typeBytes(t.type, t.shape.reduce((a, d) => a * d, 1));
     offset += (GGUF_ALIGNMENT - (offset % GGUF_ALIGNMENT)) % GGUF_ALIGNMENT;
   }
   h.pad(GGUF_ALIGNMENT);

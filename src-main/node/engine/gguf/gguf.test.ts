@@ -214,7 +214,7 @@ describe('HF → GGUF', () => {
     const out = path.join(root, 'qwen2-f16.gguf');
     const f32File = path.join(root, 'qwen2.gguf');
     const g32 = await parse(f32File);
-    hfToGguf(dirs['qwen2']!, out, { f16: true });
+    hfToGguf(dirs['qwen2']!, out, { type: 'f16' });
     const g = await parse(out);
     const dataBytes = (file: string, range: [number, number] | undefined): number => readFileSync(file).length - dataStart(range);
     expect(dataBytes(out, g.tensorInfoByteRange)).toBeLessThan(dataBytes(f32File, g32.tensorInfoByteRange) * 0.55);

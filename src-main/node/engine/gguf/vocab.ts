@@ -191,3 +191,104 @@ export function vocabMetadata(dir: string, vocabSize: number, configIds: { bos: 
   if (template !== null) md.set('tokenizer.chat_template', str(template));
   return { metadata: md, tokens, pre, bos, eos, addBos };
 }
+
+// llama-vocab.cpp: the texts of end-of-generation tokens it recognises.
+const EOG_TEXTS = new Set(['<|eot_id|>', '<|im_end|>', '<|end|>', '<end_of_turn>', '<|endoftext|>', '<|eom_id|>', '<EOT>', '_<EOT>', '<｜end▁of▁sentence｜>']);
+
+/** What a pre-tokenizer name means, for reading a GGUF vocabulary back (the inverse of PRE_TOKENIZERS). */
+const PRE_TOKENIZER_BY_NAME = new Map(Object.entries(PRE_TOKENIZERS).map(([regex, name]) => [name, regex]));
+
+export interface GgufTokenizerParts {
+  /** A tokenizer.json for @huggingface/tokenizers. */
+  tokenizerJson: Record<string, unknown>;
+  /** A tokenizer_config.json's bos/eos/add_bos fields. */
+  config: Record<string, unknown>;
+  chatTemplate: string | null;
+  /** End-of-turn ids beyond eos (tokenizer.ggml.eot_token_id, eom_token_id). */
+  extraEos: number[];
+}
+
+/**
+ * The tokenizer stored in a GGUF's tokenizer.* metadata as tokenizer.json parts: the reverse of vocabMetadata, for
+ * the byte-level BPE vocabularies it writes (tokenizer.ggml.model "gpt2" with the pre-tokenizers named above).
+ * NORMAL, BYTE and UNUSED tokens form the BPE vocabulary; CONTROL tokens become special added tokens and
+ * USER_DEFINED ones plain added tokens. llama.cpp's "llama-bpe" (Llama 3) looks a whole pre-token up in the
+ * vocabulary before merging (llama-vocab.cpp ignore_merges), which is tokenizer.json's ignore_merges.
+ */
+export function ggufTokenizer(get: (key: string) => unknown, where: string): GgufTokenizerParts {
+  const model = get('tokenizer.ggml.model');
+  if (model !== 'gpt2') throw new GgufError(`tokenizer.ggml.model "${String(model)}" is not supported (only byte-level BPE, "gpt2")`, where, { tokenizer: model });
+  const pre = String(get('tokenizer.ggml.pre') ?? 'default');
+  const regex = PRE_TOKENIZER_BY_NAME.get(pre);
+  if (regex === undefined) {
+    throw new GgufError(`pre-tokenizer "${pre}" is not supported (supported: ${[...PRE_TOKENIZER_BY_NAME.keys()].join(', ')})`, where, { pre });
+  }
+  const tokens = get('tokenizer.ggml.tokens');
+  if (!Array.isArray(tokens) || tokens.length === 0 || tokens.some((t) => typeof t !== 'string')) throw new GgufError('tokenizer.ggml.tokens is missing or not a list of strings', where);
+  const typesRaw = get('tokenizer.ggml.token_type');
+  const types = Array.isArray(typesRaw) ? (typesRaw as number[]) : [];
+  const merges = get('tokenizer.ggml.merges');
+  if (!Array.isArray(merges) || merges.some((m) => typeof m !== 'string')) throw new GgufError('tokenizer.ggml.merges is missing or not a list of strings', where);
+
+  const vocab: Record<string, number> = {};
+  const added: Record<string, unknown>[] = [];
+  (tokens as string[]).forEach((t, id) => {
+    const type = types[id] ?? TOKEN_TYPE.NORMAL;
+    if (type === TOKEN_TYPE.CONTROL || type === TOKEN_TYPE.USER_DEFINED) {
+      const special = type === TOKEN_TYPE.CONTROL;
+      added.push({ id, content: t, single_word: false, lstrip: false, rstrip: false, normalized: !special, special });
+    } else if (!Object.hasOwn(vocab, t)) vocab[t] = id;
+  });
+  const id = (key: string): number | null => {
+    const v = get(key);
+    return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v < tokens.length ? v : null;
+  };
+  const bos = id('tokenizer.ggml.bos_token_id');
+  const eos = id('tokenizer.ggml.eos_token_id');
+  const addBos = get('tokenizer.ggml.add_bos_token') === true && bos !== null;
+  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
+  const tokenizerJson: Record<string, unknown> = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    // Qwen's tokenizer.json normalizes to NFC; Llama 3's has no normalizer.
+    normalizer: pre === 'qwen2' ? { type: 'NFC' } : null,
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }, byteLevel] },
+    post_processor: addBos
+      ? {
+          type: 'TemplateProcessing',
+          single: [{ SpecialToken: { id: tokens[bos!], type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+          pair: [{ SpecialToken: { id: tokens[bos!], type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+          special_tokens: { [tokens[bos!] as string]: { id: tokens[bos!], ids: [bos], tokens: [tokens[bos!]] } },
+        }
+      : byteLevel,
+    decoder: byteLevel,
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: pre === 'llama-bpe',
+      vocab,
+      merges,
+    },
+  };
+  const config: Record<string, unknown> = { add_bos_token: addBos };
+  if (bos !== null) config.bos_token = tokens[bos];
+  if (eos !== null) config.eos_token = tokens[eos];
+  // A GGUF holds one eos id, where config.json may list several (Llama 3: <|end_of_text|>, <|eom_id|>, <|eot_id|>).
+  // llama.cpp ends generation on the eot/eom ids and on control tokens with these texts too (llama-vocab.cpp
+  // special_eog_ids), so a turn ends where it ends under llama.cpp.
+  const eog = new Set([id('tokenizer.ggml.eot_token_id'), id('tokenizer.ggml.eom_token_id')].filter((x): x is number => x !== null));
+  (tokens as string[]).forEach((t, i) => {
+    if (types[i] === TOKEN_TYPE.CONTROL && EOG_TEXTS.has(t)) eog.add(i);
+  });
+  if (eos !== null) eog.delete(eos);
+  const extraEos = [...eog].sort((a, b) => a - b);
+  const template = get('tokenizer.chat_template');
+  return { tokenizerJson, config, chatTemplate: typeof template === 'string' ? template : null, extraEos };
+}
