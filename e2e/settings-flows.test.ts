@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
 import type { ServeChild } from './harness.ts';
+import { MAPPER_CALL_MS } from '../src-main/node/training/reward-mapper.ts';
 
 let serve: ServeChild;
 let browser: Browser;
@@ -177,7 +178,7 @@ describe('settings, errors beside the control, and consent', () => {
     const tryIt = mapper.getByRole('button', { name: 'Try on my recent ratings' });
     for (const [src, why] of [
       ['(rating) => { throw new Error("no tags") }', /threw on rating \d+: Error: no tags/],
-      ['(rating) => { while (true) {} }', /ran longer than 50 ms on rating \d+ \(a loop\?\)/],
+      ['(rating) => { while (true) {} }', new RegExp(`ran longer than ${MAPPER_CALL_MS} ms on rating \\d+ \\(a loop\\?\\)`)],
       ['(rating) => rating.score / rating.score', /returned NaN for rating \d+/],
       ['(rating) => rating.reward * 3', /returned 1.5 for rating \d+; it must return a number from -1 to 1/],
     ] as const) {
