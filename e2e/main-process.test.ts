@@ -85,7 +85,7 @@ describe('the built Electron main, driven through a stand-in electron module', (
     expect(report.calls.settingsPaused['capture.paused']).toBe(true);
     expect(report.tray.imageWhenPaused).toBe(path.join(ROOT, 'resources/icons/trayPaused.png'));
     expect(report.errors.captureWhilePaused).toMatch(/capture is paused/);
-    expect(report.notifications[0]).toMatchObject({ title: 'Training did not start', body: expect.stringMatching(/no directory/) });
+    expect(report.notifications[0]).toMatchObject({ title: 'Training did not start', body: expect.stringMatching(/no model is set up/) });
     // Train now on the demo model ran the built worker entry: the round finished and its version was announced.
     expect(existsSync(path.join(ROOT, 'out/main/worker.js'))).toBe(true);
     expect(report.calls.runs[0]).toMatchObject({ status: 'succeeded', trigger: 'manual' });

@@ -189,7 +189,7 @@ export const SETTINGS = {
     z.string().min(1).max(4096).nullable(),
     null,
     'model',
-    'The model being trained: an id registered with `rein model add` or by the wizard.',
+    'The model being trained: one the setup wizard registered, or the absolute path of an HF model directory.',
   ),
 } as const;
 

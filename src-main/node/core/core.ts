@@ -330,7 +330,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       const table =
         input.activeParams !== undefined
           ? describePresets({ activeParams: input.activeParams, totalParams: input.totalParams ?? input.activeParams, moe: input.moe ?? false })
-          : describePresets(modelShape(resolveModelDir(store, modelOf(settings()))));
+          : describePresets(modelShape(resolveModelDir(store, modelOf(settings()), 'describePresets')));
       const s = settings();
       let custom: TrainingConfig = table.presets.balanced;
       try {

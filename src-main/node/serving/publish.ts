@@ -342,7 +342,7 @@ export async function publishActive(core: ReinCore, opts: PublishOptions & { rec
   const active = adapters.find((a) => a.status === 'active') ?? null;
   let modelDir: string;
   try {
-    modelDir = resolveModelDir(core.store, modelId);
+    modelDir = resolveModelDir(core.store, modelId, 'publish');
   } catch (e) {
     const o = { ok: false, message: `not published: ${(e as Error).message}` };
     return Object.fromEntries(targets.map((t) => [t, o]));

@@ -552,7 +552,7 @@ export class Store implements Sql {
     this.stmt('UPDATE ratings SET run_id = ? WHERE id = ? AND run_id IS NULL').run(runId, ratingId);
   }
 
-  /** The directory registered for a model id (the wizard, `rein model add`), or null. */
+  /** The directory registered for a model id (the wizard: useModel, useDemoModel), or null. */
   modelPath(modelId: string): string | null {
     return this.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId)?.path ?? null;
   }

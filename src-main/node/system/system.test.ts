@@ -85,6 +85,10 @@ describe('model discovery', () => {
 
   it('useDemoModel writes the demo model once, makes it active with the balanced preset (as rein demo), and status says so', async () => {
     const c = newCore();
+    // Before any model: the presets say which verb cannot run and how to set a model up (commands that exist).
+    const none = await c.call('describePresets', {}, 'test').then(() => null, (e: unknown) => e as { code: string; message: string });
+    expect(none?.code).toBe('not_available');
+    expect(none?.message).toMatch(/^describePresets is not available yet: no model is set up: .*`rein settings set model\.active=<an HF model directory>`; `rein demo`/);
     const r = await c.call('useDemoModel', {}, 'test');
     expect(r.model).toMatchObject({ source: 'demo', trainable: true });
     expect(r.settings['model.active']).toBe(r.model.path);

@@ -1,5 +1,6 @@
 // Which model directory a round trains, and its shape for the presets. A model id is registered in the `models`
-// table (id → path, by the wizard or `rein model add`); an absolute path to an HF directory is accepted as its own id.
+// table (id → path, by the wizard: useModel, useDemoModel); an absolute path to an HF directory is accepted as its own
+// id (`rein settings set model.active=<dir>`).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NotAvailableError } from '../../common/errors.ts';
@@ -9,13 +10,18 @@ import type { ModelShape } from '../../common/training/presets.ts';
 import type { Store } from '../store/store.ts';
 import { readRegularFile } from '../fs-read.ts';
 
-export function resolveModelDir(store: Store, modelId: string): string {
+/** How to set a model up, for the errors of every verb that needs one. */
+export const SET_UP_A_MODEL = 'choose one in the app (Settings → Model, or the setup wizard), or run `rein settings set model.active=<an HF model directory>`; `rein demo` tries the small demo model';
+
+/** The directory of the model `modelId`; `verb` (the caller) names what cannot run without one. */
+export function resolveModelDir(store: Store, modelId: string, verb = 'startTraining'): string {
   const dir = store.modelPath(modelId) ?? (path.isAbsolute(modelId) ? modelId : null);
   if (dir === null) {
-    throw new NotAvailableError('startTraining', `model ${JSON.stringify(modelId)} has no directory: register it (rein model add) or set model.active to an HF model directory`);
+    const which = modelId === '' || modelId === 'default' ? 'no model is set up' : `model ${JSON.stringify(modelId)} is not set up`;
+    throw new NotAvailableError(verb, `${which}: ${SET_UP_A_MODEL}`);
   }
   if (!existsSync(path.join(dir, 'config.json'))) {
-    throw new NotAvailableError('startTraining', `model ${JSON.stringify(modelId)}: ${dir} has no config.json`);
+    throw new NotAvailableError(verb, `model ${JSON.stringify(modelId)}: ${dir} has no config.json`);
   }
   return dir;
 }
