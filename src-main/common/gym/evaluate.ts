@@ -2,7 +2,7 @@
 // with on the same held-out episodes.
 import { Rng } from '../engine/rng.ts';
 import type { Env, Policy } from './env.ts';
-import { meanEstimate, rateEstimate, type MeanEstimate, type RateEstimate } from './stats.ts';
+import { meanEstimate, rateEstimate, type MeanEstimate, type RateEstimate } from '../training/intervals.ts';
 
 export interface EpisodeOutcome {
   seed: number;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy, heldOutSeeds } from './evaluate.ts';
 import { FrozenLakeEnv, randomFrozenLake } from './frozen-lake.ts';
-import { meanEstimate, rateEstimate } from './stats.ts';
+import { meanEstimate, rateEstimate } from '../training/intervals.ts';
 
 describe('FrozenLake 4x4', () => {
   it('walks the non-slippery lake to the goal for +1 and terminates', () => {

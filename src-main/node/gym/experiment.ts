@@ -6,7 +6,7 @@
 import { BlackjackEnv, basicStrategy, randomBlackjack, type BlackjackOptions } from '../../common/gym/blackjack.ts';
 import type { Env, Policy } from '../../common/gym/env.ts';
 import { evaluatePolicy, heldOutSeeds, type Evaluation } from '../../common/gym/evaluate.ts';
-import { meanEstimate, type MeanEstimate } from '../../common/gym/stats.ts';
+import { meanEstimate, type MeanEstimate } from '../../common/training/intervals.ts';
 import { FrozenLakeEnv, randomFrozenLake } from '../../common/gym/frozen-lake.ts';
 import type { Agent } from './agent.ts';
 import { SmallLmBlackjackAgent, SmallLmFrozenLakeAgent } from './agents.ts';

@@ -16,20 +16,15 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Rng } from '../../../common/engine/rng.ts';
-import { wilson } from '../../../common/training/gate.ts';
+import { meanEstimate, rateEstimate, type RateEstimate } from '../../../common/training/intervals.ts';
 import { createCore, type ReinCore } from '../../core/core.ts';
 import { readOrCreateToken, resolveHome } from '../../home.ts';
 import { startServeStack, type ServeStack } from '../../serving/stack.ts';
 import { allPrompts, sampleDialogue, STYLES, styleRule, type StyleName } from './corpus.ts';
 import { SMALL_LM_DIR } from './model.ts';
 
-export interface RatePoint {
-  rate: number;
-  /** 95% Wilson interval. */
-  ci: [number, number];
-  k: number;
-  n: number;
-}
+/** A held-out rate with its 95% Wilson interval. */
+export type RatePoint = RateEstimate;
 
 /** after − before on the same prompts and sampling seeds, with its 95% interval (normal approximation of the paired mean). */
 export interface Change {
@@ -115,18 +110,13 @@ export const TRAINING_PROMPTS: readonly string[] = PROMPTS.slice(HELD_OUT_MAX);
 export const TEACHER_RATE = 0.5;
 
 export function ratePoint(hits: readonly boolean[]): RatePoint {
-  const k = hits.filter(Boolean).length;
-  return { rate: k / hits.length, ci: wilson(k, hits.length), k, n: hits.length };
+  return rateEstimate(hits.filter(Boolean).length, hits.length);
 }
 
 /** The paired change after − before (each d_i in {-1, 0, 1}) with mean ± 1.96·sd/√n. */
 export function pairedChange(before: readonly boolean[], after: readonly boolean[]): Change {
-  const d = after.map((a, i) => Number(a) - Number(before[i]));
-  const n = d.length;
-  const mean = d.reduce((s, x) => s + x, 0) / n;
-  const sd = Math.sqrt(d.reduce((s, x) => s + (x - mean) ** 2, 0) / Math.max(1, n - 1));
-  const h = (1.96 * sd) / Math.sqrt(n);
-  return { mean, ci: [mean - h, mean + h] };
+  const { mean, ci } = meanEstimate(after.map((a, i) => Number(a) - Number(before[i])));
+  return { mean, ci };
 }
 
 /**

@@ -1,6 +1,6 @@
-// Interval estimates for evaluation: a win rate with its Wilson interval (common/training/gate.ts), and a mean
+// Interval estimates for evaluation (the learning curve, the gym): a win rate with its Wilson interval (common/training/gate.ts), and a mean
 // return with the normal approximation (mean ± 1.96·sd/√n).
-import { wilson } from '../training/gate.ts';
+import { wilson } from './gate.ts';
 
 export interface RateEstimate {
   rate: number;
