@@ -86,33 +86,26 @@ export function permuteHeads(c: ModelConfig, paramName: string): number | null {
  * row h·D + s·D/2 + j. cols is 1 for a bias.
  */
 export function permuteRows(data: Float32Array, rows: number, cols: number, heads: number): Float32Array {
-  if (rows % (2 * heads) !== 0) throw new GgufError(`cannot permute ${rows} rows over ${heads} heads (need an even head dim)`);
-  const D = rows / heads;
-  const half = D / 2;
-  const out = new Float32Array(data.length);
-  for (let h = 0; h < heads; h++) {
-    for (let j = 0; j < half; j++) {
-      for (let s = 0; s < 2; s++) {
-        const to = h * D + 2 * j + s;
-        const from = h * D + s * half + j;
-        out.set(data.subarray(from * cols, (from + 1) * cols), to * cols);
-      }
-    }
-  }
-  return out;
+  return interleaveRows(data, rows, cols, heads, 'permute');
 }
 
 /** The inverse of permuteRows: llama.cpp's interleaved q/k rows back to HF's halves (old row h·D + s·D/2 + j). */
 export function unpermuteRows(data: Float32Array, rows: number, cols: number, heads: number): Float32Array {
-  if (rows % (2 * heads) !== 0) throw new GgufError(`cannot un-permute ${rows} rows over ${heads} heads (need an even head dim)`);
+  return interleaveRows(data, rows, cols, heads, 'un-permute');
+}
+
+/** Row h·D + s·D/2 + j (HF's halves) ↔ row h·D + 2j + s (llama.cpp's interleave), in the direction asked. */
+function interleaveRows(data: Float32Array, rows: number, cols: number, heads: number, dir: 'permute' | 'un-permute'): Float32Array {
+  if (rows % (2 * heads) !== 0) throw new GgufError(`cannot ${dir} ${rows} rows over ${heads} heads (need an even head dim)`);
   const D = rows / heads;
   const half = D / 2;
   const out = new Float32Array(data.length);
   for (let h = 0; h < heads; h++) {
     for (let j = 0; j < half; j++) {
       for (let s = 0; s < 2; s++) {
-        const from = h * D + 2 * j + s;
-        const to = h * D + s * half + j;
+        const interleaved = h * D + 2 * j + s;
+        const halves = h * D + s * half + j;
+        const [from, to] = dir === 'permute' ? [halves, interleaved] : [interleaved, halves];
         out.set(data.subarray(from * cols, (from + 1) * cols), to * cols);
       }
     }
