@@ -25,6 +25,7 @@ import { peftToGguf } from './gguf/lora.ts';
 import { LlamaCppReferee } from './llamacpp.ts';
 import { loadPeftAdapter, savePeftAdapter } from './peft.ts';
 import { writeTinyModel } from './tiny.ts';
+import { logSoftmax } from './test-utils/parity.ts';
 
 const TEXT = 'def f(a): return a+1 🤖';
 // The bars are max |Δ log p| ≤ 0.05 and llama.cpp's f32 run ≥ 5× farther. Measured here, the second holds
@@ -33,15 +34,6 @@ const TEXT = 'def f(a): return a+1 🤖';
 // reading of the weights can remove; the test holds the measured side of it, 0.1, and reports the numbers.
 const BAR: Record<'q8_0' | 'q4_k', number> = { q8_0: 0.1, q4_k: 0.1 };
 const CLOSER: Record<'q8_0' | 'q4_k', number> = { q8_0: 1, q4_k: 5 };
-
-function logSoftmax(row: ArrayLike<number>): Float64Array {
-  let mx = -Infinity;
-  for (let i = 0; i < row.length; i++) mx = Math.max(mx, row[i]!);
-  let z = 0;
-  for (let i = 0; i < row.length; i++) z += Math.exp(row[i]! - mx);
-  const lse = mx + Math.log(z);
-  return Float64Array.from(row, (v) => v - lse);
-}
 
 function maxOver(a: readonly ArrayLike<number>[], b: readonly ArrayLike<number>[]): number {
   expect(a.length).toBe(b.length);

@@ -45,7 +45,7 @@ const TEXTS = [
 ];
 
 /** log-softmax of a row in float64. */
-function logSoftmax(row: ArrayLike<number>): Float64Array {
+export function logSoftmax(row: ArrayLike<number>): Float64Array {
   let mx = -Infinity;
   for (let i = 0; i < row.length; i++) mx = Math.max(mx, row[i]!);
   let z = 0;
