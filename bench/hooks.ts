@@ -11,8 +11,8 @@ import path from 'node:path';
 import { createCore } from '../src-main/node/core/core.ts';
 import { readOrCreateToken, resolveHome } from '../src-main/node/home.ts';
 import { createHookRoutes } from '../src-main/node/integrations/index.ts';
-import { writeServerInfo } from '../src-main/node/server/info.ts';
-import { startCaptureServer } from '../src-main/node/server/server.ts';
+import { writeServerInfo } from '../src-main/node/capture-server/info.ts';
+import { startCaptureServer } from '../src-main/node/capture-server/server.ts';
 
 const N_HTTP = Number(process.env.N_HTTP ?? 300);
 const N_PROC = Number(process.env.N_PROC ?? 30);

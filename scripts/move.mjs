@@ -31,7 +31,7 @@ if (movedFiles.length === 0) throw new Error('nothing to move');
 
 const CODE = /\.(ts|tsx|mts|cts|js|mjs|cjs)$/;
 const TEXT = /\.(ts|tsx|mts|cts|js|mjs|cjs|md|json|html|css|sh|py|yml|yaml)$|^\.ci\/run$/;
-const SKIP = /(^|\/)(fixtures|node_modules)\/|package-lock\.json$/;
+const SKIP = /(^|\/)(fixtures|node_modules)\/|package-lock\.json$|scripts\/move\.mjs$/;
 
 // 1. Relative specifiers, computed against the tree before the move.
 const edits = new Map();

@@ -33,7 +33,7 @@ export interface CoreOptions {
   /** Clock in Unix milliseconds (tests pass a fake one). */
   now?: () => number;
   /**
-   * The capture server's core (serve.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
+   * The capture server's core (headless.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
    * then goes to a durable spool that is stored in order once the database is free (core/spool.ts), so the server's
    * one thread never sleeps out the 5 s busy timeout. Only the holder of core.lock may set it: one spool writer.
    */

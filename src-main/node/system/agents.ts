@@ -16,7 +16,7 @@ import { openclawIntegration } from '../integrations/openclaw/install.ts';
 import { install, toChanges } from '../integrations/shared/installer.ts';
 import type { Change, InstallEnv, Integration } from '../integrations/shared/installer.ts';
 import { readState } from '../integrations/shared/fs-safe.ts';
-import { readServerInfo } from '../server/info.ts';
+import { readServerInfo } from '../capture-server/info.ts';
 import { resourceDir } from '../resources.ts';
 
 const INTEGRATIONS: Record<AgentId, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };

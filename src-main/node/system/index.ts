@@ -9,7 +9,7 @@ import { BadInputError, NotAvailableError, ReinError } from '../../common/errors
 import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
 import { SafetensorsFile } from '../engine/safetensors.ts';
-import { readServerInfo } from '../server/info.ts';
+import { readServerInfo } from '../capture-server/info.ts';
 import { installSmallLm } from '../training/small-lm/model.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
-import { runServe } from '../serve.ts';
+import { runServe } from '../headless.ts';
 import { installSmallLm } from '../training/small-lm/model.ts';
 import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
 import { linuxGpus } from './hardware.ts';

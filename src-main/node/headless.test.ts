@@ -9,9 +9,9 @@ import { ReinError } from '../common/errors.ts';
 import { createHttpClient } from './client.ts';
 import { readOrCreateToken, resolveHome } from './home.ts';
 import type { ReinHome } from './home.ts';
-import { readServerInfo } from './server/info.ts';
-import { runServe } from './serve.ts';
-import type { Serving } from './serve.ts';
+import { readServerInfo } from './capture-server/info.ts';
+import { runServe } from './headless.ts';
+import type { Serving } from './headless.ts';
 
 let home: ReinHome;
 let serving: Serving | null;

@@ -7,12 +7,12 @@ import { createCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
 import { ensureHome, readOrCreateToken, secureHome } from './home.ts';
 import type { ReinHome } from './home.ts';
-import { acquireLock } from './server/lock.ts';
-import { removeServerInfo, writeServerInfo } from './server/info.ts';
+import { acquireLock } from './capture-server/lock.ts';
+import { removeServerInfo, writeServerInfo } from './capture-server/info.ts';
 import { createHookRoutes } from './integrations/index.ts';
-import { startCaptureServer, withoutToken } from './server/server.ts';
+import { startCaptureServer, withoutToken } from './capture-server/server.ts';
 import { attachPublishers } from './serving/publish.ts';
-import type { CaptureServer } from './server/server.ts';
+import type { CaptureServer } from './capture-server/server.ts';
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
