@@ -19,7 +19,7 @@ import { isBusyError } from '../store/db.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { withRoundTimes } from '../../common/training/estimate.ts';
 import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
-import { modelShape, resolveModelDir } from '../training/model.ts';
+import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';

@@ -9,7 +9,7 @@ import { presetConfig } from '../../common/training/presets.ts';
 import { createCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
-import { modelShape } from '../training/model.ts';
+import { modelShape } from '../model-files/base-model.ts';
 import { readSettings } from './settings.ts';
 import { Store } from './store.ts';
 

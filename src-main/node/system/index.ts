@@ -13,7 +13,7 @@ import { readServerInfo } from '../capture-server/info.ts';
 import { installSmallLm } from '../training/small-lm/model.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
-import { describeHfDir, discoverModels } from './models.ts';
+import { describeHfDir, discoverModels } from './model-discovery.ts';
 
 export interface SystemDeps {
   home: ReinHome;

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
 import { createCore, type ReinCore } from '../core/core.ts';

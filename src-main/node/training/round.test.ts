@@ -13,7 +13,7 @@ import { readTrainingLock } from './lock.ts';
 import { styleRule } from './small-lm/corpus.ts';
 import { SMALL_LM_DIR } from './small-lm/model.ts';
 import { captureAndRate, sampleTurns } from './test-utils/rated-turns.ts';
-import { modelAdaptersDir } from './versions.ts';
+import { modelAdaptersDir } from '../model-files/adapter-versions.ts';
 
 const rule = styleRule('tests');
 

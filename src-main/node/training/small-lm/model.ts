@@ -5,8 +5,8 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConflictError } from '../../../common/errors.ts';
-import { llamaParams, parseLlamaConfig } from '../../../common/engine/models/llama.ts';
-import { numel } from '../../../common/engine/models/params.ts';
+import { llamaParams, parseLlamaConfig } from '../../../common/engine/families/llama.ts';
+import { numel } from '../../../common/engine/families/params.ts';
 import { Rng } from '../../../common/engine/rng.ts';
 import { writeSafetensors, type TensorToWrite } from '../../engine/safetensors.ts';
 import { tokenizerJson, trainBpe, type BpeModel } from './bpe.ts';

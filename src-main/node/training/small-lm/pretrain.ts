@@ -3,7 +3,7 @@
 // warmup then cosine decay. Single-threaded ORT and a seeded corpus make a run deterministic on one machine.
 import path from 'node:path';
 import { AdamW, clipGradNorm } from '../../../common/engine/adamw.ts';
-import { modelParams } from '../../../common/engine/models/registry.ts';
+import { modelParams } from '../../../common/engine/families/registry.ts';
 import { Rng } from '../../../common/engine/rng.ts';
 import { Engine } from '../../engine/engine.ts';
 import type { FArray } from '../../engine/driver.ts';

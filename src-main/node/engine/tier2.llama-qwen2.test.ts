@@ -16,7 +16,7 @@ import { loadHfModel } from './hf.ts';
 import { savePeftAdapter } from './peft.ts';
 import { writeTinyModel } from './tiny.ts';
 import { Runtime } from './runtime.ts';
-import { llamaHeadGraph, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { llamaHeadGraph, parseLlamaConfig } from '../../common/engine/families/llama.ts';
 import type { TinyArch } from './tiny.ts';
 
 const PYTHON = process.env['REIN_PYTHON'] ?? '/usr/bin/python3';

@@ -255,11 +255,11 @@ export function llamaLinearParams(c: LlamaConfig): ResolvedParam[] {
  * 'q_proj.bias', 'input_layernorm', …); with LoRA, '<module>.lora_A' [r, in] and '<module>.lora_B' [out, r].
  * Output: 'y' [T, H].
  */
-/** A config with Llama's fields under another architecture name (models/moe.ts reuses the attention block). */
+/** A config with Llama's fields under another architecture name (families/moe.ts reuses the attention block). */
 export type LlamaLike = Omit<LlamaConfig, 'architecture'> & { architecture: string };
 
 /**
- * A family that keeps this attention block and replaces the MLP (models/moe.ts): its layer weights (graph inputs)
+ * A family that keeps this attention block and replaces the MLP (families/moe.ts): its layer weights (graph inputs)
  * and its MLP, given the normed input h2 [T, H], the LoRA-aware linear and the weight inputs; returns [T, H].
  */
 export interface LayerVariant {

@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { LocalModel, ModelSource } from '../../common/system.ts';
-import { CONFIG_JSON_MAX_BYTES, modelShape } from '../training/model.ts';
+import { CONFIG_JSON_MAX_BYTES, modelShape } from '../model-files/base-model.ts';
 import { readRegularFile } from '../fs-read.ts';
 
 const MAX_FOLDER_ENTRIES = 500;

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync }
 import path from 'node:path';
 import { ConflictError } from '../../common/errors.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import type { ModelConfig } from '../../common/engine/models/registry.ts';
+import type { ModelConfig } from '../../common/engine/families/registry.ts';
 import { loraToGguf } from '../engine/gguf/lora.ts';
 import type { ReinHome } from '../home.ts';
 import { pidAlive } from '../pid.ts';

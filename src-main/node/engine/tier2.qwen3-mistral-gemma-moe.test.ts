@@ -1,4 +1,4 @@
-// Tier-2 numerics for the architectures beyond Llama/Qwen2 (model.tier2.test.ts covers those): Qwen3's per-head q/k
+// Tier-2 numerics for the architectures beyond Llama/Qwen2 (tier2.llama-qwen2.test.ts covers those): Qwen3's per-head q/k
 // RMSNorm, Mistral's sliding attention window, Gemma 2 (soft-caps, alternating local/global layers, (1 + w) norms,
 // GeGLU) and Gemma 3 (q/k norm, two RoPE bases), and the MoEs (Qwen3-MoE, Mixtral: the LoRA gradient flows through
 // the router's top-k weights), on tiny random models in the HF layout, in float64.
@@ -10,14 +10,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peftKeys } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { causalMask } from '../../common/engine/models/llama.ts';
+import { causalMask } from '../../common/engine/families/llama.ts';
 import { Engine } from './engine.ts';
 import { StepCheck } from './test-utils/step-check.ts';
 import { loadHfModel } from './hf.ts';
 import { writeTinyModel } from './tiny.ts';
 import { Graph } from '../../common/engine/ir.ts';
 import * as op from '../../common/engine/ops.ts';
-import { topKRouting } from '../../common/engine/models/moe.ts';
+import { topKRouting } from '../../common/engine/families/moe.ts';
 import { Runtime } from './runtime.ts';
 import { gradcheck } from './test-utils/gradcheck.ts';
 import type { TinyArch, TinyOptions } from './tiny.ts';
@@ -126,7 +126,7 @@ describe.each<TinyArch>(['qwen3', 'mistral', 'gemma2', 'gemma3', 'qwen3moe', 'mi
   }
 });
 
-describe('MoE routing (models/moe.ts topKRouting)', () => {
+describe('MoE routing (families/moe.ts topKRouting)', () => {
   const rt = new Runtime({ intraOpThreads: 1, optimization: 'basic' });
   afterAll(async () => rt.dispose());
   const T = 6;

@@ -4,8 +4,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { NotAvailableError } from '../../common/errors.ts';
-import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
-import { numel } from '../../common/engine/models/params.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/families/registry.ts';
+import { numel } from '../../common/engine/families/params.ts';
 import type { ModelShape } from '../../common/training/presets.ts';
 import type { Store } from '../store/store.ts';
 import { readRegularFile } from '../fs-read.ts';
