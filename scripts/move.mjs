@@ -61,9 +61,12 @@ const seen = new Set();
 function addSuffixes(from, to) {
   const a = from.split('/');
   const b = to.split('/');
-  for (let n = Math.min(a.length, b.length); n >= 2; n--) {
+  for (let n = a.length; n >= 2; n--) {
+    // The suffix's prefix must also lead the new path (the suffix covers every renamed segment).
+    const prefix = a.slice(0, a.length - n);
+    if (prefix.some((seg, i) => b[i] !== seg)) continue;
     const s = a.slice(-n).join('/');
-    const t = b.slice(-n).join('/');
+    const t = b.slice(prefix.length).join('/');
     if (s !== t && !seen.has(s)) {
       seen.add(s);
       subs.push([s, t]);
@@ -89,7 +92,7 @@ for (const [from, to] of pairs) {
   if (!existsSync(path.join(root, from))) throw new Error(`${from} does not exist`);
   const dest = path.join(root, to);
   if (existsSync(dest) && statSync(dest).isDirectory() && statSync(path.join(root, from)).isDirectory()) {
-    for (const [a, b] of movedFiles) if (a.startsWith(from + '/')) {
+    for (const [a, b] of movedFiles) if (a.startsWith(from + '/') && existsSync(path.join(root, a))) {
       execFileSync('mkdir', ['-p', path.dirname(path.join(root, b))]);
       git('mv', a, b);
     }

@@ -109,7 +109,7 @@ export class Driver {
     this.logits = this.family.logits(this.dtype);
   }
 
-  /** The weights the graphs are fed; pretraining (training/small-lm) updates them in place. */
+  /** The weights the graphs are fed; pretraining (node/demo) updates them in place. */
   get weights(): DriverWeights {
     return this.w;
   }

@@ -15,7 +15,7 @@ import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/proxy.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
-import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
 
 export const GYM_SOURCE = 'gym';

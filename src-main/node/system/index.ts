@@ -10,7 +10,7 @@ import type { ReinHome } from '../home.ts';
 import { readOrCreateToken } from '../home.ts';
 import { SafetensorsFile } from '../engine/safetensors.ts';
 import { readServerInfo } from '../capture-server/info.ts';
-import { installSmallLm } from '../training/small-lm/model.ts';
+import { installSmallLm } from '../demo/small-lm.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, discoverModels } from './model-discovery.ts';
@@ -80,7 +80,7 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
 
     useDemoModel: () => {
       const dir = demoModelDir(d.home);
-      // The committed small LM (training/small-lm), copied once per home: servable (byte-level BPE, GGUF) and
+      // The committed small LM (node/demo), copied once per home: servable (byte-level BPE, GGUF) and
       // pretrained on coding dialogues, so a second wizard run changes nothing.
       if (!existsSync(path.join(dir, 'config.json'))) installSmallLm(dir);
       const model = describeHfDir(dir, 'Rein demo model', 'demo');

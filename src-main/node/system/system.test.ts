@@ -8,8 +8,8 @@ import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { runServe } from '../headless.ts';
-import { installSmallLm } from '../training/small-lm/model.ts';
-import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
+import { installSmallLm } from '../demo/small-lm.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { linuxGpus } from './hardware.ts';
 
 let root: string;

@@ -15,8 +15,8 @@ import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { resolveHome } from '../home.ts';
-import { demoPrompt } from './small-lm/corpus.ts';
-import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { demoPrompt } from '../demo/corpus.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { captureAndRate, SAMPLE_OPTS, type SampledTurn } from './test-utils/rated-turns.ts';
 
 const N = 16;

@@ -6,13 +6,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Engine } from '../../engine/engine.ts';
-import { hfToGguf } from '../../engine/gguf/convert.ts';
-import { LlamaCppReferee } from '../../engine/llamacpp.ts';
-import { loadTokenizer } from '../../engine/tokenizer.ts';
+import { Engine } from '../engine/engine.ts';
+import { hfToGguf } from '../engine/gguf/convert.ts';
+import { LlamaCppReferee } from '../engine/llamacpp.ts';
+import { loadTokenizer } from '../engine/tokenizer.ts';
 import { preTokenize, trainBpe } from './bpe.ts';
 import { corpus, STYLES } from './corpus.ts';
-import { renderDialogue, writeSmallLm } from './model.ts';
+import { renderDialogue, writeSmallLm } from './small-lm.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'rein-small-lm-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -2,14 +2,14 @@
 // (next-token cross-entropy over every token), AdamW (common/engine/adamw.ts) with global-norm clipping, linear
 // warmup then cosine decay. Single-threaded ORT and a seeded corpus make a run deterministic on one machine.
 import path from 'node:path';
-import { AdamW, clipGradNorm } from '../../../common/engine/adamw.ts';
-import { modelParams } from '../../../common/engine/families/registry.ts';
-import { Rng } from '../../../common/engine/rng.ts';
-import { Engine } from '../../engine/engine.ts';
-import type { FArray } from '../../engine/driver.ts';
-import { writeSafetensors, type TensorToWrite } from '../../engine/safetensors.ts';
+import { AdamW, clipGradNorm } from '../../common/engine/adamw.ts';
+import { modelParams } from '../../common/engine/families/registry.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { Engine } from '../engine/engine.ts';
+import type { FArray } from '../engine/driver.ts';
+import { writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
 import { sampleDialogue } from './corpus.ts';
-import { renderDialogue, writeSmallLm, type SmallLmOptions } from './model.ts';
+import { renderDialogue, writeSmallLm, type SmallLmOptions } from './small-lm.ts';
 
 export interface PretrainOptions extends SmallLmOptions {
   steps?: number;

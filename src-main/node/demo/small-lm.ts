@@ -4,14 +4,14 @@
 // init as every Llama in the table); pretrain.ts trains them.
 import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConflictError } from '../../../common/errors.ts';
-import { llamaParams, parseLlamaConfig } from '../../../common/engine/families/llama.ts';
-import { numel } from '../../../common/engine/families/params.ts';
-import { Rng } from '../../../common/engine/rng.ts';
-import { writeSafetensors, type TensorToWrite } from '../../engine/safetensors.ts';
+import { ConflictError } from '../../common/errors.ts';
+import { llamaParams, parseLlamaConfig } from '../../common/engine/families/llama.ts';
+import { numel } from '../../common/engine/families/params.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
 import { tokenizerJson, trainBpe, type BpeModel } from './bpe.ts';
 import { corpus, type Dialogue } from './corpus.ts';
-import { resourceDir } from '../../resources.ts';
+import { resourceDir } from '../resources.ts';
 
 // ChatML, as Qwen2 writes it; <|im_end|> ends a turn.
 export const SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { Engine } from '../../engine/engine.ts';
-import { loadHfModel } from '../../engine/hf.ts';
-import { writeSmallLm } from './model.ts';
+import { Engine } from '../engine/engine.ts';
+import { loadHfModel } from '../engine/hf.ts';
+import { writeSmallLm } from './small-lm.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'rein-fullgrad-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

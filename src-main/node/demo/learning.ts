@@ -15,13 +15,13 @@
 // KL and its budget are read from the run's metrics, whatever the gate calls them (runKl below).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Rng } from '../../../common/engine/rng.ts';
-import { meanEstimate, rateEstimate, type RateEstimate } from '../../../common/training/intervals.ts';
-import { createCore, type ReinCore } from '../../core/core.ts';
-import { readOrCreateToken, resolveHome } from '../../home.ts';
-import { startServeStack, type ServeStack } from '../../serving/stack.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { meanEstimate, rateEstimate, type RateEstimate } from '../../common/training/intervals.ts';
+import { createCore, type ReinCore } from '../core/core.ts';
+import { readOrCreateToken, resolveHome } from '../home.ts';
+import { startServeStack, type ServeStack } from '../serving/stack.ts';
 import { allPrompts, sampleDialogue, STYLES, styleRule, type StyleName } from './corpus.ts';
-import { SMALL_LM_DIR } from './model.ts';
+import { SMALL_LM_DIR } from './small-lm.ts';
 
 /** A held-out rate with its 95% Wilson interval. */
 export type RatePoint = RateEstimate;

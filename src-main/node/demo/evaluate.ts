@@ -1,8 +1,8 @@
 // How closely the small LM's sampled answers follow the corpus: n answers sampled with the engine's sampler
 // (temperature 1, full distribution) to corpus prompts, rated by each style detector, next to its documented rate.
-import { Rng } from '../../../common/engine/rng.ts';
-import { wilson } from '../../../common/training/gate.ts';
-import type { Engine } from '../../engine/engine.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { wilson } from '../../common/training/gate.ts';
+import type { Engine } from '../engine/engine.ts';
 import { demoPrompt, STYLES, type StyleName } from './corpus.ts';
 
 export interface StyleRate {

@@ -4,7 +4,7 @@
 // rates and every pairwise joint rate), so a detector's rate on the corpus is its dimension's rate.
 // The detectors are the rules the learning tests and benches rate by: a trained model's sampled answers should show
 // roughly these base rates, and a round that prefers one dimension should move its rate.
-import { Rng } from '../../../common/engine/rng.ts';
+import { Rng } from '../../common/engine/rng.ts';
 
 export interface StyleDimension {
   name: string;
