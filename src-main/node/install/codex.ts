@@ -5,13 +5,13 @@
 // `[hooks.state."<key>"] trusted_hash = "<hash>"` into config.toml.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { ReinError } from '../../../common/errors.ts';
-import { evidence, onPath } from '../shared/detect.ts';
-import type { FileEdit, InstallEnv, Integration } from '../shared/installer.ts';
-import { jsonText, parseJsonObject } from '../shared/json-file.ts';
-import { isRecord } from '../shared/text.ts';
-import { chainPath } from './notify.ts';
-import { findTopLevelKey, formatStringArray, parseStringArray, removeHookTrust, removeTables, setHookTrust, setTable, setTopLevelKey } from './toml.ts';
+import { ReinError } from '../../common/errors.ts';
+import { evidence, onPath } from './detect.ts';
+import type { FileEdit, InstallEnv, Integration } from './installer.ts';
+import { jsonText, parseJsonObject } from './json-file.ts';
+import { isRecord } from '../integrations/shared/text.ts';
+import { chainPath } from '../integrations/codex/notify.ts';
+import { findTopLevelKey, formatStringArray, parseStringArray, removeHookTrust, removeTables, setHookTrust, setTable, setTopLevelKey } from './codex-toml.ts';
 
 export const CODEX_HOOK_EVENTS = ['Stop', 'UserPromptSubmit'] as const;
 

@@ -7,11 +7,11 @@
 // and the user's shell profile reads the 0600 token file.
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { ReinError } from '../../../common/errors.ts';
-import { evidence, onPath } from '../shared/detect.ts';
-import type { FileEdit, InstallEnv, Integration } from '../shared/installer.ts';
-import { jsonText, parseJsonObject } from '../shared/json-file.ts';
-import { isRecord } from '../shared/text.ts';
+import { ReinError } from '../../common/errors.ts';
+import { evidence, onPath } from './detect.ts';
+import type { FileEdit, InstallEnv, Integration } from './installer.ts';
+import { jsonText, parseJsonObject } from './json-file.ts';
+import { isRecord } from '../integrations/shared/text.ts';
 
 export const CLAUDE_EVENTS = ['Stop', 'SubagentStop', 'UserPromptSubmit', 'UserPromptExpansion'] as const;
 export type ClaudeEvent = (typeof CLAUDE_EVENTS)[number];

@@ -7,8 +7,8 @@
 //   the agent) changed it since, only Rein's entries are taken out of the current text.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ReinError } from '../../../common/errors.ts';
-import type { ReinHome } from '../../home.ts';
+import { ReinError } from '../../common/errors.ts';
+import type { ReinHome } from '../home.ts';
 import { readState, refuseSymlink, sha256, writeAtomic } from './fs-safe.ts';
 
 export type AgentName = 'claude' | 'codex' | 'openclaw';

@@ -5,14 +5,14 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { claudeIntegration } from '../claude/install.ts';
-import { codexIntegration } from '../codex/install.ts';
-import { checkToml, findTopLevelKey } from '../codex/toml.ts';
+import { claudeIntegration } from './claude.ts';
+import { codexIntegration } from './codex.ts';
+import { checkToml, findTopLevelKey } from './codex-toml.ts';
 import { install, uninstall } from './installer.ts';
 import type { InstallEnv } from './installer.ts';
-import { installEnv, QUIET, TEST_TOKEN } from '../test-utils/install-env.ts';
+import { installEnv, QUIET, TEST_TOKEN } from './test-utils/install-env.ts';
 
-const FIX = path.join(import.meta.dirname, '../fixtures');
+const FIX = path.join(import.meta.dirname, '../integrations/fixtures');
 const LOCAL = { proxyPort: 7434, model: 'qwen-local' };
 
 function sandbox(extra: Record<string, string> = {}): InstallEnv {

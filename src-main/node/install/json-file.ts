@@ -1,8 +1,8 @@
 // JSON config files edited by the installers: parse with a named error (the file is left untouched), and write
 // back only when the value really changed, so an install over an installed config changes no byte.
 import { isDeepStrictEqual } from 'node:util';
-import { ReinError } from '../../../common/errors.ts';
-import { isRecord } from './text.ts';
+import { ReinError } from '../../common/errors.ts';
+import { isRecord } from '../integrations/shared/text.ts';
 
 export function parseJsonObject(text: string | null, file: string): Record<string, unknown> {
   if (text === null || text.trim() === '') return {};

@@ -1,7 +1,7 @@
 // The InstallEnv the installer tests run `install`/`uninstall` with: a sandboxed user home with nothing on PATH, a
 // Rein home of its own, and the hook command and plugin folder laid out as in a checkout under /opt/rein.
 import { resolveHome } from '../../home.ts';
-import type { InstallEnv } from '../shared/installer.ts';
+import type { InstallEnv } from '../installer.ts';
 
 export const TEST_TOKEN = 'ab'.repeat(32);
 

@@ -4,11 +4,11 @@
 // config file is made 0600. Config path: $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else
 // ~/.openclaw/openclaw.json.
 import path from 'node:path';
-import { ReinError } from '../../../common/errors.ts';
-import { evidence } from '../shared/detect.ts';
-import type { InstallEnv, Integration } from '../shared/installer.ts';
-import { jsonText, parseJsonObject } from '../shared/json-file.ts';
-import { isRecord } from '../shared/text.ts';
+import { ReinError } from '../../common/errors.ts';
+import { evidence } from './detect.ts';
+import type { InstallEnv, Integration } from './installer.ts';
+import { jsonText, parseJsonObject } from './json-file.ts';
+import { isRecord } from '../integrations/shared/text.ts';
 
 export const PLUGIN_ID = 'rein';
 

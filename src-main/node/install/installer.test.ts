@@ -2,16 +2,16 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, statSync, syml
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { claudeIntegration, TOKEN_ENV } from '../claude/install.ts';
-import { codexIntegration } from '../codex/install.ts';
-import { readChain } from '../codex/notify.ts';
-import { findTopLevelKey, parseStringArray, removeHookTrust, setHookTrust, setTopLevelKey } from '../codex/toml.ts';
-import { openclawIntegration } from '../openclaw/install.ts';
+import { claudeIntegration, TOKEN_ENV } from './claude.ts';
+import { codexIntegration } from './codex.ts';
+import { readChain } from '../integrations/codex/notify.ts';
+import { findTopLevelKey, parseStringArray, removeHookTrust, setHookTrust, setTopLevelKey } from './codex-toml.ts';
+import { openclawIntegration } from './openclaw.ts';
 import { install, uninstall } from './installer.ts';
 import type { InstallEnv } from './installer.ts';
-import { installEnv, QUIET, TEST_TOKEN } from '../test-utils/install-env.ts';
+import { installEnv, QUIET, TEST_TOKEN } from './test-utils/install-env.ts';
 
-const FIX = path.join(import.meta.dirname, '../fixtures');
+const FIX = path.join(import.meta.dirname, '../integrations/fixtures');
 
 function sandbox(extra: Record<string, string> = {}): InstallEnv {
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-inst-'));

@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { ReinError } from '../../../common/errors.ts';
-import { writeAll, writeFileAtomic } from '../../fs-atomic.ts';
+import { ReinError } from '../../common/errors.ts';
+import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
 
 export interface FileState {
   bytes: Buffer | null;

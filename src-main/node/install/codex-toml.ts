@@ -2,7 +2,7 @@
 // and a round trip through one would drop the user's comments anyway, so this edits text and leaves every other
 // byte alone. It understands just enough TOML (toml.io v1.0.0): table headers, basic "…" and literal '…' strings,
 // comments, and arrays that span lines.
-import { ReinError } from '../../../common/errors.ts';
+import { ReinError } from '../../common/errors.ts';
 
 /** Where a top-level `key = value` sits: [start, end) line indexes, the value text and any trailing comment. */
 interface KeySpan {
