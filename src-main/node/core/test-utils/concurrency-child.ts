@@ -1,8 +1,8 @@
 // A separate process for the concurrency test: opens its own Core on a shared home and captures and rates
 // `count` turns as fast as it can, the way the app, the CLI and hooks write the same database at once.
 // Usage: node concurrency-child.ts <home> <worker> <count> <startAtMs>
-import { resolveHome } from '../home.ts';
-import { createCore } from './core.ts';
+import { resolveHome } from '../../home.ts';
+import { createCore } from '../core.ts';
 
 const [home, worker, count, startAt] = process.argv.slice(2);
 const core = createCore({ home: resolveHome({ REIN_HOME: home }) });
