@@ -3,7 +3,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { createCore } from './core/core.ts';
+import { composeCore } from './compose.ts';
+import type { ReinCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
 import { ensureHome, readOrCreateToken, secureHome } from './home.ts';
 import type { ReinHome } from './home.ts';
@@ -58,7 +59,7 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
   const rawLog = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   secureHome(home, rawLog);
   const lock = acquireLock(home.lockPath);
-  let core: Core | null = null;
+  let core: ReinCore | null = null;
   let server: CaptureServer | null = null;
   try {
     const token = readOrCreateToken(home);
@@ -66,10 +67,10 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     // wherever a request put it (issue #19).
     const log = (line: string) => rawLog(withoutToken(line, token));
     // This process holds core.lock: the one that may spool captures while another process holds the write lock.
-    core = await createCore({ home, spoolCaptures: true });
-    attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
+    core = composeCore({ home, spoolCaptures: true });
+    attachPublishers(core, (line) => log(line));
     // The serving process is the one whose scheduler wakes by the clock (training.schedule interval and nightly).
-    (core as ReturnType<typeof createCore>).scheduler.startClock();
+    core.scheduler.startClock();
     const settings = await core.call('getSettings', {}, 'system');
     server = await startCaptureServer({
       core,

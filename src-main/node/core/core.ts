@@ -8,7 +8,7 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { RatingView, Status } from '../../common/domain.ts';
-import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
@@ -23,7 +23,6 @@ import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
-import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -42,6 +41,39 @@ export interface CoreOptions {
   timers?: SchedulerTimers;
   /** The idle guard of nightly rounds and training.onlyWhenIdle (default: the load average, scheduler.ts machineIdle). */
   machineIdle?: () => boolean;
+  /**
+   * The setup wizard's verbs (node/system/), which sit above the core: they install integrations and read the capture
+   * server's file. The composition root (node/compose.ts) passes them in; a core opened without them answers those
+   * verbs with not_available.
+   */
+  wizard?: (deps: WizardDeps) => WizardHandlers;
+}
+
+/** What the wizard's verbs get from the core. */
+export interface WizardDeps {
+  home: ReinHome;
+  settings: () => Settings;
+  setSettings: (values: Record<string, unknown>) => Settings;
+  env?: NodeJS.ProcessEnv;
+}
+
+type WizardVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
+export type WizardHandlers = { [V in WizardVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
+
+function noWizard(): WizardHandlers {
+  const refuse = (verb: WizardVerb): never => {
+    throw new NotAvailableError(verb, 'this core was opened without the setup wizard (node/compose.ts composeCore wires it)');
+  };
+  return {
+    detectAgents: () => refuse('detectAgents'),
+    detectHardware: () => refuse('detectHardware'),
+    discoverModels: () => refuse('discoverModels'),
+    planAgent: () => refuse('planAgent'),
+    connectAgent: () => refuse('connectAgent'),
+    useModel: () => refuse('useModel'),
+    useDemoModel: () => refuse('useDemoModel'),
+    sendTestTurn: () => refuse('sendTestTurn'),
+  };
 }
 
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
@@ -384,7 +416,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();

@@ -1,12 +1,11 @@
 // The setup wizard's verbs (common/api.ts: detectAgents … sendTestTurn) as one thin service over the installers,
-// the model folders, the demo model and the capture server. core.ts wires each verb to one of these.
+// the model folders, the demo model and the capture server. compose.ts hands them to the core (core.ts CoreOptions.wizard).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { VerbOutputs, VerbParsed } from '../../common/api.ts';
-import type { Settings } from '../../common/config.ts';
 import { BadInputError, NotAvailableError, ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
+import type { WizardDeps, WizardHandlers } from '../core/core.ts';
 import { readOrCreateToken } from '../home.ts';
 import { SafetensorsFile } from '../engine/safetensors.ts';
 import { readServerInfo } from '../capture-server/info.ts';
@@ -15,15 +14,6 @@ import { connectAgent, detectAgents, localModelChoice, planAgent } from './agent
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, discoverModels } from './model-discovery.ts';
 
-export interface SystemDeps {
-  home: ReinHome;
-  settings: () => Settings;
-  setSettings: (values: Record<string, unknown>) => Settings;
-  env?: NodeJS.ProcessEnv;
-}
-
-type SystemVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
-export type SystemHandlers = { [V in SystemVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
 
 export function demoModelDir(home: ReinHome): string {
   return path.join(home.modelsDir, 'demo');
@@ -59,7 +49,7 @@ function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
   return abs;
 }
 
-export function createSystemHandlers(d: SystemDeps): SystemHandlers {
+export function createSystemHandlers(d: WizardDeps): WizardHandlers {
   const env = d.env ?? process.env;
   return {
     detectAgents: () => detectAgents(d.home, env, localModelChoice(d.settings())),
