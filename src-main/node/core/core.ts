@@ -108,68 +108,23 @@ function absolutePath(verb: string, p: string): string {
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
-export function createCore(opts: CoreOptions): ReinCore {
-  const home = ensureHome(opts.home);
-  const now = opts.now ?? Date.now;
-  const store = new Store(home.dbPath, now);
-  const hub = new EventHub((event, err) => {
-    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
-    console.error(`rein: a ${event} listener threw:`, err);
-  });
-  const spool = opts.spoolCaptures
-    ? new CaptureSpool({
-        store,
-        file: home.captureSpoolPath,
-        stored: (r) => {
-          if (r.created) emit('turnCaptured', r.turn);
-        },
-      })
-    : null;
-  let closed = false;
-  const scheduler = new Scheduler({
-    home,
-    store,
-    modelId: () => modelOf(settings()),
-    settings: () => settings(),
-    emit: (event, payload) => emit(event, payload),
-    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
-    machineIdle: opts.machineIdle,
-  });
+/** What the verbs share: the store, the scheduler, the settings and status as they are now, and the event hub. */
+interface VerbContext {
+  home: ReinHome;
+  now: () => number;
+  store: Store;
+  scheduler: Scheduler;
+  /** The capture spool of the process holding core.lock (CoreOptions.spoolCaptures), else null. */
+  spool: CaptureSpool | null;
+  settings(): Settings;
+  modelOf(s: Settings): string;
+  status(): Status;
+  emit<E extends EventName>(event: E, payload: Events[E]): void;
+}
 
-  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
-  function settings(): Settings {
-    return readSettings(store);
-  }
-
-  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
-
-  function status(): Status {
-    const s = settings();
-    const modelId = modelOf(s);
-    const c = store.counts(modelId);
-    const active = store.adapters.active(modelId);
-    const ema = store.emaValue(modelId);
-    return {
-      version: pkg.version,
-      home: home.dir,
-      model: { id: modelId, configured: s['model.active'] !== null },
-      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
-      ratings: c.ratings,
-      pending: c.pending,
-      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
-      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
-      ema: ema === null ? null : { value: ema, count: c.ratings.total },
-      turns: c.turns,
-      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
-      rejected: store.runs.lastRejected(modelId),
-      capture: { paused: s['capture.paused'] },
-    };
-  }
-
-  function emit<E extends EventName>(event: E, payload: Events[E]): void {
-    hub.emit(event, payload);
-  }
-
+/** Capturing, rating and browsing turns and ratings. */
+function turnVerbs(c: VerbContext) {
+  const { now, store, scheduler, spool, settings, modelOf, status, emit } = c;
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
     const at = now();
     if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
@@ -204,18 +159,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     };
   }
 
-  function removeAdapterDirs(paths: string[]): void {
-    const root = path.resolve(home.adaptersDir) + path.sep;
-    for (const p of paths) {
-      const abs = path.resolve(p);
-      // Only ever delete inside the home's adapters folder, whatever a row says.
-      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
-    }
-  }
-
-  const handlers: Handlers = {
-    status: () => status(),
-
+  return {
     captureTurn: (input, actor) => {
       const s = settings();
       if (s['capture.paused']) {
@@ -316,6 +260,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     emaHistory: (input) => store.emaHistory(modelOf(settings()), input.limit),
+  } satisfies Partial<Handlers>;
+}
+
+/** Reading and writing settings (validated against common/config.ts). */
+function settingsVerbs(c: VerbContext) {
+  const { store, scheduler, settings, emit } = c;
+  return {
     getSettings: () => settings(),
     describeSettings: () => describeSettings(),
 
@@ -351,7 +302,22 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return settings();
     },
+  } satisfies Partial<Handlers>;
+}
 
+/** Rounds, adapter versions, presets, rollback and reset. */
+function trainingVerbs(c: VerbContext) {
+  const { home, store, scheduler, settings, modelOf, status, emit } = c;
+  function removeAdapterDirs(paths: string[]): void {
+    const root = path.resolve(home.adaptersDir) + path.sep;
+    for (const p of paths) {
+      const abs = path.resolve(p);
+      // Only ever delete inside the home's adapters folder, whatever a row says.
+      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
+    }
+  }
+
+  return {
     listRuns: (input) => store.runs.list(modelOf(settings()), input.limit),
     listAdapters: () => store.adapters.list(modelOf(settings())),
 
@@ -401,7 +367,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     testRewardMapper: (input) => tryRewardMapper(store, input.source, input.limit),
+  } satisfies Partial<Handlers>;
+}
 
+/** Export and import of turns and ratings as JSONL. */
+function dataVerbs(c: VerbContext) {
+  const { store, settings, status, emit } = c;
+  return {
     exportData: (input, actor) => exportJsonl(store, absolutePath('exportData', input.path), actor),
 
     importData: (input, actor) => {
@@ -414,6 +386,79 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
+  } satisfies Partial<Handlers>;
+}
+
+export function createCore(opts: CoreOptions): ReinCore {
+  const home = ensureHome(opts.home);
+  const now = opts.now ?? Date.now;
+  const store = new Store(home.dbPath, now);
+  const hub = new EventHub((event, err) => {
+    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
+    console.error(`rein: a ${event} listener threw:`, err);
+  });
+  const spool = opts.spoolCaptures
+    ? new CaptureSpool({
+        store,
+        file: home.captureSpoolPath,
+        stored: (r) => {
+          if (r.created) emit('turnCaptured', r.turn);
+        },
+      })
+    : null;
+  let closed = false;
+  const scheduler = new Scheduler({
+    home,
+    store,
+    modelId: () => modelOf(settings()),
+    settings: () => settings(),
+    emit: (event, payload) => emit(event, payload),
+    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
+    machineIdle: opts.machineIdle,
+  });
+
+  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
+  function settings(): Settings {
+    return readSettings(store);
+  }
+
+  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
+
+  function status(): Status {
+    const s = settings();
+    const modelId = modelOf(s);
+    const c = store.counts(modelId);
+    const active = store.adapters.active(modelId);
+    const ema = store.emaValue(modelId);
+    return {
+      version: pkg.version,
+      home: home.dir,
+      model: { id: modelId, configured: s['model.active'] !== null },
+      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
+      ratings: c.ratings,
+      pending: c.pending,
+      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
+      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
+      ema: ema === null ? null : { value: ema, count: c.ratings.total },
+      turns: c.turns,
+      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
+      rejected: store.runs.lastRejected(modelId),
+      capture: { paused: s['capture.paused'] },
+    };
+  }
+
+  function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    hub.emit(event, payload);
+  }
+
+  const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
+  const handlers: Handlers = {
+    status: () => status(),
+
+    ...turnVerbs(verbs),
+    ...settingsVerbs(verbs),
+    ...trainingVerbs(verbs),
+    ...dataVerbs(verbs),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...(opts.wizard ?? noWizard)({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
