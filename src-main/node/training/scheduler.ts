@@ -16,8 +16,8 @@ import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { pidAlive } from '../pid.ts';
 import { acquireTrainingLock, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
-import { resolveModelDir } from './model.ts';
-import { removeStaleStaging } from './versions.ts';
+import { resolveModelDir } from '../model-files/base-model.ts';
+import { removeStaleStaging } from '../model-files/adapter-versions.ts';
 import type { WorkerMessage } from './worker.ts';
 
 export interface SchedulerDeps {
