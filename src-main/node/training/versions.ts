@@ -13,6 +13,7 @@ import { loraToGguf } from '../engine/gguf/lora.ts';
 import type { ReinHome } from '../home.ts';
 import { pidAlive } from '../pid.ts';
 import { savePeftAdapter } from '../engine/peft.ts';
+import { fsyncPath, fsyncTree } from '../fs-atomic.ts';
 import type { Store } from '../store/store.ts';
 
 const STAGE_PREFIX = '.stage-';
@@ -67,7 +68,10 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
     json('metrics.json', files.metrics);
     json('config.json', files.config);
     json('lineage.json', { ...files.lineage, ...gguf });
+    // The bytes reach the disk before the rename does, and the rename before the row commits (power-loss.test.ts).
+    fsyncTree(stage);
     renameSync(stage, dir);
+    fsyncPath(parent);
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
     throw e;
