@@ -206,7 +206,9 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
         })();
         flush();
       },
-      { mode: 0o600 },
+      // fsync: a full disk or a quota can fail only at the flush (delayed allocation, network filesystems); it must
+      // fail before the rename, so no short file takes the export's name (full-disk.test.ts).
+      { mode: 0o600, fsync: true },
     );
   }
 }
@@ -228,6 +230,10 @@ function writeFailure(code: string, file: string, e: Error): string {
       return `the disk is read-only (EROFS)`;
     case 'ENOSPC':
       return `the disk is full (ENOSPC)`;
+    case 'EDQUOT':
+      return `the disk quota is used up (EDQUOT)`;
+    case 'EFBIG':
+      return `the file would be larger than this system allows (EFBIG)`;
     default:
       return e.message;
   }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConflictError } from '../../common/errors.ts';
+import { ConflictError, ReinError } from '../../common/errors.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import type { ModelConfig } from '../../common/engine/models/registry.ts';
 import { loraToGguf } from '../engine/gguf/lora.ts';
@@ -17,6 +17,14 @@ import { fsyncPath, fsyncTree } from '../fs-atomic.ts';
 import type { Store } from '../store/store.ts';
 
 const STAGE_PREFIX = '.stage-';
+
+/** A version that did not fit on the disk: named, with what to do (full-disk.test.ts). */
+export class DiskFullError extends ReinError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super('not_available', message, { detail });
+    this.name = 'DiskFullError';
+  }
+}
 
 /** A filesystem-safe folder name for a model id (ids may be paths): readable part + short hash. */
 export function modelFolder(modelId: string): string {
@@ -74,6 +82,9 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
     fsyncPath(parent);
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOSPC' ? 'the disk is full' : code === 'EDQUOT' ? 'the disk quota is used up' : code === 'EFBIG' ? 'a file would be larger than this system allows' : null;
+    if (why !== null) throw new DiskFullError(`cannot write adapter version ${version} in ${parent}: ${why} (${code}); nothing of v${version} was kept, and its ratings stay pending. Free some space, then train again`, { dir: parent, code });
     throw e;
   }
   return dir;
