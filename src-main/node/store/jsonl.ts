@@ -9,6 +9,7 @@ import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { rewardOf } from '../../common/rewards.ts';
 import { redact } from '../../common/redact.ts';
+import type { FieldCipher } from './cipher.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -126,7 +127,10 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
         let buf: string[] = [];
         let size = 0;
         const line = (rec: unknown): void => {
-          const s = JSON.stringify(rec) + '\n';
+          // Encryption on: every record but the header leaves sealed with the current key (importJsonl opens it).
+          const json = JSON.stringify(rec);
+          const sealed = store.cipher !== null && (rec as { type?: unknown }).type !== 'header';
+          const s = (sealed ? JSON.stringify({ type: 'sealed', data: store.cipher!.seal(json).toString('base64') }) : json) + '\n';
           buf.push(s);
           size += s.length;
           if (size > 1 << 20) flush();
@@ -262,7 +266,7 @@ interface BadLines {
   shown: { line: number; reason: string }[];
 }
 
-function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
+function parseFile(file: string, cipher: FieldCipher | null): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
   let text: string;
   try {
     text = readRegularFile(file, IMPORT_MAX_BYTES);
@@ -310,6 +314,15 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
       header = true;
       return;
     }
+    if ((json as { type?: unknown } | null)?.type === 'sealed') {
+      const data = (json as { data?: unknown }).data;
+      if (cipher === null) return badLine(lineNo, 'sealed (an encrypted export) and encryption is off here: enable it with the keyring that wrote the file');
+      try {
+        json = JSON.parse(cipher.open(Buffer.from(typeof data === 'string' ? data : '', 'base64')));
+      } catch (e) {
+        return badLine(lineNo, `sealed, and it does not open: ${(e as Error).message}`);
+      }
+    }
     const r = Record_.safeParse(json);
     if (!r.success) return badLine(lineNo, why(r.error));
     const rec = r.data;
@@ -343,7 +356,7 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
 
 /** Imports an export; text is capped and redacted again (both are no-ops on Rein's own exports). */
 export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
-  const { turns, runs, ratings, bad } = parseFile(file);
+  const { turns, runs, ratings, bad } = parseFile(file, store.cipher);
   return store.write(() => {
     const turnMap = new Map<number, number>();
     const runMap = new Map<number, number>();
@@ -364,9 +377,9 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         text.session,
         text.eventId,
         t.createdAt,
-        text.prompt,
-        JSON.stringify(text.context),
-        text.response,
+        store.seal(text.prompt),
+        store.seal(JSON.stringify(text.context)),
+        store.seal(text.response),
         text.model,
         t.tokens === null ? null : encodeTokens(t.tokens),
         t.logprobs === null ? null : encodeLogprobs(t.logprobs),
@@ -429,9 +442,9 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         r.kind,
         r.value,
         r.scale,
-        text.correction,
+        store.sealNullable(text.correction),
         JSON.stringify(text.tags),
-        text.comment,
+        store.sealNullable(text.comment),
         text.rater,
         r.createdAt,
         r.undoneAt,

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { TrainingProgress } from '../../common/domain.ts';
 import { resolveHome } from '../home.ts';
+import { openCipher } from '../store/keyring.ts';
 import { Store } from '../store/store.ts';
 import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { CancelledError, runRound } from './round.ts';
@@ -27,7 +28,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const home = resolveHome({ REIN_HOME: path.resolve(homeDir) });
-  const store = new Store(home.dbPath);
+  // The keys of an encrypted home come from the parent (REIN_DATA_KEYS, removed from this environment as read).
+  const store = new Store(home.dbPath, Date.now, openCipher(home));
   writeTrainingLock(home, { pid: process.pid, runId });
   const abort = new AbortController();
   process.on('message', (m: unknown) => {
