@@ -17,7 +17,9 @@ export type WorkerMessage =
   | { type: 'failed'; error: string; cancelled: boolean };
 
 function send(m: WorkerMessage): void {
-  if (process.send !== undefined && process.connected) process.send(m);
+  // The parent may go between the check and the write (a `rein train` CLI exits once the round started): with a
+  // callback the EPIPE comes to it, not as an unhandled 'error' event that killed the worker mid-round.
+  if (process.send !== undefined && process.connected) process.send(m, undefined, {}, () => undefined);
 }
 
 async function main(): Promise<number> {
