@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { ensureKeychainCopy, type KeyProtector } from './store/keyring.ts';
 import { createCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
 import { ensureHome, readOrCreateToken, secureHome } from './home.ts';
@@ -37,6 +38,8 @@ export interface ServeOptions {
   /** Install SIGINT/SIGTERM handlers that close everything (default true). */
   handleSignals?: boolean;
   heartbeatMs?: number;
+  /** The OS keychain (the app's safeStorage): opens an encrypted home, and keeps a copy of its keys once it did. */
+  keyProtector?: KeyProtector | null;
 }
 
 export interface Serving {
@@ -66,7 +69,10 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     // wherever a request put it (issue #19).
     const log = (line: string) => rawLog(withoutToken(line, token));
     // This process holds core.lock: the one that may spool captures while another process holds the write lock.
-    core = await createCore({ home, spoolCaptures: true });
+    core = await createCore({ home, spoolCaptures: true, keyProtector: opts.keyProtector ?? null });
+    const cipher = (core as ReturnType<typeof createCore>).store.cipher;
+    // Opened with the passphrase once: the keychain keeps a copy, so the app opens it by itself from then on.
+    if (cipher !== null && opts.keyProtector) ensureKeychainCopy(home, cipher, opts.keyProtector);
     attachPublishers(core as ReturnType<typeof createCore>, (line) => log(line));
     // The serving process is the one whose scheduler wakes by the clock (training.schedule interval and nightly).
     (core as ReturnType<typeof createCore>).scheduler.startClock();

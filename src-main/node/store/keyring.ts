@@ -70,6 +70,14 @@ export function saveKeyring(home: ReinHome, cipher: FieldCipher, passphrase: str
   writeFileAtomic(keyringPath(home), (fd) => writeAll(fd, Buffer.from(JSON.stringify(file, null, 2) + '\n')), { mode: 0o600, fsync: true });
 }
 
+/** Adds (or renews) the keychain's copy of the keys, leaving the passphrase's part as it is. */
+export function ensureKeychainCopy(home: ReinHome, cipher: FieldCipher, protector: KeyProtector): void {
+  const f = readKeyring(home);
+  if (f.keychain !== null && f.keychain.name === protector.name && f.current === cipher.current) return;
+  const next: KeyringFile = { ...f, keychain: { name: protector.name, sealed: protector.encrypt(keysJson(cipher)).toString('base64') } };
+  writeFileAtomic(keyringPath(home), (fd) => writeAll(fd, Buffer.from(JSON.stringify(next, null, 2) + '\n')), { mode: 0o600, fsync: true });
+}
+
 /** A new keyring with one fresh 256-bit key. */
 export function newCipher(): FieldCipher {
   return new FieldCipher(new Map([[1, randomBytes(32)]]), 1);
