@@ -10,6 +10,7 @@ import { BadInputError, ConflictError, NotFoundError } from '../../common/errors
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
 import { Adapters } from './adapters.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
+import { Arena } from './arena.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import type { Sql } from './sql.ts';
@@ -121,6 +122,8 @@ export class Store implements Sql {
   readonly adapters: Adapters;
   /** What a training round reads from ratings and turns (store/rounds.ts). */
   readonly rounds: Rounds;
+  /** Arena matches and the per-version statistics (store/arena.ts). */
+  readonly arena: Arena;
 
   constructor(file: string, now: () => number = Date.now) {
     this.db = openDatabase(file);
@@ -128,6 +131,7 @@ export class Store implements Sql {
     this.runs = new Runs(this);
     this.adapters = new Adapters(this);
     this.rounds = new Rounds(this);
+    this.arena = new Arena(this);
   }
 
   close(): void {
@@ -650,6 +654,8 @@ export class Store implements Sql {
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
+      // The votes name versions that no longer exist; a new v1 must not inherit the old one's record.
+      this.stmt('DELETE FROM arena_matches WHERE model_id = ?').run(modelId);
       this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
       return { ratings, runs, adapters, turnIds: turnIds.map((t) => t.turn_id) };
     });
