@@ -3,6 +3,10 @@
 // Wilson 95% intervals, the Good-rate of answers a version produced in real use).
 import { rateEstimate, type RateEstimate } from '../training/intervals.ts';
 
+/** The sources of the turns Rein's own chat and arena store (always captured: the user typed them into Rein). */
+export const CHAT_SOURCES = ['chat', 'arena'] as const;
+export type ChatSource = (typeof CHAT_SOURCES)[number];
+
 /**
  * The `model` of a chat request that asks Rein's own model server for one version: `rein@v3`, `rein@base` (version
  * 0, the adapter off). Any other name gets the active version, as before.

@@ -8,8 +8,12 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { RatingView, Status } from '../../common/domain.ts';
-import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
+import { CHAT_SOURCES, voteLabels, versionStats } from '../../common/chat/arena.ts';
+import type { ArenaMatchView } from '../../common/api.ts';
+import type { ArenaMatchRow } from '../store/arena.ts';
+import { createChatService } from './chat.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
@@ -172,6 +176,22 @@ export function createCore(opts: CoreOptions): ReinCore {
     };
   }
 
+  const chat = createChatService({
+    home,
+    core: () => core,
+    store,
+    settings,
+    modelId: () => modelOf(settings()),
+    emit: (streamId, text) => emit('chatToken', { streamId, text }),
+    onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
+  });
+
+  /** An arena match as the client sees it: the versions stay hidden until the vote. */
+  function matchView(r: ArenaMatchRow): ArenaMatchView {
+    const side = (turnId: number, version: number) => ({ turnId, text: store.turnSummary(turnId) === null ? '' : store.getTurn(turnId).response, version: r.vote === null ? null : version });
+    return { id: r.id, prompt: r.prompt, a: side(r.turn_a, r.version_a), b: side(r.turn_b, r.version_b), vote: r.vote, createdAt: r.created_at };
+  }
+
   function removeAdapterDirs(paths: string[]): void {
     const root = path.resolve(home.adaptersDir) + path.sep;
     for (const p of paths) {
@@ -191,7 +211,8 @@ export function createCore(opts: CoreOptions): ReinCore {
           field: 'capture.paused',
         });
       }
-      if (!s['capture.agents'].includes(input.source)) {
+      // Rein's own chat and arena are always captured: their answers are what the user came to rate.
+      if (!s['capture.agents'].includes(input.source) && !(CHAT_SOURCES as readonly string[]).includes(input.source)) {
         throw new ReinError(
           'conflict',
           `source ${input.source} is not in capture.agents (${s['capture.agents'].join(', ')}); turn ${input.eventId} was not stored`,
@@ -383,6 +404,61 @@ export function createCore(opts: CoreOptions): ReinCore {
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
 
+    chat: (input) =>
+      chat.answer({
+        messages: input.messages,
+        version: input.version,
+        source: 'chat',
+        session: input.session ?? `chat-${now()}`,
+        streamId: input.streamId,
+        maxTokens: input.maxTokens,
+      }),
+
+    arenaStart: async (input, actor) => {
+      const modelId = modelOf(settings());
+      let pair = input.versions;
+      if (pair === undefined) {
+        const active = store.adapters.active(modelId);
+        if (active === null) {
+          throw new NotAvailableError('arenaStart', 'no trained version is active, so there is nothing to compare with the base yet: train a round first, or pick two versions');
+        }
+        pair = [active.version, active.parentVersion ?? 0];
+      }
+      if (pair[0] === pair[1]) throw new BadInputError(`arenaStart: pick two different versions (both are v${pair[0]})`, 'versions');
+      // Blind: which version is A is a coin flip, and the client learns the versions only with the vote.
+      const [va, vb] = Math.random() < 0.5 ? pair : [pair[1], pair[0]];
+      const messages = [...(input.system ? [{ role: 'system' as const, content: input.system }] : []), { role: 'user' as const, content: input.prompt }];
+      const session = `arena-${now()}-${Math.random().toString(36).slice(2, 8)}`;
+      const one = (version: number, side: 'a' | 'b') =>
+        chat.answer({ messages, version, source: 'arena', session, streamId: input.streamId === undefined ? undefined : `${input.streamId}:${side}`, maxTokens: input.maxTokens });
+      const a = await one(va, 'a');
+      const b = await one(vb, 'b');
+      for (const x of [a, b]) if (x.turnId === null) throw new ReinError('conflict', `arenaStart: an answer was not stored (${x.note ?? 'unknown reason'}), so it cannot be voted on`);
+      const row = store.arena.create({ modelId, prompt: input.prompt, turnA: a.turnId!, turnB: b.turnId!, versionA: a.version ?? va, versionB: b.version ?? vb }, actor);
+      return matchView(row);
+    },
+
+    arenaVote: (input, actor) => {
+      const row = store.arena.vote(input.matchId, input.vote, input.rater ?? 'user', actor);
+      const labels = voteLabels(input.vote);
+      const ratings = [];
+      for (const [turnId, value] of [[row.turn_a, labels.a], [row.turn_b, labels.b]] as const) {
+        if (value !== null) ratings.push(handlers.rate({ turnId, value, rater: 'arena' }, actor) as VerbOutputs['rate']);
+      }
+      return { match: matchView(row), ratings: ratings.map((r) => r.rating) };
+    },
+
+    versionStats: () => {
+      const modelId = modelOf(settings());
+      const adapters = [...store.adapters.list(modelId)].reverse();
+      const baseActive = !adapters.some((a) => a.status === 'active');
+      const versions = [
+        { version: 0, parentVersion: null, createdAt: null, status: baseActive ? 'active' : 'base' },
+        ...adapters.map((a) => ({ version: a.version, parentVersion: a.parentVersion, createdAt: a.createdAt, status: a.status })),
+      ];
+      return versionStats(versions, store.arena.voted(modelId), store.arena.goodCounts(modelId));
+    },
+
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
@@ -424,6 +500,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (closed) return;
       closed = true;
       scheduler.close();
+      void chat.close();
       spool?.close();
       hub.clear();
       store.close();
