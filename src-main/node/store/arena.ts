@@ -6,6 +6,11 @@ import type { ArenaVote, GoodCount, VotedMatch } from '../../common/chat/arena.t
 import { NotFoundError, ReinError } from '../../common/errors.ts';
 import type { Sql } from './sql.ts';
 
+/** The queries whose plans migrate.test.ts checks. */
+export const ARENA_Q = {
+  voted: 'SELECT version_a, version_b, vote, voted_at FROM arena_matches WHERE model_id = ? AND vote IS NOT NULL ORDER BY voted_at',
+} as const;
+
 export interface ArenaMatchRow {
   id: number;
   model_id: string;
@@ -70,7 +75,7 @@ export class Arena {
   voted(modelId: string): VotedMatch[] {
     return this.sql
       .stmt<{ version_a: number; version_b: number; vote: ArenaVote; voted_at: number }>(
-        'SELECT version_a, version_b, vote, voted_at FROM arena_matches WHERE model_id = ? AND vote IS NOT NULL ORDER BY voted_at',
+        ARENA_Q.voted,
       )
       .all(modelId)
       .map((r) => ({ versionA: r.version_a, versionB: r.version_b, vote: r.vote, votedAt: r.voted_at }));
