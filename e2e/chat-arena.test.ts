@@ -177,7 +177,7 @@ describe('arena (issue #14 item 2)', () => {
     await result.getByRole('button', { name: 'See win rates' }).click();
     const row = page.getByTestId('stats-v1');
     await row.waitFor();
-    expect(await row.innerText()).toMatch(new RegExp(`${aWas === 'v1' ? '100%' : '0%'}[\\s\\S]*of 1[\\s\\S]*1 votes`));
+    expect(await row.innerText()).toMatch(new RegExp(`${aWas === 'v1' ? '100%' : '0%'}[\\s\\S]*of 1[\\s\\S]*1 vote`));
     await page.getByTestId('better-chart').waitFor();
     await screens('versions');
     expect(problems).toEqual([]);

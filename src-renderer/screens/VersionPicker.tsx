@@ -1,10 +1,12 @@
 // A <select> of the versions that can answer: the active one (the default), the base, or any version with files.
-import { useShallow } from 'zustand/shallow';
-import { selectVersionChoices } from '../store/chat.ts';
+import { useMemo } from 'react';
+import { versionChoices } from '../store/chat.ts';
 import { useRein } from '../store/react.tsx';
 
 export function VersionPicker(props: { id: string; label: string; value: number | null; onChange: (v: number | null) => void; allowActive?: boolean; disabled?: boolean }) {
-  const choices = useRein(useShallow(selectVersionChoices));
+  // Derived from the adapters list (a new array of new objects on each call, so not a selector).
+  const adapters = useRein((s) => s.adapters);
+  const choices = useMemo(() => versionChoices(adapters), [adapters]);
   const allowActive = props.allowActive ?? true;
   return (
     <label className="field inline-field" htmlFor={props.id}>

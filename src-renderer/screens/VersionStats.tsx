@@ -26,7 +26,7 @@ function Versus(props: { h: HeadToHead | null }) {
   if (h.votes === 0) return <span className="muted">no votes yet</span>;
   return (
     <span title={`${h.wins} wins, ${h.losses} losses, ${h.ties} ties, ${h.bothBad} both bad against ${vname(h.opponent)}`}>
-      <Rate r={h.winRate} what="decisive votes" /> <span className="muted small">· {h.votes} votes</span>
+      <Rate r={h.winRate} what="decisive votes" /> <span className="muted small">· {h.votes} {h.votes === 1 ? 'vote' : 'votes'}</span>
     </span>
   );
 }

@@ -164,9 +164,9 @@ export function createChatSlice(client: ReinClient): Slice<ChatSlice> {
 }
 
 /** The versions a picker offers: the base and every version that still has its files (not rejected ones). */
-export const selectVersionChoices = (s: ReinState): { version: number; label: string }[] => [
+export const versionChoices = (adapters: ReinState['adapters']): { version: number; label: string }[] => [
   { version: 0, label: 'base (no adapter)' },
-  ...s.adapters
+  ...adapters
     .filter((a) => a.status !== 'rejected' && a.status !== 'candidate')
     .map((a) => ({ version: a.version, label: `v${a.version}${a.status === 'active' ? ' (active)' : ''}` })),
 ];

@@ -81,7 +81,7 @@ registerCommand({
     const rate = async (value: RateInput['value'], correction?: string) => {
       if (last === null || last.turnId === null) throw new BadInputError(last === null ? 'nothing to rate yet: ask something first' : `the last answer was not stored (${last.note ?? ''})`, 'turn');
       const { rating, status } = await api.call('rate', { turnId: last.turnId, value, rater: 'cli', ...(correction === undefined ? {} : { correction }) });
-      ctx.print(`Rated turn ${rating.turnId} ${correction === undefined ? String(value) : 'with a correction'}. Pending ${status.pending} of ${status.threshold}.`, { rating });
+      ctx.print(`Rated turn ${rating.turnId} ${correction !== undefined ? 'with a correction' : typeof value === 'number' ? `${value}/5` : value}. Pending ${status.pending} of ${status.threshold}.`, { rating });
     };
     prompt();
     for await (const raw of rl) {
