@@ -82,8 +82,8 @@ describe('chat (issue #14 item 1)', () => {
     await page.getByText('Ask your local model anything').waitFor();
     await page.getByRole('button', { name: 'System prompt' }).click();
     await page.getByLabel('System prompt (sent first').fill('You are a helpful coding assistant.');
-    await page.getByLabel('Message').fill('How do I reverse a list in Python?');
-    await page.getByLabel('Message').press('Enter');
+    await page.getByLabel('Message', { exact: true }).fill('How do I reverse a list in Python?');
+    await page.getByLabel('Message', { exact: true }).press('Enter');
     const answer = page.getByTestId('chat-answer').last();
     await answer.getByRole('group', { name: 'Rate this answer' }).waitFor({ timeout: 120_000 });
     const turnId = Number(await answer.getAttribute('data-turn-id'));
@@ -120,7 +120,7 @@ describe('chat (issue #14 item 1)', () => {
     await answer.getByText('Rated with a correction.').waitFor();
     expect(await live()).toMatchObject([{ kind: 'bad', correction: expect.stringContaining('xs[::-1]') }]);
     // A second question in the same conversation carries the first exchange.
-    await page.getByLabel('Message').fill('And in place?');
+    await page.getByLabel('Message', { exact: true }).fill('And in place?');
     await page.getByRole('button', { name: 'Send' }).click();
     await expect.poll(() => page.getByTestId('chat-answer').count()).toBe(2);
     await page.getByTestId('chat-answer').last().getByRole('group', { name: 'Rate this answer' }).waitFor({ timeout: 120_000 });

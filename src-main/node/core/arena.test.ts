@@ -26,9 +26,8 @@ beforeAll(async () => {
   await core.call('setSettings', { values: { 'model.active': SMALL_LM_DIR, 'training.auto': false, 'training.preset': 'balanced', 'proxy.upstream': null } }, 'test');
 });
 afterAll(async () => {
+  await core.stopChat();
   core.close();
-  // The model server closes after the core (chat.close is asynchronous); give it a moment before the folder goes.
-  await new Promise((r) => setTimeout(r, 500));
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -60,6 +60,12 @@ export interface ReinCore extends Core {
    * same events and automatic training check as the `rate` verb. In-process only: no transport exposes it.
    */
   rateReward(turnId: number, reward: number, rater: string): RatingView;
+  /**
+   * Stops the chat's model server (llama.cpp) and proxy, if a chat started them, and waits until they are closed.
+   * Call it before close(): close() alone stops them without waiting, and a process that exits meanwhile may cut
+   * llama.cpp off mid-dispose.
+   */
+  stopChat(): Promise<void>;
 }
 
 /** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
@@ -494,6 +500,7 @@ export function createCore(opts: CoreOptions): ReinCore {
         throw e;
       }
     },
+    stopChat: () => chat.close(),
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),
     close() {
