@@ -44,7 +44,7 @@ describe('rein chat', () => {
     ]);
   });
 
-  it('against a running core: the answer streams over its event stream, and the arena names a missing version', { timeout: 120_000 }, async () => {
+  it('against a running core: the chat goes through it (tokens subscribed on its event stream), and the arena names a missing version', { timeout: 120_000 }, async () => {
     const home = path.join(root, 'served');
     expect((await runRein(['settings', 'set', `model.active=${JSON.stringify(SMALL_LM_DIR)}`], { home })).code).toBe(0);
     const serve = await startServeChild(home);

@@ -389,9 +389,12 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
+      if (!(e instanceof UnknownVersionError)) log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
-      else if (e instanceof ContextLengthError) {
+      else if (e instanceof UnknownVersionError) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'model_not_found' } }));
+      } else if (e instanceof ContextLengthError) {
         // OpenAI's code for it (its error reference), so clients show it as the prompt being too long.
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'context_length_exceeded' } }));
