@@ -98,7 +98,7 @@ describe('chat (issue #14 item 1)', () => {
     const pieces = tokens.filter((t) => t.streamId === streams[0]);
     expect(pieces.length).toBeGreaterThan(1);
     expect(pieces.map((p) => p.text).join('')).toBe(turn.response);
-    expect(await answer.innerText()).toContain('base');
+    expect(await answer.innerText()).toContain('Answered by the base model (no adapter)');
   });
 
   it('rates the answer inline: Good, then 3 of 5, then a correction pre-filled with the answer', async () => {

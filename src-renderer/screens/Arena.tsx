@@ -62,8 +62,8 @@ export function Arena() {
         </p>
         {s.pair !== null && (
           <div className="arena-pair">
-            <VersionPicker id="arena-first" label="One" allowActive={false} value={s.pair[0]} onChange={(v) => s.setPair([v ?? 0, s.pair![1]])} disabled={s.busy} />
-            <VersionPicker id="arena-second" label="Other" allowActive={false} value={s.pair[1]} onChange={(v) => s.setPair([s.pair![0], v ?? 0])} disabled={s.busy} />
+            <VersionPicker id="arena-first" label="Compare" allowActive={false} value={s.pair[0]} onChange={(v) => s.setPair([v ?? 0, s.pair![1]])} disabled={s.busy} />
+            <VersionPicker id="arena-second" label="with" allowActive={false} value={s.pair[1]} onChange={(v) => s.setPair([s.pair![0], v ?? 0])} disabled={s.busy} />
           </div>
         )}
         <form

@@ -4,7 +4,7 @@ import { useState } from 'react';
 import { Markdown } from '../components/Markdown.tsx';
 import type { ChatEntry, ChatRating } from '../store/chat.ts';
 
-const versionLabel = (v: number | null | undefined) => (v === null || v === undefined ? 'unknown version' : v === 0 ? 'base' : `v${v}`);
+const versionLabel = (v: number | null | undefined) => (v === null || v === undefined ? 'an unknown version' : v === 0 ? 'the base model (no adapter)' : `v${v}`);
 
 function ratedText(e: ChatEntry): string {
   const r = e.rating;
@@ -22,7 +22,7 @@ export function ChatAnswer(props: { entry: ChatEntry; index: number; error: stri
   return (
     <article className="chat-msg assistant" data-testid="chat-answer" data-turn-id={e.turnId ?? undefined} aria-busy={e.streaming ? true : undefined}>
       <div className="chat-who muted small">
-        {e.streaming ? 'Answering…' : `${versionLabel(e.version)}${e.onPolicy ? '' : ' · text only'}`}
+        {e.streaming ? 'Answering…' : `Answered by ${versionLabel(e.version)}${e.onPolicy ? '' : ' · stored as text only'}`}
       </div>
       {e.content === '' && e.streaming ? <p className="muted">…</p> : <Markdown text={e.content} />}
       {e.note && <p className="muted small">{e.note}</p>}
@@ -35,6 +35,9 @@ export function ChatAnswer(props: { entry: ChatEntry; index: number; error: stri
             Bad
           </button>
           <span className="scale-row" role="group" aria-label="Score 1 to 5">
+            <span className="muted small" aria-hidden="true">
+              or score
+            </span>
             {([1, 2, 3, 4, 5] as const).map((n) => (
               <button key={n} type="button" className="score" aria-label={`Score ${n} of 5`} aria-pressed={e.rating?.scale === n} onClick={() => props.onRate(index, { value: n })}>
                 {n}

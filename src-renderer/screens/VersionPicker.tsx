@@ -9,8 +9,8 @@ export function VersionPicker(props: { id: string; label: string; value: number 
   const choices = useMemo(() => versionChoices(adapters), [adapters]);
   const allowActive = props.allowActive ?? true;
   return (
-    <label className="field inline-field" htmlFor={props.id}>
-      <span className="label">{props.label}</span>
+    <label className="inline-field" htmlFor={props.id}>
+      <span>{props.label}</span>
       <select
         id={props.id}
         value={props.value === null ? 'active' : String(props.value)}
