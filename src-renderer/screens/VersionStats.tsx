@@ -11,11 +11,14 @@ import { useRein } from '../store/react.tsx';
 const pct = (x: number) => `${Math.round(x * 100)}%`;
 const vname = (v: number) => (v === 0 ? 'base' : `v${v}`);
 
-function Rate(props: { r: RateEstimate; what: string }) {
+function Rate(props: { r: RateEstimate; what: string; of?: string }) {
   if (props.r.n === 0) return <span className="muted">no {props.what} yet</span>;
   return (
     <span>
-      <strong>{pct(props.r.rate)}</strong> <span className="muted small">[{pct(props.r.ci[0])}–{pct(props.r.ci[1])}] of {props.r.n}</span>
+      <strong>{pct(props.r.rate)}</strong>{' '}
+      <span className="muted small">
+        [{pct(props.r.ci[0])}–{pct(props.r.ci[1])}]{props.of ? ` of ${props.r.n} ${props.of}` : ''}
+      </span>
     </span>
   );
 }
@@ -24,9 +27,14 @@ function Versus(props: { h: HeadToHead | null }) {
   const h = props.h;
   if (h === null) return <span className="muted">—</span>;
   if (h.votes === 0) return <span className="muted">no votes yet</span>;
+  const rest = [h.ties > 0 ? `${h.ties} tied` : '', h.bothBad > 0 ? `${h.bothBad} both bad` : ''].filter(Boolean).join(', ');
   return (
-    <span title={`${h.wins} wins, ${h.losses} losses, ${h.ties} ties, ${h.bothBad} both bad against ${vname(h.opponent)}`}>
-      <Rate r={h.winRate} what="decisive votes" /> <span className="muted small">· {h.votes} {h.votes === 1 ? 'vote' : 'votes'}</span>
+    <span>
+      <Rate r={h.winRate} what="decisive votes" />
+      <br />
+      <span className="muted small">
+        {h.wins} won, {h.losses} lost{rest ? `, ${rest}` : ''}
+      </span>
     </span>
   );
 }
@@ -114,7 +122,7 @@ export function VersionStatsPanel() {
                   <Versus h={s.vsBase} />
                 </td>
                 <td>
-                  <Rate r={s.goodRate} what="rated answers" />
+                  <Rate r={s.goodRate} what="rated answers" of="rated" />
                 </td>
               </tr>
             ))}
