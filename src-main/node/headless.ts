@@ -104,16 +104,20 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     };
     const close = () => {
       closing ??= (async () => {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        // The signal listeners stay until the shutdown is done: signal-exit (loaded with node-llama-cpp, once a chat
+        // started the model server) re-raises a signal with the default action, killing the process mid-shutdown,
+        // when it finds itself the only listener left. A second signal meanwhile joins this same shutdown.
         try {
           await started.server.close();
+          await started.core.stopChat();
         } finally {
           try {
             started.core.close();
           } finally {
             removeServerInfo(home);
             lock.release();
+            process.off('SIGINT', onSignal);
+            process.off('SIGTERM', onSignal);
             resolveClosed();
           }
         }

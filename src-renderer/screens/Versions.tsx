@@ -10,6 +10,7 @@ import { selectActiveAdapter, servedSummary, versionMove } from '../store/adapte
 import { useRein } from '../store/react.tsx';
 import { gateSentence, runMetrics } from '../store/training.ts';
 import { VersionRow } from './VersionRow.tsx';
+import { VersionStatsPanel } from '../screens/VersionStats.tsx';
 
 type Asking = { kind: 'move'; version: number } | { kind: 'retrain'; version: number } | { kind: 'reset' } | null;
 
@@ -98,6 +99,7 @@ export function Versions() {
           </p>
         )}
       </section>
+      <VersionStatsPanel />
       <section className="panel danger-zone" aria-labelledby="reset-title">
         <h2 id="reset-title">Start over</h2>
         <p className="muted small">

@@ -13,3 +13,4 @@ import './publish.ts';
 import './train.ts';
 import './gym.ts';
 import './encryption.ts';
+import './chat.ts';

@@ -10,6 +10,9 @@ import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings }
 import type { RatingView, Status } from '../../common/domain.ts';
 import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
+import { CHAT_SOURCES, voteLabels, versionStats, type ChatSource } from '../../common/chat/arena.ts';
+import type { ArenaMatchView, ChatAnswer } from '../../common/api.ts';
+import type { ArenaMatchRow } from '../store/arena.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
@@ -48,8 +51,55 @@ export interface CoreOptions {
    * verbs with not_available.
    */
   wizard?: (deps: WizardDeps) => WizardHandlers;
+  /**
+   * Rein's own chat and the arena's answers (serving/chat.ts), which sit above the core: they start the serve stack.
+   * The composition root passes them in; a core opened without them answers chat and arenaStart with not_available.
+   */
+  chat?: (deps: ChatDeps) => ChatService;
   /** The OS keychain (the app's safeStorage), to open an encrypted home without the passphrase (store/keyring.ts). */
   keyProtector?: KeyProtector | null;
+}
+
+export interface ChatMessageIn {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface AnswerRequest {
+  messages: ChatMessageIn[];
+  /** undefined: the active version; 0: the base. */
+  version: number | undefined;
+  source: ChatSource;
+  session: string;
+  streamId: string | undefined;
+  maxTokens: number;
+}
+
+/** Answers a chat through the capture proxy, so each answer is stored as an on-policy turn. */
+export interface ChatService {
+  answer(req: AnswerRequest): Promise<ChatAnswer>;
+  close(): Promise<void>;
+}
+
+/** What the chat service gets from the core. */
+export interface ChatDeps {
+  home: ReinHome;
+  core: () => ReinCore;
+  store: Store;
+  settings: () => Settings;
+  modelId: () => string;
+  emit: (streamId: string, text: string) => void;
+  onSettingsChanged: (fn: (changed: Partial<Settings>) => void) => () => void;
+  log?: (line: string) => void;
+}
+
+function noChat(): ChatService {
+  return {
+    answer: () => {
+      throw new NotAvailableError('chat', 'this core was opened without the chat service (node/compose.ts composeCore wires it)');
+    },
+    close: async () => {},
+  };
 }
 
 /** What the wizard's verbs get from the core. */
@@ -91,6 +141,12 @@ export interface ReinCore extends Core {
    * same events and automatic training check as the `rate` verb. In-process only: no transport exposes it.
    */
   rateReward(turnId: number, reward: number, rater: string): RatingView;
+  /**
+   * Stops the chat's model server (llama.cpp) and proxy, if a chat started them, and waits until they are closed.
+   * Call it before close(): close() alone stops them without waiting, and a process that exits meanwhile may cut
+   * llama.cpp off mid-dispose.
+   */
+  stopChat(): Promise<void>;
 }
 
 /** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
@@ -170,7 +226,8 @@ function turnVerbs(c: VerbContext) {
           field: 'capture.paused',
         });
       }
-      if (!s['capture.agents'].includes(input.source)) {
+      // Rein's own chat and arena are always captured: their answers are what the user came to rate.
+      if (!s['capture.agents'].includes(input.source) && !(CHAT_SOURCES as readonly string[]).includes(input.source)) {
         throw new ReinError(
           'conflict',
           `source ${input.source} is not in capture.agents (${s['capture.agents'].join(', ')}); turn ${input.eventId} was not stored`,
@@ -392,6 +449,75 @@ function dataVerbs(c: VerbContext) {
   } satisfies Partial<Handlers>;
 }
 
+/** Rein's own chat and the blind arena: answers through the capture proxy (serving/chat.ts), votes as ratings on each side. */
+function chatVerbs(c: VerbContext, chat: ChatService, rate: (input: VerbParsed<'rate'>, actor: Actor) => VerbOutputs['rate']) {
+  const { now, store, settings, modelOf } = c;
+
+  /** An arena match as the client sees it: the versions stay hidden until the vote. */
+  function matchView(r: ArenaMatchRow): ArenaMatchView {
+    const side = (turnId: number, version: number) => ({ turnId, text: store.turnSummary(turnId) === null ? '' : store.getTurn(turnId).response, version: r.vote === null ? null : version });
+    return { id: r.id, prompt: r.prompt, a: side(r.turn_a, r.version_a), b: side(r.turn_b, r.version_b), vote: r.vote, createdAt: r.created_at };
+  }
+
+  return {
+    chat: (input) =>
+      chat.answer({
+        messages: input.messages,
+        version: input.version,
+        source: 'chat',
+        session: input.session ?? `chat-${now()}`,
+        streamId: input.streamId,
+        maxTokens: input.maxTokens,
+      }),
+
+    arenaStart: async (input, actor) => {
+      const modelId = modelOf(settings());
+      let pair = input.versions;
+      if (pair === undefined) {
+        const active = store.adapters.active(modelId);
+        if (active === null) {
+          throw new NotAvailableError('arenaStart', 'no trained version is active, so there is nothing to compare with the base yet: train a round first, or pick two versions');
+        }
+        pair = [active.version, active.parentVersion ?? 0];
+      }
+      if (pair[0] === pair[1]) throw new BadInputError(`arenaStart: pick two different versions (both are v${pair[0]})`, 'versions');
+      // Blind: which version is A is a coin flip, and the client learns the versions only with the vote.
+      const [va, vb] = Math.random() < 0.5 ? pair : [pair[1], pair[0]];
+      const messages = [...(input.system ? [{ role: 'system' as const, content: input.system }] : []), { role: 'user' as const, content: input.prompt }];
+      const session = `arena-${now()}-${Math.random().toString(36).slice(2, 8)}`;
+      const one = (version: number, side: 'a' | 'b') =>
+        chat.answer({ messages, version, source: 'arena', session, streamId: input.streamId === undefined ? undefined : `${input.streamId}:${side}`, maxTokens: input.maxTokens });
+      const a = await one(va, 'a');
+      const b = await one(vb, 'b');
+      for (const x of [a, b]) if (x.turnId === null) throw new ReinError('conflict', `arenaStart: an answer was not stored (${x.note ?? 'unknown reason'}), so it cannot be voted on`);
+      const row = store.arena.create({ modelId, prompt: input.prompt, turnA: a.turnId!, turnB: b.turnId!, versionA: a.version ?? va, versionB: b.version ?? vb }, actor);
+      return matchView(row);
+    },
+
+    arenaVote: (input, actor) => {
+      const row = store.arena.vote(input.matchId, input.vote, input.rater ?? 'user', actor);
+      const labels = voteLabels(input.vote);
+      const ratings = [];
+      for (const [turnId, value] of [[row.turn_a, labels.a], [row.turn_b, labels.b]] as const) {
+        if (value !== null) ratings.push(rate({ turnId, value, rater: 'arena' }, actor));
+      }
+      return { match: matchView(row), ratings: ratings.map((r) => r.rating) };
+    },
+
+    versionStats: () => {
+      const modelId = modelOf(settings());
+      const adapters = [...store.adapters.list(modelId)].reverse();
+      const baseActive = !adapters.some((a) => a.status === 'active');
+      const versions = [
+        { version: 0, parentVersion: null, createdAt: null, status: baseActive ? 'active' : 'base' },
+        ...adapters.map((a) => ({ version: a.version, parentVersion: a.parentVersion, createdAt: a.createdAt, status: a.status })),
+      ];
+      return versionStats(versions, store.arena.voted(modelId), store.arena.goodCounts(modelId));
+    },
+
+  } satisfies Partial<Handlers>;
+}
+
 export function createCore(opts: CoreOptions): ReinCore {
   const home = ensureHome(opts.home);
   const now = opts.now ?? Date.now;
@@ -455,6 +581,16 @@ export function createCore(opts: CoreOptions): ReinCore {
     hub.emit(event, payload);
   }
 
+  const chat = (opts.chat ?? noChat)({
+    home,
+    core: () => core,
+    store,
+    settings,
+    modelId: () => modelOf(settings()),
+    emit: (streamId, text) => emit('chatToken', { streamId, text }),
+    onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
+  });
+
   const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
   const handlers: Handlers = {
     status: () => status(),
@@ -463,6 +599,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     ...settingsVerbs(verbs),
     ...trainingVerbs(verbs),
     ...dataVerbs(verbs),
+
+    ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...(opts.wizard ?? noWizard)({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
@@ -499,12 +637,14 @@ export function createCore(opts: CoreOptions): ReinCore {
         throw e;
       }
     },
+    stopChat: () => chat.close(),
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),
     close() {
       if (closed) return;
       closed = true;
       scheduler.close();
+      void chat.close();
       spool?.close();
       hub.clear();
       store.close();

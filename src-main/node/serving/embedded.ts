@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { ControlledEvaluateInputItem, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
+import { versionOfModelName } from '../../common/chat/arena.ts';
 import { NotAvailableError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
@@ -168,6 +169,14 @@ class ContextLengthError extends Error {
   }
 }
 
+/** A request for a version that cannot be served: the client's to fix (a 404 naming it). */
+class UnknownVersionError extends Error {
+  constructor(version: number, why: string) {
+    super(`adapter version v${version} ${why}`);
+    this.name = 'UnknownVersionError';
+  }
+}
+
 /** OpenAI's limit on top_logprobs. */
 const MAX_TOP_LOGPROBS = 20;
 
@@ -244,9 +253,13 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
   async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
     const modelId = activeModelId(core);
-    const active = core.store.adapters.active(modelId);
-    const version = active?.version ?? 0;
-    const lora = active === null ? null : ensureGgufLora(active, hfDir!);
+    // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
+    // gets the active one.
+    const asked = versionOfModelName(chat.model);
+    const adapter = asked === null ? core.store.adapters.active(modelId) : asked === 0 ? null : core.store.adapters.byVersion(modelId, asked);
+    if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
+    const version = adapter?.version ?? 0;
+    const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir!);
     const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
     const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
     if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
@@ -388,9 +401,12 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
+      if (!(e instanceof UnknownVersionError)) log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
-      else if (e instanceof ContextLengthError) {
+      else if (e instanceof UnknownVersionError) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'model_not_found' } }));
+      } else if (e instanceof ContextLengthError) {
         // OpenAI's code for it (its error reference), so clients show it as the prompt being too long.
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'context_length_exceeded' } }));

@@ -21,6 +21,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, Server,
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
+import { CHAT_SOURCES, type ChatSource } from '../../common/chat/arena.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
 import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../capture-server/body.ts';
@@ -58,6 +59,13 @@ export const MODEL_ID_HEADER = 'x-rein-model-id';
  * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
  */
 export const SAMPLING_HEADER = 'x-rein-sampling';
+
+/**
+ * Rein's own chat and arena (serving/chat.ts) send these so the turn the proxy stores can be found again: its source
+ * (`chat` or `arena`, no other) and its event id. Any other client's turns are `proxy` turns with a random id.
+ */
+export const CHAT_EVENT_HEADER = 'x-rein-event-id';
+export const CHAT_SOURCE_HEADER = 'x-rein-source';
 
 export interface Sampling {
   temperature: number;
@@ -235,6 +243,9 @@ interface ReplyCopy {
   /** The model name sent upstream in place of the client's, which names the producer exactly. */
   upstreamModel: string | null;
   session: string | undefined;
+  /** Rein's own chat and arena name the turn they will look up (CHAT_EVENT_HEADER, CHAT_SOURCE_HEADER). */
+  eventId: string | undefined;
+  source: ChatSource | undefined;
 }
 
 /** Records every choice of a completion (one CompletionRecorder per `choices[].index`), from one reply or its chunks. */
@@ -444,12 +455,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       producer = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
     }
     const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
-    const id = `proxy-${randomUUID()}`;
+    const id = copy.eventId ?? `proxy-${randomUUID()}`;
     const single = choices.length === 1 && choices[0]![0] === 0;
     for (const [index, rec] of choices) {
       await quietly();
       const input: CaptureTurnInput = {
-        source: 'proxy',
+        source: copy.source ?? 'proxy',
         eventId: single ? id : `${id}#${index}`,
         prompt: t.prompt,
         context: t.context,
@@ -510,6 +521,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
+    const asSource = req.headers[CHAT_SOURCE_HEADER];
+    const source = (CHAT_SOURCES as readonly unknown[]).includes(asSource) ? (asSource as ChatSource) : undefined;
+    const asEvent = req.headers[CHAT_EVENT_HEADER];
+    const eventId = source !== undefined && typeof asEvent === 'string' && /^[A-Za-z0-9._:-]{1,200}$/.test(asEvent) ? asEvent : undefined;
     const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
     const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
@@ -545,7 +560,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
     const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);

@@ -8,6 +8,8 @@ import { checkOrder, migrate, MigrationOrderError, SchemaTooNewError, userVersio
 import { MIGRATIONS } from './migrations/index.ts';
 import * as m0001 from './migrations/0001-init.ts';
 import * as m0002 from './migrations/0002-turn-policy.ts';
+import * as m0003 from './migrations/0003-arena.ts';
+import { ARENA_Q } from './arena.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -52,7 +54,7 @@ describe('migration runner', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(SchemaTooNewError);
-    expect((err as SchemaTooNewError).message).toMatch(/schema version 99, newer than this Rein knows \(2\)/);
+    expect((err as SchemaTooNewError).message).toMatch(new RegExp(`schema version 99, newer than this Rein knows \\(${MIGRATIONS.length}\\)`));
   });
 
   it('checks the numbering', () => {
@@ -66,7 +68,7 @@ describe('migration runner', () => {
     expect(() => migrate(db, broken)).toThrow();
     expect(userVersion(db)).toBe(0);
     expect(db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get()).toEqual({ n: 0 });
-    expect(migrate(db, MIGRATIONS)).toEqual([1, 2]);
+    expect(migrate(db, MIGRATIONS)).toEqual(MIGRATIONS.map((m) => m.version));
     db.close();
   });
 });
@@ -167,6 +169,30 @@ describe('migration 0002-turn-policy', () => {
     expect(db.prepare('SELECT source, prompt, response, hex(tokens) AS tokens, policy FROM turns').all()).toEqual([{ source: 'proxy', prompt: 'p', response: 'r', tokens: '01000000', policy: null }]);
     db.prepare(`UPDATE turns SET policy = '{"modelId":"m","temperature":0.7,"topP":0.9}'`).run();
     expect(JSON.parse((db.prepare('SELECT policy FROM turns').get() as { policy: string }).policy)).toEqual({ modelId: 'm', temperature: 0.7, topP: 0.9 });
+    db.close();
+  });
+});
+
+describe('migration 0003-arena', () => {
+  it('adds arena_matches beside the rows it finds; a vote comes with its time; the statistics read the voted matches from their index', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002])).toEqual([1, 2]);
+    const turn = (e: string) => Number(db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('arena', ?, 1, 'p', 'r')`).run(e).lastInsertRowid);
+    const [a, b] = [turn('a'), turn('b')];
+    expect(migrate(db, [m0001, m0002, m0003])).toEqual([3]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 2 });
+    const ins = db.prepare('INSERT INTO arena_matches (model_id, prompt, turn_a, turn_b, version_a, version_b, created_at, vote, voted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    ins.run('m', 'p', a, b, 1, 0, 5, null, null);
+    ins.run('m', 'p', a, b, 0, 1, 6, 'a', 7);
+    expect(() => ins.run('m', 'p', a, b, 1, 0, 5, 'a', null)).toThrow(/CHECK/);
+    expect(() => ins.run('m', 'p', a, b, 1, 0, 5, 'win', 1)).toThrow(/CHECK/);
+    expect(db.prepare(ARENA_Q.voted).all('m')).toEqual([{ version_a: 0, version_b: 1, vote: 'a', voted_at: 7 }]);
+    expect(plan(db, ARENA_Q.voted, 'm')).toMatch(/USING INDEX arena_matches_model_voted \(model_id=\?\)/);
+    expect(plan(db, ARENA_Q.voted, 'm')).not.toMatch(/TEMP B-TREE/);
+    // A deleted turn takes its matches with it.
+    db.prepare('DELETE FROM turns WHERE id = ?').run(a);
+    expect(db.prepare('SELECT count(*) AS n FROM arena_matches').get()).toEqual({ n: 0 });
     db.close();
   });
 });

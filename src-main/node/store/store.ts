@@ -11,6 +11,7 @@ import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
 import { Adapters } from './adapters.ts';
 import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
+import { Arena } from './arena.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import type { Sql } from './sql.ts';
@@ -122,6 +123,8 @@ export class Store implements Sql {
   readonly adapters: Adapters;
   /** What a training round reads from ratings and turns (store/rounds.ts). */
   readonly rounds: Rounds;
+  /** Arena matches and the per-version statistics (store/arena.ts). */
+  readonly arena: Arena;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -135,6 +138,7 @@ export class Store implements Sql {
     this.runs = new Runs(this);
     this.adapters = new Adapters(this);
     this.rounds = new Rounds(this);
+    this.arena = new Arena(this);
   }
 
   close(): void {
@@ -743,6 +747,8 @@ export class Store implements Sql {
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
+      // The votes name versions that no longer exist; a new v1 must not inherit the old one's record.
+      this.stmt('DELETE FROM arena_matches WHERE model_id = ?').run(modelId);
       this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
       return { ratings, runs, adapters, turnIds: turnIds.map((t) => t.turn_id) };
     });
