@@ -13,8 +13,8 @@ import { REIN_BIN } from '../../src-main/cli/test-utils/rein.ts';
 import { createCore } from '../../src-main/node/core/core.ts';
 import { Engine } from '../../src-main/node/engine/engine.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
-import { styleRule } from '../../src-main/node/training/small-lm/corpus.ts';
-import { SMALL_LM_DIR } from '../../src-main/node/training/small-lm/model.ts';
+import { styleRule } from '../../src-main/node/demo/corpus.ts';
+import { SMALL_LM_DIR } from '../../src-main/node/demo/small-lm.ts';
 import { captureAndRate, sampleTurns } from '../../src-main/node/training/test-utils/rated-turns.ts';
 import { figure } from './figures.ts';
 

@@ -13,10 +13,10 @@ import { createCore } from '../../src-main/node/core/core.ts';
 import { Engine } from '../../src-main/node/engine/engine.ts';
 import { writeTinyModel } from '../../src-main/node/engine/tiny.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
-import { styleRule } from '../../src-main/node/training/small-lm/corpus.ts';
-import { SMALL_LM_DIR } from '../../src-main/node/training/small-lm/model.ts';
+import { styleRule } from '../../src-main/node/demo/corpus.ts';
+import { SMALL_LM_DIR } from '../../src-main/node/demo/small-lm.ts';
 import { captureAndRate, sampleTurns } from '../../src-main/node/training/test-utils/rated-turns.ts';
-import { modelAdaptersDir } from '../../src-main/node/training/versions.ts';
+import { modelAdaptersDir } from '../../src-main/node/model-files/adapter-versions.ts';
 import { figure } from './figures.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-full-disk-'));

@@ -17,7 +17,7 @@ import { GgufFile } from '../../src-main/node/engine/gguf/read.ts';
 import { loadPeftAdapter } from '../../src-main/node/engine/peft.ts';
 import { writeTinyModel } from '../../src-main/node/engine/tiny.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
-import { GGUF_LORA, modelAdaptersDir, removeStaleStaging } from '../../src-main/node/training/versions.ts';
+import { GGUF_LORA, modelAdaptersDir, removeStaleStaging } from '../../src-main/node/model-files/adapter-versions.ts';
 import { figure } from './figures.ts';
 
 const KILLS = Number(process.env.REIN_POWER_KILLS ?? 8);

@@ -6,10 +6,10 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fromBase, loraSpec } from '../../src-main/common/engine/lora.ts';
-import { modelLinearParams, parseModelConfig } from '../../src-main/common/engine/models/registry.ts';
+import { modelLinearParams, parseModelConfig } from '../../src-main/common/engine/families/registry.ts';
 import { Rng } from '../../src-main/common/engine/rng.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
-import { nextVersion, writeVersion } from '../../src-main/node/training/versions.ts';
+import { nextVersion, writeVersion } from '../../src-main/node/model-files/adapter-versions.ts';
 
 const [homeDir, modelDir, mode] = process.argv.slice(2) as [string, string, string | undefined];
 const home = resolveHome({ REIN_HOME: homeDir });

@@ -17,7 +17,7 @@ registerCommand({
     const port = intOption(ctx.options, 'port', 0, 65535);
     const renderer = stringOption(ctx.options, 'renderer');
     const quiet = ctx.options.quiet === true;
-    const { runServe } = await import('../../node/serve.ts');
+    const { runServe } = await import('../../node/headless.ts');
     const serving = await runServe({
       home: ctx.home,
       port,

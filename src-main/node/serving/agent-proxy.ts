@@ -9,7 +9,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { isJsonContentType, readRawBody } from '../server/body.ts';
+import { isJsonContentType, readRawBody } from '../capture-server/body.ts';
 import { agentTurn } from './agent-turn.ts';
 import type { AgentChat, Segment, SegmentMemory } from './agent-turn.ts';
 import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat } from './anthropic.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/families/llama.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
