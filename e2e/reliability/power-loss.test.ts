@@ -97,7 +97,8 @@ test(`kill -9 of the process group while versions are renamed into place (${KILL
   console.log(`seed ${SEED}: ${versions} versions written, ${KILLS} kills, ${staleLeft} of them mid-write (a staging directory left, removed as stale); broken: ${broken.join('; ') || 'none'}`);
   figure(`power-loss, version rename (seed ${SEED}): ${KILLS} kill -9 of the writer's group, ${staleLeft} mid-write; ${versions} versions on disk, half-written ${broken.length}; stale staging left after start-up 0`);
   expect(broken).toEqual([]);
-  expect(versions).toBeGreaterThan(KILLS);
+  // Each writer printed ready after its first whole version.
+  expect(versions).toBeGreaterThanOrEqual(KILLS);
 });
 
 test(`kill -9 of the process group while rein setup / uninstall rewrite settings.json (${KILLS} kills)`, { timeout: 300_000 }, async () => {

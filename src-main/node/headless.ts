@@ -3,8 +3,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { ensureKeychainCopy, type KeyProtector } from './store/keyring.ts';
 import { composeCore } from './compose.ts';
+import { ensureKeychainCopy, type KeyProtector } from './store/keyring.ts';
 import type { ReinCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
 import { ensureHome, readOrCreateToken, secureHome } from './home.ts';

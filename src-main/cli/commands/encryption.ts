@@ -1,10 +1,29 @@
 // `rein encryption status|enable|rotate`: encryption at rest of the stored text (node/store/cipher.ts, keyring.ts).
 // The passphrase comes from --passphrase-file FILE ('-' reads stdin's first line), else REIN_PASSPHRASE or
 // REIN_PASSPHRASE_FILE: never from argv, which other users can read in the process list.
-import { BadInputError } from '../../common/errors.ts';
+import { BadInputError, ReinError } from '../../common/errors.ts';
+import { acquireLock } from '../../node/core-lock.ts';
+import { ensureHome, type ReinHome } from '../../node/home.ts';
 import { enableEncryption, encryptionStatus, rotateEncryption } from '../../node/store/encryption.ts';
 import { passphraseFromEnv, readPassphraseFile } from '../../node/store/keyring.ts';
 import { registerCommand } from '../dispatch.ts';
+
+/** Runs `fn` holding the home's core lock: no server or app may have the database open while its text changes form. */
+function withCoreLock<T>(home: ReinHome, fn: () => T): T {
+  ensureHome(home);
+  let lock;
+  try {
+    lock = acquireLock(home.lockPath);
+  } catch (e) {
+    if (e instanceof ReinError && e.code === 'locked') throw new ReinError('locked', `${e.message}: rein encryption changes every stored text, so stop rein serve and the app first`);
+    throw e;
+  }
+  try {
+    return fn();
+  } finally {
+    lock.release();
+  }
+}
 
 registerCommand({
   name: 'encryption',
@@ -34,14 +53,16 @@ registerCommand({
       return 0;
     }
     if (sub === 'enable') {
-      const r = enableEncryption(ctx.home, passphrase());
+      const p = passphrase();
+      const r = withCoreLock(ctx.home, () => enableEncryption(ctx.home, p));
       ctx.print(`encryption: on. Sealed ${r.turns} turns and ${r.ratings} ratings; keyring ${r.keyring}. Keep the passphrase: without it the text cannot be read.`, r);
       return 0;
     }
     if (sub === 'rotate') {
       const file = ctx.options['new-passphrase-file'];
       const next = typeof file === 'string' ? readPassphraseFile(file) : (ctx.io.env.REIN_NEW_PASSPHRASE ?? null);
-      const r = rotateEncryption(ctx.home, passphrase(), next === '' ? null : next);
+      const p = passphrase();
+      const r = withCoreLock(ctx.home, () => rotateEncryption(ctx.home, p, next === '' ? null : next));
       ctx.print(`encryption: key ${r.currentKey} now seals ${r.turns} turns and ${r.ratings} ratings${next ? '; the passphrase changed' : ''}.`, r);
       return 0;
     }

@@ -13,12 +13,12 @@ import type { RunView } from '../../common/domain.ts';
 import { ConflictError, ReinError } from '../../common/errors.ts';
 import { scheduleDecision } from '../../common/training/schedule.ts';
 import type { ReinHome } from '../home.ts';
+import { keysForChild } from '../store/keyring.ts';
 import type { Store } from '../store/store.ts';
 import { pidAlive } from '../pid.ts';
 import { acquireTrainingLock, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { resolveModelDir } from '../model-files/base-model.ts';
 import { removeStaleStaging } from '../model-files/adapter-versions.ts';
-import { keysForChild } from '../store/keyring.ts';
 import type { WorkerMessage } from './worker.ts';
 
 export interface SchedulerDeps {
