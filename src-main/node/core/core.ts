@@ -384,7 +384,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...createSystemHandlers({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();
