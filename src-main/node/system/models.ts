@@ -11,9 +11,9 @@ import { BadInputError } from '../../common/errors.ts';
 import type { LocalModel, ModelSource } from '../../common/system.ts';
 import { CONFIG_JSON_MAX_BYTES, modelShape } from '../training/model.ts';
 import { readRegularFile } from '../fs-read.ts';
-import { loadGgufModel } from '../engine/gguf/load.ts';
+import { checkGgufModel } from '../engine/gguf/load.ts';
 import { GgufFile } from '../engine/gguf/read.ts';
-import { ggufTokenizer } from '../engine/gguf/vocab.ts';
+import { ggufTokenizerKind } from '../engine/gguf/vocab.ts';
 import { ollamaModelId, ollamaRefs, ollamaRoot, parseOllamaName, resolveOllamaModel } from './ollama-store.ts';
 
 const MAX_FOLDER_ENTRIES = 500;
@@ -70,7 +70,8 @@ export function describeGguf(file: string, o: { name?: string; source: ModelSour
   const base: LocalModel = { id: o.id ?? file, name: o.name ?? path.basename(file, '.gguf'), path: file, source: o.source, format: 'gguf', arch: null, type: null, params: null, trainable: false, why: null, bytes, added: false, active: false };
   let f: GgufFile;
   try {
-    f = GgufFile.open(file);
+    // The vocabulary and merges are walked, not decoded: the listing needs their counts only.
+    f = GgufFile.open(file, { skipStringArrays: true });
   } catch (e) {
     return { ...base, why: ggufNoun(e, file) };
   }
@@ -89,16 +90,14 @@ export function describeGguf(file: string, o: { name?: string; source: ModelSour
     const type = typeof ft === 'number' ? (FILE_TYPES[ft] ?? most) : most;
     const gname = f.metadata.get('general.name');
     m = { ...base, name: o.name ?? (typeof gname === 'string' && gname !== '' ? gname : base.name), arch, type, params };
-    ggufTokenizer((k) => f.metadata.get(k), file);
+    checkGgufModel(f);
+    ggufTokenizerKind((k) => f.metadata.get(k), file);
+    if (!((f.skipped.get('tokenizer.ggml.tokens') ?? 0) > 0)) return { ...m, why: 'the metadata holds no tokenizer (tokenizer.ggml.tokens)' };
+    if (!f.skipped.has('tokenizer.ggml.merges')) return { ...m, why: 'the metadata holds no BPE merges (tokenizer.ggml.merges)' };
   } catch (e) {
     return { ...m, why: ggufNoun(e, file) };
   } finally {
     f.close();
-  }
-  try {
-    loadGgufModel(file, { tokenizer: false }).close();
-  } catch (e) {
-    return { ...m, why: ggufNoun(e, file) };
   }
   return { ...m, trainable: true };
 }
