@@ -88,7 +88,7 @@ describe('the wizard\'s model step (issue #13 item 4)', () => {
   });
 
   it('choosing the Ollama model trains it by its id, enables Next, and the header names it as Ollama does', async () => {
-    await choice('ollama:tiny:q8').getByRole('button', { name: 'Train tiny:q8' }).click();
+    await choice('ollama:tiny:q8').getByRole('button', { name: 'Train this one: tiny:q8' }).click();
     await page.getByTestId('model-chosen').waitFor();
     await expect.poll(() => next().isDisabled()).toBe(false);
     expect(await choice('ollama:tiny:q8').getByRole('button').innerText()).toBe('Chosen');

@@ -106,7 +106,7 @@ function ModelChoice({ model: m, chosen, busy, choose }: { model: LocalModel; ch
         <span className="muted small">{facts.join(' · ')}</span>
       </div>
       {m.trainable ? (
-        <button type="button" className="secondary" disabled={busy || chosen} aria-label={chosen ? `${m.name}: chosen` : `Train ${m.name}`} onClick={choose}>
+        <button type="button" className="secondary" disabled={busy || chosen} aria-label={chosen ? `Chosen: ${m.name}` : `Train this one: ${m.name}`} onClick={choose}>
           {chosen ? 'Chosen' : 'Train this one'}
         </button>
       ) : (

@@ -250,7 +250,10 @@ export interface DiscoverOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Every model on this computer that Rein knows of or finds, each once (by id), Rein's own list and the active first. */
+/**
+ * Every model on this computer that Rein knows of or finds, each once (by id): Rein's own list and the active one
+ * first, then the ones it can train, then the others with their reasons (each group in the order found).
+ */
 export function discoverModels(opts: DiscoverOptions): LocalModel[] {
   const env = opts.env ?? process.env;
   const home = homeOf(env);
@@ -275,7 +278,11 @@ export function discoverModels(opts: DiscoverOptions): LocalModel[] {
   found.push(...ollamaModels(env, home));
   for (const d of lmStudioDirs(home)) found.push(...folderModels(d, 'lmstudio', 2));
   const seen = new Set<string>();
+  const rank = (m: LocalModel): number => (m.added || m.active ? 0 : m.trainable ? 1 : 2);
   return found
     .filter((m) => (seen.has(m.id) ? false : (seen.add(m.id), true)))
-    .map((m) => ({ ...m, active: m.id === act }));
+    .map((m) => ({ ...m, active: m.id === act }))
+    .map((m, i) => ({ m, i }))
+    .sort((a, b) => rank(a.m) - rank(b.m) || a.i - b.i)
+    .map(({ m }) => m);
 }
