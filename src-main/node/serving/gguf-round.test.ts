@@ -8,8 +8,12 @@
 // node-llama-cpp loading the blob and v1's adapter.gguf) to fp32 rounding, and not the base's. Against our engine the
 // check is looser: llama.cpp quantizes activations against Q8_0 weights and the engine does not (README, quantized
 // referee), so they differ by about a tenth of a nat on this model, as much as one short round moves it; those
-// numbers are printed, and the referee's parity tests hold the engine to llama.cpp.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+// numbers are printed, and the referee's parity tests hold the engine to llama.cpp. Then v1 is published back to
+// Ollama as FROM tiny:q8 + the adapter (a fake Ollama records the calls), the base taken from the model's own id.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +35,7 @@ import { loadModelTokenizer } from '../training/model.ts';
 import { startModelServer } from './embedded.ts';
 import type { ModelServer } from './embedded.ts';
 import { producerResolver, vocabResolver } from './producer.ts';
+import { publishActive } from './publish.ts';
 import { startProxyServer } from './proxy.ts';
 import type { ProxyServer } from './proxy.ts';
 
@@ -189,6 +194,38 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
       expect(withoutV1).toBeGreaterThan(10 * Math.max(withV1, 1e-3));
     } finally {
       await referee.close();
+    }
+  });
+
+  // ollama/ollama api/types.go CreateRequest {model, from, adapters: {file: "sha256:<hex>"}}: the Modelfile
+  // `FROM tiny:q8` + `ADAPTER adapter.gguf` as the API takes it. A fake Ollama records what Rein sends.
+  it('publishes v1 back to Ollama as FROM tiny:q8 with the GGUF adapter, with no base set by hand', { timeout: 60_000 }, async () => {
+    const seen: { method: string; url: string; body: Buffer }[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push({ method: req.method!, url: req.url!, body: Buffer.concat(chunks) });
+        res.writeHead(req.method === 'HEAD' ? 404 : req.url!.startsWith('/api/blobs/') ? 201 : 200, { 'content-type': 'application/json' });
+        res.end(req.method === 'HEAD' ? undefined : JSON.stringify({ status: 'success' }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      await core.call('setSettings', { values: { 'publish.ollama': { enabled: true, url, base: null } } }, 'test');
+      const out = await publishActive(core, { targets: ['ollama'] });
+      expect(out.ollama, out.ollama?.message).toMatchObject({ ok: true, model: 'tiny-q8-rein:v1' });
+      const v = (await core.call('listAdapters', {}, 'test'))[0]!;
+      const digest = `sha256:${createHash('sha256').update(readFileSync(path.join(v.path, 'adapter.gguf'))).digest('hex')}`;
+      expect(seen.find((r) => r.method === 'POST' && r.url === `/api/blobs/${digest}`)).toBeDefined();
+      const creates = seen.filter((r) => r.url === '/api/create').map((r) => JSON.parse(r.body.toString()) as unknown);
+      expect(creates).toEqual([
+        { model: 'tiny-q8-rein:v1', from: 'tiny:q8', adapters: { 'adapter.gguf': digest }, stream: false },
+        { model: 'tiny-q8-rein', from: 'tiny:q8', adapters: { 'adapter.gguf': digest }, stream: false },
+      ]);
+    } finally {
+      await new Promise((r) => server.close(r));
     }
   });
 });

@@ -84,7 +84,7 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
     detectHardware: () => detectHardware(),
     discoverModels: (input) => {
       // The setting's folders are searched when they exist (a disk not mounted today is no error); the picked ones must.
-      const set = d.settings()['models.folders'].map((f) => (f.startsWith('~/') ? path.join(env.HOME ?? homedir(), f.slice(2)) : f)).filter((f) => statSync(f, { throwIfNoEntry: false })?.isDirectory() === true);
+      const set = d.settings()['models.folders'].map((f) => (f.startsWith('~/') ? path.join(env.HOME ?? homedir(), f.slice(2)) : f)).filter((f) => !f.includes('\0') && statSync(f, { throwIfNoEntry: false })?.isDirectory() === true);
       const folders = [...new Set([...set, ...input.folders.map((f) => pickedFolder(f, env))])];
       return discoverModels({ folders, demoDir: demoModelDir(d.home), active: d.settings()['model.active'], registered: d.store.registeredModels(), env });
     },

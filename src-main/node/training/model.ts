@@ -21,7 +21,11 @@ export const SET_UP_A_MODEL =
 
 /** A model given as one file: a .gguf (an Ollama blob has no extension, so the magic decides, not the name). */
 export function isGgufModel(source: string): boolean {
-  return statSync(source, { throwIfNoEntry: false })?.isFile() === true;
+  try {
+    return statSync(source, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false; // a path no file can have (a NUL in a hand-set model.active)
+  }
 }
 
 /**
