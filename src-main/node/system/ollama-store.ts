@@ -12,7 +12,6 @@ import { BadInputError } from '../../common/errors.ts';
 import { readRegularFile } from '../fs-read.ts';
 
 export const OLLAMA_MODEL_LAYER = 'application/vnd.ollama.image.model';
-export const OLLAMA_ADAPTER_LAYER = 'application/vnd.ollama.image.adapter';
 const DEFAULT_HOST = 'registry.ollama.ai';
 const DEFAULT_NAMESPACE = 'library';
 /** A manifest lists a handful of layers; one of a megabyte is not a manifest. */
