@@ -1,5 +1,5 @@
 // How the CLI reaches the core: over HTTP to the running one (server.json with a live pid, and the token), or,
-// when none runs, by opening the store directly through createCore (SQLite WAL makes a second writer safe).
+// when none runs, by opening the store directly through composeCore (SQLite WAL makes a second writer safe).
 import type { VerbInput, VerbName, VerbOutput } from '../common/api.ts';
 import { ConnectionError, connectRunning } from '../node/client.ts';
 import type { Core } from '../node/core/types.ts';
@@ -21,7 +21,7 @@ export async function openApi(home: ReinHome, opts: { direct?: boolean } = {}): 
   let http = opts.direct ? null : connectRunning(home);
   let core: Core | null = null;
   // Loaded on demand: the store and its schema cost start-up time that a call over HTTP does not need.
-  const direct = async () => (core ??= (await import('../node/core/core.ts')).createCore({ home }));
+  const direct = async () => (core ??= (await import('../node/compose.ts')).composeCore({ home }));
   return {
     get via() {
       return http ? 'http' : 'direct';

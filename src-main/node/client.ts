@@ -5,7 +5,7 @@ import { errorFromBody, ReinError } from '../common/errors.ts';
 import type { ErrorBody } from '../common/errors.ts';
 import { readOrCreateToken } from './home.ts';
 import type { ReinHome } from './home.ts';
-import { readServerInfo } from './server/info.ts';
+import { readServerInfo } from './capture-server/info.ts';
 
 /** Nothing answered at the recorded address (the core stopped or crashed): callers may fall back to the store. */
 export class ConnectionError extends ReinError {

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalModel } from '../../common/system.ts';
-import { createCore } from '../../node/core/core.ts';
+import { composeCore } from '../../node/compose.ts';
 import type { ReinCore } from '../../node/core/core.ts';
 import { resolveHome } from '../../node/home.ts';
 import { writeModelStores } from '../../node/system/test-utils/model-stores.ts';
 import type { ModelStores } from '../../node/system/test-utils/model-stores.ts';
-import { modelShape } from '../../node/training/model.ts';
+import { modelShape } from '../../node/model-files/base-model.ts';
 import { runCliInProcess } from '../test-utils/rein.ts';
 import './index.ts';
 
@@ -32,7 +32,7 @@ beforeAll(() => {
   delete process.env.HF_HUB_CACHE;
   delete process.env.HF_HOME;
   // runCliInProcess uses <root>/home; this core watches the same store.
-  core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
+  core = composeCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
 }, 120_000);
 
 afterAll(() => {

@@ -8,7 +8,7 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { RatingView, Status } from '../../common/domain.ts';
-import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
@@ -16,14 +16,14 @@ import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
+import { type KeyProtector, openCipher } from '../store/keyring.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { withRoundTimes } from '../../common/training/estimate.ts';
 import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
-import { modelShape, resolveModelDir } from '../training/model.ts';
+import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
-import { createSystemHandlers } from '../system/index.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -33,7 +33,7 @@ export interface CoreOptions {
   /** Clock in Unix milliseconds (tests pass a fake one). */
   now?: () => number;
   /**
-   * The capture server's core (serve.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
+   * The capture server's core (headless.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
    * then goes to a durable spool that is stored in order once the database is free (core/spool.ts), so the server's
    * one thread never sleeps out the 5 s busy timeout. Only the holder of core.lock may set it: one spool writer.
    */
@@ -42,6 +42,45 @@ export interface CoreOptions {
   timers?: SchedulerTimers;
   /** The idle guard of nightly rounds and training.onlyWhenIdle (default: the load average, scheduler.ts machineIdle). */
   machineIdle?: () => boolean;
+  /**
+   * The setup wizard's verbs (node/system/), which sit above the core: they install integrations and read the capture
+   * server's file. The composition root (node/compose.ts) passes them in; a core opened without them answers those
+   * verbs with not_available.
+   */
+  wizard?: (deps: WizardDeps) => WizardHandlers;
+  /** The OS keychain (the app's safeStorage), to open an encrypted home without the passphrase (store/keyring.ts). */
+  keyProtector?: KeyProtector | null;
+}
+
+/** What the wizard's verbs get from the core. */
+export interface WizardDeps {
+  home: ReinHome;
+  /** Rein's own list of models (addModel, removeModel, useModel). */
+  store: Store;
+  settings: () => Settings;
+  setSettings: (values: Record<string, unknown>) => Settings;
+  env?: NodeJS.ProcessEnv;
+}
+
+type WizardVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'addModel' | 'removeModel' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
+export type WizardHandlers = { [V in WizardVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
+
+function noWizard(): WizardHandlers {
+  const refuse = (verb: WizardVerb): never => {
+    throw new NotAvailableError(verb, 'this core was opened without the setup wizard (node/compose.ts composeCore wires it)');
+  };
+  return {
+    detectAgents: () => refuse('detectAgents'),
+    detectHardware: () => refuse('detectHardware'),
+    discoverModels: () => refuse('discoverModels'),
+    addModel: () => refuse('addModel'),
+    removeModel: () => refuse('removeModel'),
+    planAgent: () => refuse('planAgent'),
+    connectAgent: () => refuse('connectAgent'),
+    useModel: () => refuse('useModel'),
+    useDemoModel: () => refuse('useDemoModel'),
+    sendTestTurn: () => refuse('sendTestTurn'),
+  };
 }
 
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
@@ -76,68 +115,23 @@ function absolutePath(verb: string, p: string): string {
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
-export function createCore(opts: CoreOptions): ReinCore {
-  const home = ensureHome(opts.home);
-  const now = opts.now ?? Date.now;
-  const store = new Store(home.dbPath, now);
-  const hub = new EventHub((event, err) => {
-    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
-    console.error(`rein: a ${event} listener threw:`, err);
-  });
-  const spool = opts.spoolCaptures
-    ? new CaptureSpool({
-        store,
-        file: home.captureSpoolPath,
-        stored: (r) => {
-          if (r.created) emit('turnCaptured', r.turn);
-        },
-      })
-    : null;
-  let closed = false;
-  const scheduler = new Scheduler({
-    home,
-    store,
-    modelId: () => modelOf(settings()),
-    settings: () => settings(),
-    emit: (event, payload) => emit(event, payload),
-    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
-    machineIdle: opts.machineIdle,
-  });
+/** What the verbs share: the store, the scheduler, the settings and status as they are now, and the event hub. */
+interface VerbContext {
+  home: ReinHome;
+  now: () => number;
+  store: Store;
+  scheduler: Scheduler;
+  /** The capture spool of the process holding core.lock (CoreOptions.spoolCaptures), else null. */
+  spool: CaptureSpool | null;
+  settings(): Settings;
+  modelOf(s: Settings): string;
+  status(): Status;
+  emit<E extends EventName>(event: E, payload: Events[E]): void;
+}
 
-  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
-  function settings(): Settings {
-    return readSettings(store);
-  }
-
-  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
-
-  function status(): Status {
-    const s = settings();
-    const modelId = modelOf(s);
-    const c = store.counts(modelId);
-    const active = store.adapters.active(modelId);
-    const ema = store.emaValue(modelId);
-    return {
-      version: pkg.version,
-      home: home.dir,
-      model: { id: modelId, configured: s['model.active'] !== null },
-      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
-      ratings: c.ratings,
-      pending: c.pending,
-      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
-      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
-      ema: ema === null ? null : { value: ema, count: c.ratings.total },
-      turns: c.turns,
-      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
-      rejected: store.runs.lastRejected(modelId),
-      capture: { paused: s['capture.paused'] },
-    };
-  }
-
-  function emit<E extends EventName>(event: E, payload: Events[E]): void {
-    hub.emit(event, payload);
-  }
-
+/** Capturing, rating and browsing turns and ratings. */
+function turnVerbs(c: VerbContext) {
+  const { now, store, scheduler, spool, settings, modelOf, status, emit } = c;
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
     const at = now();
     if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
@@ -172,18 +166,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     };
   }
 
-  function removeAdapterDirs(paths: string[]): void {
-    const root = path.resolve(home.adaptersDir) + path.sep;
-    for (const p of paths) {
-      const abs = path.resolve(p);
-      // Only ever delete inside the home's adapters folder, whatever a row says.
-      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
-    }
-  }
-
-  const handlers: Handlers = {
-    status: () => status(),
-
+  return {
     captureTurn: (input, actor) => {
       const s = settings();
       if (s['capture.paused']) {
@@ -284,6 +267,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     emaHistory: (input) => store.emaHistory(modelOf(settings()), input.limit),
+  } satisfies Partial<Handlers>;
+}
+
+/** Reading and writing settings (validated against common/config.ts). */
+function settingsVerbs(c: VerbContext) {
+  const { store, scheduler, settings, emit } = c;
+  return {
     getSettings: () => settings(),
     describeSettings: () => describeSettings(),
 
@@ -319,7 +309,22 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return settings();
     },
+  } satisfies Partial<Handlers>;
+}
 
+/** Rounds, adapter versions, presets, rollback and reset. */
+function trainingVerbs(c: VerbContext) {
+  const { home, store, scheduler, settings, modelOf, status, emit } = c;
+  function removeAdapterDirs(paths: string[]): void {
+    const root = path.resolve(home.adaptersDir) + path.sep;
+    for (const p of paths) {
+      const abs = path.resolve(p);
+      // Only ever delete inside the home's adapters folder, whatever a row says.
+      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
+    }
+  }
+
+  return {
     listRuns: (input) => store.runs.list(modelOf(settings()), input.limit),
     listAdapters: () => store.adapters.list(modelOf(settings())),
 
@@ -369,7 +374,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     testRewardMapper: (input) => tryRewardMapper(store, input.source, input.limit),
+  } satisfies Partial<Handlers>;
+}
 
+/** Export and import of turns and ratings as JSONL. */
+function dataVerbs(c: VerbContext) {
+  const { store, settings, status, emit } = c;
+  return {
     exportData: (input, actor) => exportJsonl(store, absolutePath('exportData', input.path), actor),
 
     importData: (input, actor) => {
@@ -382,9 +393,83 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
+  } satisfies Partial<Handlers>;
+}
+
+export function createCore(opts: CoreOptions): ReinCore {
+  const home = ensureHome(opts.home);
+  const now = opts.now ?? Date.now;
+  // An encrypted home opens only with its key: the keychain, or REIN_PASSPHRASE(_FILE); otherwise this throws naming them.
+  const store = new Store(home.dbPath, now, openCipher(home, { protector: opts.keyProtector ?? null }));
+  const hub = new EventHub((event, err) => {
+    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
+    console.error(`rein: a ${event} listener threw:`, err);
+  });
+  const spool = opts.spoolCaptures
+    ? new CaptureSpool({
+        store,
+        file: home.captureSpoolPath,
+        stored: (r) => {
+          if (r.created) emit('turnCaptured', r.turn);
+        },
+      })
+    : null;
+  let closed = false;
+  const scheduler = new Scheduler({
+    home,
+    store,
+    modelId: () => modelOf(settings()),
+    settings: () => settings(),
+    emit: (event, payload) => emit(event, payload),
+    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
+    machineIdle: opts.machineIdle,
+  });
+
+  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
+  function settings(): Settings {
+    return readSettings(store);
+  }
+
+  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
+
+  function status(): Status {
+    const s = settings();
+    const modelId = modelOf(s);
+    const c = store.counts(modelId);
+    const active = store.adapters.active(modelId);
+    const ema = store.emaValue(modelId);
+    return {
+      version: pkg.version,
+      home: home.dir,
+      model: { id: modelId, configured: s['model.active'] !== null },
+      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
+      ratings: c.ratings,
+      pending: c.pending,
+      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
+      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
+      ema: ema === null ? null : { value: ema, count: c.ratings.total },
+      turns: c.turns,
+      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
+      rejected: store.runs.lastRejected(modelId),
+      capture: { paused: s['capture.paused'] },
+    };
+  }
+
+  function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    hub.emit(event, payload);
+  }
+
+  const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
+  const handlers: Handlers = {
+    status: () => status(),
+
+    ...turnVerbs(verbs),
+    ...settingsVerbs(verbs),
+    ...trainingVerbs(verbs),
+    ...dataVerbs(verbs),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...createSystemHandlers({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();

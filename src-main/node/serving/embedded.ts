@@ -23,10 +23,10 @@ import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
-import { readJsonBody } from '../server/body.ts';
-import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
-import { modelFolder } from '../training/versions.ts';
-import { isGgufModel, loadModelTokenizer, resolveModelDir, SET_UP_A_MODEL } from '../training/model.ts';
+import { readJsonBody } from '../capture-server/body.ts';
+import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
+import { modelFolder } from '../model-files/adapter-versions.ts';
+import { isGgufModel, loadModelTokenizer, resolveModelDir, SET_UP_A_MODEL } from '../model-files/base-model.ts';
 import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
@@ -200,6 +200,8 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   const contexts = new Map<number, LlamaContext>();
   const modelName = path.basename(gguf, '.gguf');
   let queue: Promise<unknown> = Promise.resolve();
+  /** Set by close(): a generation in flight stops at its next token instead of running to max_tokens. */
+  let closing = false;
 
   async function contextFor(version: number, loraPath: string | null): Promise<LlamaContext> {
     let ctx = contexts.get(version);
@@ -243,7 +245,8 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   }
   type Top = { id: number; logprob: number }[];
 
-  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void): Promise<Gen> {
+  /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
+  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
     const modelId = activeModelId(core);
     const active = core.store.adapters.active(modelId);
     const version = active?.version ?? 0;
@@ -256,8 +259,10 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
     const ctx = await contextFor(version, lora);
     const seq = ctx.getSequence();
+    const started = performance.now();
+    const ids: number[] = [];
+    let finish: Gen['finish'] = 'length';
     try {
-      const ids: number[] = [];
       const logprobs: number[] = [];
       const tops: Top[] = [];
       const sampled = { logprob: 0 };
@@ -274,12 +279,16 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         logprobs.push(sampled.logprob);
         tops.push(alts);
         onToken(id, sampled.logprob, alts, producer);
-        if (tok.eosIds.includes(id)) return { producer, ids, logprobs, tops, finish: 'stop' };
-        if (ids.length >= maxTokens) return { producer, ids, logprobs, tops, finish: 'length' };
+        if (tok.eosIds.includes(id)) {
+          finish = 'stop';
+          return { producer, ids, logprobs, tops, finish };
+        }
+        if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
         input = [[id as Token, { generateNext: { logits: true } }]];
       }
     } finally {
       seq.dispose();
+      log(`rein model server: v${version}, prompt ${prompt.length} tokens → ${ids.length} tokens (${gone() ? 'client gone' : finish}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     }
   }
 
@@ -314,6 +323,9 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
     const toolCalls = (calls: { name: string; arguments: string }[]) =>
       calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    let left = false;
+    res.on('close', () => (left = !res.writableFinished));
+    const gone = () => left || closing;
     const run = queue.then(async () => {
       if (chat.stream === true) {
         let started = false;
@@ -331,7 +343,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
             res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
           }
           chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
-        });
+        }, gone);
         const parsed = split(textOf(g.ids));
         const rest = parsed.text.slice(emitted.length);
         // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
@@ -341,7 +353,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         res.end('data: [DONE]\n\n');
         return;
       }
-      const g = await generate(chat, top, () => {});
+      const g = await generate(chat, top, () => {}, gone);
       const parsed = split(textOf(g.ids));
       const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
       res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
@@ -402,6 +414,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     url: `http://127.0.0.1:${port}/v1`,
     gguf,
     async close() {
+      closing = true;
       dispose();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

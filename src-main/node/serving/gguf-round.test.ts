@@ -19,8 +19,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../../common/domain.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
-import { createCore } from '../core/core.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
+import { composeCore } from '../compose.ts';
 import type { ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
@@ -31,7 +31,7 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
 import { writeOllamaModel } from '../system/test-utils/ollama-fixture.ts';
-import { loadModelTokenizer } from '../training/model.ts';
+import { loadModelTokenizer } from '../model-files/base-model.ts';
 import { startModelServer } from './embedded.ts';
 import type { ModelServer } from './embedded.ts';
 import { producerResolver, vocabResolver } from './producer.ts';
@@ -66,7 +66,7 @@ beforeAll(async () => {
   // The HF folder and the loose file are gone: only Ollama's store holds the model.
   rmSync(hf, { recursive: true });
   rmSync(q8);
-  core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
+  core = composeCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
 }, 120_000);
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import type { AdapterView } from '../../common/domain.ts';
 import type { ReinCore } from '../core/core.ts';
 import { DEFAULT_MODEL_ID } from '../core/core.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
-import { loadModelTokenizer, resolveModelDir } from '../training/model.ts';
+import { loadModelTokenizer, resolveModelDir } from '../model-files/base-model.ts';
 
 /** Ollama names a model without a tag `name:latest`. */
 const untagged = (name: string): string => name.replace(/:latest$/, '');

@@ -23,8 +23,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../server/body.ts';
-import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../capture-server/body.ts';
+import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
 import { agentRequest } from './agent-proxy.ts';
 import type { AgentDeps } from './agent-proxy.ts';
 import { SegmentMemory } from './agent-turn.ts';
@@ -32,6 +32,7 @@ import { anthropicError } from './anthropic.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
+import { limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
 
@@ -118,6 +119,9 @@ export interface ProxyOptions {
   captureQuietMs?: number;
   /** How long the upstream may stay silent, before its headers or between two chunks (default UPSTREAM_IDLE_MS). */
   upstreamIdleMs?: number;
+  /** The most bytes of one streamed reply passed on (default UPSTREAM_MAX_STREAM_BYTES); a whole JSON reply is held to
+   *  at most UPSTREAM_MAX_JSON_BYTES. Past it the reply is cut and nothing is stored (upstream-limit.ts). */
+  upstreamMaxBytes?: number;
   log?: (line: string) => void;
 }
 
@@ -309,6 +313,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
   });
 
   const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
+  const maxStream = opts.upstreamMaxBytes ?? UPSTREAM_MAX_STREAM_BYTES;
+  const maxJson = Math.min(maxStream, UPSTREAM_MAX_JSON_BYTES);
 
   /** `signal` is the client's: aborted when it goes away, at any point, so no upstream socket outlives it. */
   function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
@@ -549,20 +555,22 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
       res.writeHead(status, forwardHeaders(upRes.headers, true));
       const split = new SseSplitter();
+      const tooBig = limitReply(upRes, maxStream);
       upRes.on('data', (chunk: Buffer) => {
         keep(copy, chunk);
         let out = '';
         for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
         if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
       });
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
       const rest = split.rest();
       if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
       res.end();
       ended();
     } else if (rewrite) {
+      const tooBig = limitReply(upRes, maxJson);
       upRes.on('data', (chunk: Buffer) => copy.raw.push(chunk));
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
       const text = Buffer.concat(copy.raw).toString('utf8');
       // Not a JSON object: forwarded as it came (and nothing is recorded from it).
       const rewritten = nullLogprobs(text);
@@ -579,11 +587,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     } else {
       // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
       res.writeHead(status, forwardHeaders(upRes.headers, false));
+      const tooBig = limitReply(upRes, maxStream);
       upRes.on('data', (chunk: Buffer) => {
         if (!res.write(chunk)) holdFor(res, upRes);
         if (ok) keep(copy, chunk);
       });
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
       res.end();
       ended();
     }
@@ -605,9 +614,16 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     });
   }
 
-  /** A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. */
-  function cut(res: ServerResponse): void {
-    if (!res.destroyed) sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+  /**
+   * A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. A
+   * reply cut at the size limit ends a stream with an OpenAI-style error event (the SDKs raise it), then the connection.
+   */
+  function cut(res: ServerResponse, tooBig: UpstreamTooLargeError | null = null, sse = true): void {
+    if (res.destroyed) return;
+    if (tooBig === null) return sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+    if (!res.headersSent) return sendError(res, 502, tooBig.message, 'upstream_too_large');
+    if (sse) res.end(`data: ${JSON.stringify({ error: { message: tooBig.message, type: 'upstream_too_large' } })}\n\n`);
+    else res.destroy();
   }
 
   async function models(res: ServerResponse): Promise<void> {
@@ -620,6 +636,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
     }
     res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
+    limitReply(upRes, maxJson);
+    upRes.on('error', () => res.destroy());
     upRes.pipe(res);
   }
 
@@ -630,6 +648,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     vocab: opts.vocab,
     producer: opts.producer,
     maxBody,
+    maxReplyBytes: maxStream,
     log,
     call: (up, sub, headers, body, signal) => upstreamCall(up, 'POST', sub, headers, body, signal),
     enqueue: enqueueJob,

@@ -1,4 +1,4 @@
-// The stores models.test and the CLI's models.test search: an Ollama store in Ollama's layout holding a tiny Qwen2
+// The stores model-discovery.test and the CLI's models.test search: an Ollama store in Ollama's layout holding a tiny Qwen2
 // quantized to Q8_0 by our own writer (`rein model to-gguf`), two bad manifests (a blob never written, a digest that
 // is a path), LM Studio's folder (with a vision projector beside the model), and a folder of loose GGUFs (a truncated
 // one and one with a tensor of a type we do not read). Point HOME and OLLAMA_MODELS at `user` and `ollama`.
