@@ -85,7 +85,7 @@ describe('settings, errors beside the control, and consent', () => {
     await expect.poll(() => page.getByTestId('folder-note').textContent()).toBe(`there is no folder at ${missing}`);
     await page.getByLabel('Another folder with models').fill(scratch);
     await page.getByRole('button', { name: 'Look there' }).click();
-    await expect.poll(() => page.getByTestId('folder-note').textContent()).toBe(`No model folder (one with a config.json) in ${scratch}.`);
+    await expect.poll(() => page.getByTestId('folder-note').textContent()).toBe(`No model in ${scratch} (a folder with a config.json, or a .gguf file).`);
   });
 
   it('Settings shows every setting from describeSettings, grouped, with its help text', async () => {

@@ -219,7 +219,15 @@ export const VERBS = {
   detectHardware: { input: Empty, help: 'CPU cores, memory, GPUs and the ONNX Runtime providers this build can use.' },
   discoverModels: {
     input: z.strictObject({ folders: z.array(z.string().min(1).max(4096)).max(32).default([]) }),
-    help: 'Local models (Hugging Face cache, the given folders, Ollama) and whether Rein can train each.',
+    help: "The models on this computer: Rein's own list, the Hugging Face cache, Ollama's store, LM Studio's models folder, the folders of models.folders and the given ones; each with its id, architecture, type, size, and whether Rein can train it (or why not).",
+  },
+  addModel: {
+    input: z.strictObject({ source: z.string().min(1).max(4096) }),
+    help: "Add a model to Rein's list: ollama:<name>[:<tag>] (from Ollama's store), a .gguf file or an HF model folder; it is judged from its header, and one Rein cannot train is refused with the reason.",
+  },
+  removeModel: {
+    input: z.strictObject({ id: z.string().min(1).max(4096) }),
+    help: "Take a model off Rein's list (its files are never touched; its ratings and versions stay); the model being trained cannot be removed.",
   },
   planAgent: {
     input: z.strictObject({ agent: AgentId, localModel: z.boolean().optional() }),
@@ -229,7 +237,10 @@ export const VERBS = {
     input: z.strictObject({ agent: AgentId, localModel: z.boolean().optional() }),
     help: "Connect an agent to Rein (its config files are backed up first); localModel: run it on the local model through Rein's proxy, which stores each turn with its tokens (claude, codex).",
   },
-  useModel: { input: z.strictObject({ path: z.string().min(1).max(4096) }), help: 'Train this HF model folder (sets model.active).' },
+  useModel: {
+    input: z.strictObject({ path: z.string().min(1).max(4096) }),
+    help: "Train this model (sets model.active): an id from discoverModels (ollama:<name>:<tag>), a .gguf file or an HF model folder; it is added to Rein's list.",
+  },
   useDemoModel: { input: Empty, help: 'Copy the small pretrained demo LM into the Rein home and train it (model.active, the balanced preset).' },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
   chat: {
@@ -338,6 +349,8 @@ export interface VerbOutputs {
   detectAgents: AgentInfo[];
   detectHardware: HardwareInfo;
   discoverModels: LocalModel[];
+  addModel: { model: LocalModel };
+  removeModel: { removed: boolean; id: string };
   planAgent: AgentPlan;
   connectAgent: AgentConnectResult;
   useModel: { model: LocalModel; settings: Settings };

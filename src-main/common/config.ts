@@ -185,11 +185,17 @@ export const SETTINGS = {
     'Write a merged GGUF (base + adapter) per version into LM Studio\'s models folder (null: ~/.lmstudio/models).',
   ),
   'app.startAtLogin': def(z.boolean(), false, 'app', 'Start the Rein app (tray only, no window) when you log in.'),
+  'models.folders': def(
+    z.array(z.string().min(1).max(4096).refine((f) => f.startsWith('/') || f.startsWith('~/') || /^[A-Za-z]:[\\/]/.test(f), { message: 'an absolute path (or ~/…)' })).max(32),
+    [],
+    'model',
+    'Folders Rein searches for models (HF model folders and .gguf files, one level down), besides the Hugging Face cache, Ollama and LM Studio.',
+  ),
   'model.active': def(
     z.string().min(1).max(4096).nullable(),
     null,
     'model',
-    'The model being trained: one the setup wizard registered, or the absolute path of an HF model directory.',
+    'The model being trained: an id from `rein model list` (ollama:<name>:<tag>, or a path), or the absolute path of an HF model directory or a .gguf file.',
   ),
 } as const;
 

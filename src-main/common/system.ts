@@ -59,21 +59,34 @@ export interface HardwareInfo {
   providers: { name: string; bundled: boolean }[];
 }
 
-export type ModelSource = 'hf-cache' | 'folder' | 'ollama' | 'demo' | 'active';
+/** Where a model was found: the HF cache, a folder the user picked, Ollama's store, LM Studio's models folder, Rein's
+ * own list (`rein model add`), the demo model, or the active setting. */
+export type ModelSource = 'hf-cache' | 'folder' | 'ollama' | 'lmstudio' | 'added' | 'demo' | 'active';
 
 export interface LocalModel {
+  /** What `rein model use|remove` and the `useModel` verb take: `ollama:<name>:<tag>` for Ollama, else the path. */
+  id: string;
   name: string;
+  /** The HF directory, or the GGUF file (for Ollama, the blob the manifest points to). */
   path: string;
   source: ModelSource;
-  /** Architecture from config.json (`LlamaForCausalLM`), or the Ollama format. */
+  /** `hf`: a directory with config.json; `gguf`: one GGUF file. */
+  format: 'hf' | 'gguf';
+  /** Architecture: config.json's (`LlamaForCausalLM`) or the GGUF's general.architecture (`qwen2`). */
   arch: string | null;
-  /** Parameter count from config.json through the model's parameter table; null when it cannot be read. */
+  /** The weights' type: the GGUF file type (`Q4_K_M`, `Q8_0`, `F16`) or config.json's torch_dtype (`BF16`). */
+  type: string | null;
+  /** Parameter count from config.json through the model's parameter table, or the GGUF's tensor shapes. */
   params: number | null;
-  /** Rein can train it (HF layout with config.json, safetensors weights and tokenizer.json, a supported family). */
+  /** Rein can train it (a supported family, with weights and a tokenizer it reads). */
   trainable: boolean;
   /** Why not, in words, when it is not trainable. */
   why: string | null;
   bytes: number | null;
+  /** In Rein's own list of models (`rein model add`); only these can be removed. */
+  added: boolean;
+  /** The model being trained (setting model.active). */
+  active: boolean;
 }
 
 export interface TestTurnResult {

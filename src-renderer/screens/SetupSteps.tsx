@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import type { AgentId } from '../../src-main/common/system.ts';
+import type { AgentId, LocalModel } from '../../src-main/common/system.ts';
 import { durationWords, paramWords } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { modelName } from '../store/status.ts';
@@ -76,6 +76,46 @@ export function AgentsStep() {
   );
 }
 
+const SOURCE_WORDS: Record<LocalModel['source'], string> = {
+  ollama: 'Ollama',
+  lmstudio: 'LM Studio',
+  'hf-cache': 'Hugging Face cache',
+  folder: 'folder',
+  added: 'added',
+  demo: 'demo',
+  active: 'in use',
+};
+
+function sizeWords(bytes: number): string {
+  return bytes >= 2 ** 30 ? `${(bytes / 2 ** 30).toFixed(1)} GB` : `${Math.max(1, Math.round(bytes / 2 ** 20))} MB`;
+}
+
+/** One model: its name, then what it is (where, architecture, weight type, size) and either the button or why not. */
+function ModelChoice({ model: m, chosen, busy, choose }: { model: LocalModel; chosen: boolean; busy: boolean; choose: () => void }) {
+  const facts = [
+    SOURCE_WORDS[m.source],
+    m.arch,
+    m.type,
+    m.params !== null && `${paramWords(m.params)} parameters`,
+    m.bytes !== null && sizeWords(m.bytes),
+  ].filter((x): x is string => typeof x === 'string' && x !== '');
+  return (
+    <li className="choice" data-testid="model-choice" data-model-id={m.id}>
+      <div className="panel-row">
+        <strong className="model-name">{m.name}</strong>
+        <span className="muted small">{facts.join(' · ')}</span>
+      </div>
+      {m.trainable ? (
+        <button type="button" className="secondary" disabled={busy || chosen} aria-label={chosen ? `Chosen: ${m.name}` : `Train this one: ${m.name}`} onClick={choose}>
+          {chosen ? 'Chosen' : 'Train this one'}
+        </button>
+      ) : (
+        <p className="muted small why">Rein cannot train it: {m.why}</p>
+      )}
+    </li>
+  );
+}
+
 export function ModelStep() {
   const { models, choose, busy, status, addFolder, note } = useRein(
     useShallow((s) => ({ models: s.models, choose: s.chooseModel, busy: s.wizardBusy, status: s.status, addFolder: s.addModelFolder, note: s.folderNote })),
@@ -98,28 +138,13 @@ export function ModelStep() {
       )}
       <h3>Models on this computer</h3>
       {!models ? (
-        <p className="muted">Looking in the Hugging Face cache and Ollama…</p>
+        <p className="muted">Looking in Ollama, LM Studio and the Hugging Face cache…</p>
       ) : models.length === 0 ? (
-        <p className="muted">None found in the Hugging Face cache or Ollama. Add a folder that holds one.</p>
+        <p className="muted">None found in Ollama, LM Studio or the Hugging Face cache. Add a folder that holds one (a model folder or .gguf files).</p>
       ) : (
-        <ul className="choices">
+        <ul className="choices" data-testid="model-list">
           {models.map((m) => (
-            <li key={m.path} className="choice">
-              <div className="panel-row">
-                <strong>{m.name}</strong>
-                <span className="muted small">
-                  {m.source}
-                  {m.params !== null && ` · ${m.params >= 1e9 ? `${(m.params / 1e9).toFixed(1)}B` : m.params >= 1e6 ? `${(m.params / 1e6).toFixed(0)}M` : `${Math.round(m.params / 1e3)}k`} parameters`}
-                </span>
-              </div>
-              {m.trainable ? (
-                <button type="button" className="secondary" disabled={busy !== null || active === m.path} onClick={() => void choose(m.path)}>
-                  {active === m.path ? 'Chosen' : 'Train this one'}
-                </button>
-              ) : (
-                <p className="muted small">{m.why}</p>
-              )}
-            </li>
+            <ModelChoice key={m.id} model={m} chosen={active === m.id} busy={busy !== null} choose={() => void choose(m.id)} />
           ))}
         </ul>
       )}

@@ -79,6 +79,8 @@ export function selectRejectedText(s: ReinState): string | null {
  * (…/models--Qwen--Qwen2-0.5B/snapshots/<hash>), the folder's name for any other path, the id itself otherwise.
  */
 export function modelName(id: string): string {
+  // An Ollama model's id is ollama:<name>:<tag>; people know it as <name>:<tag>.
+  if (id.startsWith('ollama:')) return id.slice('ollama:'.length);
   const hf = /models--([^/\\]+?)--([^/\\]+)[/\\]snapshots[/\\]/.exec(id);
   if (hf) return `${hf[1]}/${hf[2]}`;
   if (!/[/\\]/.test(id)) return id;

@@ -50,10 +50,10 @@ export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
         const folders = [...get().modelFolders, folder];
         set({ folderNote: null });
         try {
-          const known = new Set((get().models ?? []).map((m) => m.path));
+          const known = new Set((get().models ?? []).map((m) => m.id));
           const models = await client.discoverModels({ folders });
-          const there = models.filter((m) => m.source === 'folder' && !known.has(m.path)).length;
-          set({ modelFolders: folders, models, folderNote: { error: false, text: there === 0 ? `No model folder (one with a config.json) in ${folder}.` : `Found ${there} model${there === 1 ? '' : 's'} in ${folder}.` } });
+          const there = models.filter((m) => m.source === 'folder' && !known.has(m.id)).length;
+          set({ modelFolders: folders, models, folderNote: { error: false, text: there === 0 ? `No model in ${folder} (a folder with a config.json, or a .gguf file).` : `Found ${there} model${there === 1 ? '' : 's'} in ${folder}.` } });
         } catch (e) {
           set({ folderNote: { error: true, text: toApiError(e).message.replace(/^discoverModels: /, '') } });
         }

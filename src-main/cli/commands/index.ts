@@ -6,6 +6,7 @@ import './admin.ts';
 import './serve.ts';
 import './setup.ts';
 import './model.ts';
+import './models.ts';
 import './demo.ts';
 import './gguf.ts';
 import './serve-model.ts';

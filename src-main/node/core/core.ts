@@ -105,12 +105,14 @@ function noChat(): ChatService {
 /** What the wizard's verbs get from the core. */
 export interface WizardDeps {
   home: ReinHome;
+  /** Rein's own list of models (addModel, removeModel, useModel). */
+  store: Store;
   settings: () => Settings;
   setSettings: (values: Record<string, unknown>) => Settings;
   env?: NodeJS.ProcessEnv;
 }
 
-type WizardVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
+type WizardVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'addModel' | 'removeModel' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
 export type WizardHandlers = { [V in WizardVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
 
 function noWizard(): WizardHandlers {
@@ -121,6 +123,8 @@ function noWizard(): WizardHandlers {
     detectAgents: () => refuse('detectAgents'),
     detectHardware: () => refuse('detectHardware'),
     discoverModels: () => refuse('discoverModels'),
+    addModel: () => refuse('addModel'),
+    removeModel: () => refuse('removeModel'),
     planAgent: () => refuse('planAgent'),
     connectAgent: () => refuse('connectAgent'),
     useModel: () => refuse('useModel'),
@@ -603,7 +607,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...(opts.wizard ?? noWizard)({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();

@@ -196,8 +196,11 @@ export function loadHfModel(dir: string, opts: LoadOptions = {}): HfModel {
   }
 }
 
-/** A model from an HF directory or a single .gguf file (gguf/load.ts), behind the same interface. */
+/**
+ * A model from an HF directory or a single GGUF file (gguf/load.ts), behind the same interface. Any file is read as a
+ * GGUF (its magic is checked): Ollama's blobs have no extension.
+ */
 export function loadModel(source: string, opts: LoadOptions = {}): HfModel {
-  if (source.toLowerCase().endsWith('.gguf') && existsSync(source) && statSync(source).isFile()) return loadGgufModel(source, { tokenizer: opts.tokenizer });
+  if (existsSync(source) && statSync(source).isFile()) return loadGgufModel(source, { tokenizer: opts.tokenizer });
   return loadHfModel(source, opts);
 }

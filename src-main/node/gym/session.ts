@@ -11,11 +11,11 @@ import type { TrainingProgress } from '../../common/domain.ts';
 import { resolveTrainingConfig } from '../../common/training/presets.ts';
 import { composeCore } from '../compose.ts';
 import { DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
-import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/proxy.ts';
-import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
+import { loadModelTokenizer, modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
 
@@ -55,7 +55,7 @@ export class GymSession implements AgentBackend {
     const cfg = resolveTrainingConfig(s['training.preset'], modelShape(dir), s['training.custom']);
     const token = readOrCreateToken(core.home);
     const server = await startModelServer({ core, token, port: 0, threads: o.threads ?? 1, log: o.log ?? (() => {}) });
-    return new GymSession(core, server, token, loadTokenizer(dir), Math.min(s['serving.contextSize'], cfg.maxTokens));
+    return new GymSession(core, server, token, loadModelTokenizer(dir), Math.min(s['serving.contextSize'], cfg.maxTokens));
   }
 
   promptTokens(messages: readonly ChatMessage[]): number {

@@ -23,12 +23,11 @@ import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
 import { readJsonBody } from '../capture-server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
 import { modelFolder } from '../model-files/adapter-versions.ts';
-import { resolveModelDir } from '../model-files/base-model.ts';
+import { isGgufModel, loadModelTokenizer, resolveModelDir, SET_UP_A_MODEL } from '../model-files/base-model.ts';
 import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
@@ -56,7 +55,11 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-/** The base GGUF to serve: the setting, or HF → GGUF (f16) converted once into the Rein home. */
+/**
+ * The base GGUF to serve: the setting; else the model itself when it is a GGUF file (an Ollama blob, an LM Studio
+ * file: the adapter was trained on these very weights, and is served on them); else HF → GGUF (f16) converted once
+ * into the Rein home. `hfDir` is the model the adapters were trained on (an HF folder or that GGUF), or null.
+ */
 export function baseGguf(core: ReinCore, log: (line: string) => void): { gguf: string; hfDir: string | null } {
   const s = core.settings();
   const modelId = activeModelId(core);
@@ -72,7 +75,8 @@ export function baseGguf(core: ReinCore, log: (line: string) => void): { gguf: s
     if (hfDir === null) log(`rein serve-model: serving ${set} without adapters: training needs the matching HF weights (config.json + safetensors); register them with model.active`);
     return { gguf: set, hfDir };
   }
-  if (hfDir === null) throw new NotAvailableError('serve-model', 'no model to serve: set model.active to an HF model directory, or serving.modelGguf to a GGUF file');
+  if (hfDir === null) throw new NotAvailableError('serve-model', `no model to serve: ${SET_UP_A_MODEL}; or set serving.modelGguf to a GGUF file`);
+  if (isGgufModel(hfDir)) return { gguf: hfDir, hfDir };
   const out = path.join(core.home.modelsDir, modelFolder(modelId), 'model-f16.gguf');
   if (!existsSync(out)) {
     mkdirSync(path.dirname(out), { recursive: true });
@@ -197,8 +201,8 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   const { core } = opts;
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const { gguf, hfDir } = opts.gguf === undefined ? baseGguf(core, log) : { gguf: opts.gguf, hfDir: (() => { try { return resolveModelDir(core.store, activeModelId(core)); } catch { return null; } })() };
-  if (hfDir === null) throw new NotAvailableError('serve-model', 'the HF tokenizer and chat template are needed (model.active): Rein renders chats the way the trainer does');
-  const tok: ReinTokenizer = loadTokenizer(hfDir);
+  if (hfDir === null) throw new NotAvailableError('serve-model', `the model's tokenizer and chat template are needed (model.active: ${SET_UP_A_MODEL}): Rein renders chats the way the trainer does`);
+  const tok: ReinTokenizer = loadModelTokenizer(hfDir);
   const contextSize = opts.contextSize ?? core.settings()['serving.contextSize'];
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const model: LlamaModel = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });

@@ -4,9 +4,8 @@
 import type { AdapterView } from '../../common/domain.ts';
 import type { ReinCore } from '../core/core.ts';
 import { DEFAULT_MODEL_ID } from '../core/core.ts';
-import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
-import { resolveModelDir } from '../model-files/base-model.ts';
+import { loadModelTokenizer, resolveModelDir } from '../model-files/base-model.ts';
 
 /** Ollama names a model without a tag `name:latest`. */
 const untagged = (name: string): string => name.replace(/:latest$/, '');
@@ -75,7 +74,7 @@ export function vocabResolver(core: ReinCore, log: (line: string) => void): () =
     }
     if (!cache.has(dir)) {
       try {
-        cache.set(dir, loadTokenizer(dir));
+        cache.set(dir, loadModelTokenizer(dir));
       } catch (e) {
         log(`rein proxy: no tokenizer for ${dir}: ${(e as Error).message}`);
         cache.set(dir, null);

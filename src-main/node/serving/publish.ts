@@ -23,7 +23,7 @@ import { loadModel } from '../engine/hf.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
-import { resolveModelDir } from '../model-files/base-model.ts';
+import { isGgufModel, modelConfigJson, resolveModelDir } from '../model-files/base-model.ts';
 import { GGUF_LORA } from '../model-files/adapter-versions.ts';
 import { adapterFacts, lintAdapter, PUBLISH_TARGETS, vllmRankFor } from './lint.ts';
 import type { PublishTarget } from './lint.ts';
@@ -64,7 +64,7 @@ const peftDirOf = (a: AdapterView): string => path.join(a.path, 'peft');
  */
 export function ensureGgufLora(a: AdapterView, modelDir: string): string {
   const out = path.join(a.path, GGUF_LORA);
-  if (!existsSync(out)) peftToGguf(peftDirOf(a), parseModelConfig(readJson(path.join(modelDir, 'config.json'))), out, { name: `rein-v${a.version}` });
+  if (!existsSync(out)) peftToGguf(peftDirOf(a), parseModelConfig(modelConfigJson(modelDir)), out, { name: `rein-v${a.version}` });
   return out;
 }
 
@@ -138,9 +138,12 @@ function nameOf(base: string): string {
 
 async function publishOllama(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.ollama'];
-  if (s.base === null) throw new PublishError('ollama', 'set publish.ollama.base to the Ollama name of the base model (e.g. qwen2.5:0.5b)');
+  // A model trained from Ollama's store (ollama:<name>:<tag>) goes back as FROM <name>:<tag> + the adapter: the user
+  // keeps talking to the same model, improved, and the adapter runs on the weights it was trained on.
+  const base = s.base ?? (job.modelId.startsWith('ollama:') ? job.modelId.slice('ollama:'.length) : null);
+  if (base === null) throw new PublishError('ollama', 'set publish.ollama.base to the Ollama name of the base model (e.g. qwen2.5:0.5b)');
   const root = s.url.replace(/\/+$/, '');
-  const name = nameOf(s.base);
+  const name = nameOf(base);
   let adapters: Record<string, string> | undefined;
   if (job.adapter !== null) {
     const gguf = ensureGgufLora(job.adapter, job.modelDir);
@@ -157,10 +160,10 @@ async function publishOllama(job: PublishJob): Promise<Outcome> {
   }
   const tag = job.adapter === null ? `${name}:base` : `${name}:v${job.adapter.version}`;
   for (const model of [tag, name]) {
-    const r = await call('ollama', 'POST', `${root}/api/create`, { model, from: s.base, ...(adapters ? { adapters } : {}), stream: false }, job.timeoutMs);
+    const r = await call('ollama', 'POST', `${root}/api/create`, { model, from: base, ...(adapters ? { adapters } : {}), stream: false }, job.timeoutMs);
     if (r.status !== 200) throw new PublishError('ollama', `creating ${model}: ${serverMessage(r.status, r.text)}`);
   }
-  return { ok: true, message: `created ${tag} and ${name} from ${s.base}${adapters ? ` with adapter ${adapters['adapter.gguf']}` : ' (no adapter)'}`, model: tag };
+  return { ok: true, message: `created ${tag} and ${name} from ${base}${adapters ? ` with adapter ${adapters['adapter.gguf']}` : ' (no adapter)'}`, model: tag };
 }
 
 /**
@@ -303,6 +306,7 @@ export function mergedGguf(modelDir: string, a: AdapterView, out: string): void 
 async function publishLmStudio(job: PublishJob): Promise<Outcome> {
   const s = job.settings['publish.lmStudio'];
   if (job.adapter === null) return { ok: true, message: 'the base model needs no merged file; load the base in LM Studio' };
+  if (isGgufModel(job.modelDir)) throw new PublishError('lmStudio', `the base is a GGUF file (${job.modelDir}) and a merged file is written only from HF weights; Ollama and llama-server load the adapter (${ensureGgufLora(job.adapter, job.modelDir)}) on this very base`);
   const root = s.modelsDir ?? path.join(homedir(), '.lmstudio', 'models');
   // LM Studio lists <models>/<publisher>/<model>/<file>.gguf.
   const name = `${path.basename(job.modelDir)}-rein-v${job.adapter.version}`;
@@ -329,7 +333,7 @@ export async function runTarget(target: PublishTarget, job: PublishJob): Promise
   try {
     let warnings: string[] = [];
     if (job.adapter !== null) {
-      const facts = adapterFacts(readJson(path.join(peftDirOf(job.adapter), 'adapter_config.json')), readJson(path.join(job.modelDir, 'config.json')));
+      const facts = adapterFacts(readJson(path.join(peftDirOf(job.adapter), 'adapter_config.json')), modelConfigJson(job.modelDir));
       const lint = lintAdapter(target, facts, { vllmMaxLoraRank: job.settings['publish.vllm'].maxLoraRank });
       if (lint.errors.length > 0) return { ok: false, message: `${target}: not published: ${lint.errors.join('; ')}` };
       warnings = lint.warnings;

@@ -649,9 +649,41 @@ export class Store implements Sql {
     this.stmt('UPDATE ratings SET run_id = ? WHERE id = ? AND run_id IS NULL').run(runId, ratingId);
   }
 
-  /** The directory registered for a model id (the wizard: useModel, useDemoModel), or null. */
+  /**
+   * The directory or GGUF file registered for a model id (`rein model add`, useModel), or null. Ollama models are
+   * registered as `ollama:<name>:<tag>` → the blob their manifest pointed to when added.
+   */
   modelPath(modelId: string): string | null {
     return this.stmt<{ path: string | null }>('SELECT path FROM models WHERE id = ?').get(modelId)?.path ?? null;
+  }
+
+  /** Rein's own list of models (the models table of migration 0001: id, name, path, family = the format). */
+  registeredModels(): { id: string; name: string; path: string; format: string; createdAt: number }[] {
+    return this.stmt<{ id: string; name: string | null; path: string | null; family: string | null; created_at: number }>(
+      'SELECT id, name, path, family, created_at FROM models WHERE path IS NOT NULL ORDER BY created_at, id',
+    )
+      .all()
+      .map((r) => ({ id: r.id, name: r.name ?? r.id, path: r.path!, format: r.family ?? 'hf', createdAt: r.created_at }));
+  }
+
+  /** Adds a model to Rein's list, or points an id already there at its current file (an Ollama tag pulled again). */
+  registerModel(m: { id: string; name: string; path: string; format: 'hf' | 'gguf' }, actor: Actor): void {
+    this.write(() => {
+      this.stmt(
+        `INSERT INTO models (id, name, path, family, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, path = excluded.path, family = excluded.family`,
+      ).run(m.id, m.name, m.path, m.format, this.now());
+      this.audit(actor, 'addModel', `model:${m.id}`, { path: m.path, format: m.format });
+    });
+  }
+
+  /** Takes a model off Rein's list; its files, ratings and versions stay. */
+  forgetModel(id: string, actor: Actor): boolean {
+    return this.write(() => {
+      const removed = this.stmt('DELETE FROM models WHERE id = ?').run(id).changes > 0;
+      if (removed) this.audit(actor, 'removeModel', `model:${id}`);
+      return removed;
+    });
   }
 
   // Status counts.

@@ -3,7 +3,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { BadInputError, NotAvailableError, ReinError } from '../../common/errors.ts';
+import { BadInputError, ConflictError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
+import type { LocalModel } from '../../common/system.ts';
 import type { ReinHome } from '../home.ts';
 import type { WizardDeps, WizardHandlers } from '../core/core.ts';
 import { readOrCreateToken } from '../home.ts';
@@ -12,7 +13,7 @@ import { readServerInfo } from '../capture-server/info.ts';
 import { installSmallLm } from '../demo/small-lm.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
-import { describeHfDir, discoverModels } from './model-discovery.ts';
+import { describeHfDir, describeSource, discoverModels } from './model-discovery.ts';
 
 
 export function demoModelDir(home: ReinHome): string {
@@ -29,12 +30,12 @@ export function demoModelDir(home: ReinHome): string {
  * size), so that a header claiming a terabyte or a truncated shard is refused here by name, not in the middle of a
  * training round (issue #19). Headers only: the weights themselves are not read.
  */
-function checkWeights(dir: string): void {
+function checkWeights(dir: string, verb: string, field: string): void {
   for (const f of readdirSync(dir).filter((n) => n.endsWith('.safetensors'))) {
     try {
       SafetensorsFile.open(path.join(dir, f)).close();
     } catch (e) {
-      throw new BadInputError(`useModel: Rein cannot train ${dir}: ${(e as Error).message}`, 'path');
+      throw new BadInputError(`${verb}: Rein cannot train ${dir}: ${(e as Error).message}`, field);
     }
   }
 }
@@ -51,21 +52,45 @@ function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
 
 export function createSystemHandlers(d: WizardDeps): WizardHandlers {
   const env = d.env ?? process.env;
+  /** Judged from its header, refused with the reason unless Rein can train it, then put on Rein's list. */
+  const addModel = (source: string, verb: 'addModel' | 'useModel'): LocalModel => {
+    const field = verb === 'addModel' ? 'source' : 'path';
+    let m: LocalModel;
+    try {
+      m = describeSource(source, env);
+    } catch (e) {
+      if (e instanceof ReinError) throw new BadInputError(`${verb}: ${e.message}`, field);
+      throw e;
+    }
+    if (!m.trainable) throw new BadInputError(`${verb}: Rein cannot train ${m.path}: ${m.why}`, field);
+    if (m.format === 'hf') checkWeights(m.path, verb, field);
+    d.store.registerModel({ id: m.id, name: m.name, path: m.path, format: m.format }, 'system');
+    return { ...m, added: true, active: d.settings()['model.active'] === m.id };
+  };
   return {
     detectAgents: () => detectAgents(d.home, env, localModelChoice(d.settings())),
     detectHardware: () => detectHardware(),
-    discoverModels: (input) => discoverModels({ folders: input.folders.map((f) => pickedFolder(f, env)), demoDir: demoModelDir(d.home), active: d.settings()['model.active'], env }),
+    discoverModels: (input) => {
+      // The setting's folders are searched when they exist (a disk not mounted today is no error); the picked ones must.
+      const set = d.settings()['models.folders'].map((f) => (f.startsWith('~/') ? path.join(env.HOME ?? homedir(), f.slice(2)) : f)).filter((f) => !f.includes('\0') && statSync(f, { throwIfNoEntry: false })?.isDirectory() === true);
+      const folders = [...new Set([...set, ...input.folders.map((f) => pickedFolder(f, env))])];
+      return discoverModels({ folders, demoDir: demoModelDir(d.home), active: d.settings()['model.active'], registered: d.store.registeredModels(), env });
+    },
+    addModel: (input) => ({ model: addModel(input.source, 'addModel') }),
+    removeModel: (input) => {
+      if (d.settings()['model.active'] === input.id) throw new ConflictError(`removeModel: ${input.id} is the model being trained; \`rein model use <id>\` another first`, { id: input.id });
+      if (!d.store.forgetModel(input.id, 'system')) throw new NotFoundError(`removeModel: ${input.id} is not in Rein's list (\`rein model list\` marks the models Rein added)`, { id: input.id });
+      return { removed: true, id: input.id };
+    },
     planAgent: (input) => planAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
     connectAgent: (input) => connectAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
 
     useModel: (input) => {
-      const dir = path.resolve(input.path);
-      if (!existsSync(path.join(dir, 'config.json'))) throw new BadInputError(`useModel: ${dir} has no config.json (an HF model folder is needed)`, 'path');
-      const model = describeHfDir(dir, path.basename(dir), 'folder');
-      if (!model.trainable) throw new BadInputError(`useModel: Rein cannot train ${dir}: ${model.why}`, 'path');
-      checkWeights(dir);
-      const settings = d.setSettings({ 'model.active': dir });
-      return { model, settings };
+      // An id of Rein's list is followed to what it was added from (an Ollama tag is resolved again: a new pull moves it).
+      const known = d.store.registeredModels().find((r) => r.id === input.path);
+      const model = addModel(known === undefined ? input.path : known.id.startsWith('ollama:') ? known.id : known.path, 'useModel');
+      const settings = d.setSettings({ 'model.active': model.id });
+      return { model: { ...model, active: true }, settings };
     },
 
     useDemoModel: () => {

@@ -5,6 +5,8 @@
 // The result is an HfModel, so everything that loads an HF directory loads a GGUF the same way.
 // Read: llama (Llama 2/3, Mistral), qwen2, qwen3. Anything else is refused by name before any weight is read.
 import { ModelConfigError, numel } from '../../../common/engine/families/params.ts';
+import type { ResolvedParam } from '../../../common/engine/families/params.ts';
+import type { ModelConfig } from '../../../common/engine/families/registry.ts';
 import { modelParams, parseModelConfig } from '../../../common/engine/families/registry.ts';
 import type { HfModel } from '../hf.ts';
 import { ReinTokenizer } from '../tokenizer.ts';
@@ -85,27 +87,38 @@ function llama3Scaling(f: GgufFile, cfg: Record<string, unknown>): Record<string
   return rs;
 }
 
+/**
+ * The model a GGUF's header describes, checked: the config its metadata stands for, and every parameter's tensor
+ * present with the shape that config implies. No weight is read (but Llama 3's small rope_freqs), so a listing can
+ * judge a file with it.
+ */
+export function checkGgufModel(f: GgufFile): { rawConfig: Record<string, unknown>; config: ModelConfig; params: ResolvedParam[] } {
+  const file = f.path;
+  const rawConfig = ggufConfigJson(f);
+  let config;
+  try {
+    config = parseModelConfig(rawConfig);
+  } catch (e) {
+    if (e instanceof ModelConfigError) throw new GgufError(`the metadata does not make a valid model: ${e.message}`, file);
+    throw e;
+  }
+  const params = modelParams(config);
+  for (const p of params) {
+    const name = ggufTensorName(p);
+    const t = f.tensors.get(name);
+    if (t === undefined) throw new GgufError(`tensor ${name} (${p.hfKey}) is missing`, file, { tensor: name });
+    if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) {
+      throw new GgufError(`tensor ${name} has shape [${t.shape.join(', ')}], the metadata implies [${p.shape.join(', ')}]`, file, { tensor: name });
+    }
+  }
+  return { rawConfig, config, params };
+}
+
 export function loadGgufModel(file: string, opts: GgufLoadOptions = {}): HfModel {
   const f = GgufFile.open(file);
   try {
-    const rawConfig = ggufConfigJson(f);
-    let config;
-    try {
-      config = parseModelConfig(rawConfig);
-    } catch (e) {
-      if (e instanceof ModelConfigError) throw new GgufError(`the metadata does not make a valid model: ${e.message}`, file);
-      throw e;
-    }
-    const params = modelParams(config);
+    const { rawConfig, config, params } = checkGgufModel(f);
     const byKey = new Map(params.map((p) => [p.hfKey, p]));
-    for (const p of params) {
-      const name = ggufTensorName(p);
-      const t = f.tensors.get(name);
-      if (t === undefined) throw new GgufError(`tensor ${name} (${p.hfKey}) is missing`, file, { tensor: name });
-      if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) {
-        throw new GgufError(`tensor ${name} has shape [${t.shape.join(', ')}], the metadata implies [${p.shape.join(', ')}]`, file, { tensor: name });
-      }
-    }
     let tokenizer: ReinTokenizer | null = null;
     if (opts.tokenizer ?? true) {
       const parts = ggufTokenizer((k) => f.metadata.get(k), file);

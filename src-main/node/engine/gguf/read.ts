@@ -83,9 +83,11 @@ class BoundedReader {
   }
   /** A u64 as a number; values past 2^53 (never a real size or count) are refused. */
   u64(what: string): number {
-    const v = this.view(8, what).readBigUInt64LE(this.last);
-    if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new GgufError(`${what} is ${v}, beyond any file's size`, this.path);
-    return Number(v);
+    // Two u32 halves, not a BigInt: every string's length is a u64, and a vocabulary has 150,000 of them.
+    const b = this.view(8, what);
+    const hi = b.readUInt32LE(this.last + 4);
+    if (hi > 0x1fffff) throw new GgufError(`${what} is ${b.readBigUInt64LE(this.last)}, beyond any file's size`, this.path);
+    return hi * 0x1_0000_0000 + b.readUInt32LE(this.last);
   }
   i64(what: string): number {
     return Number(this.view(8, what).readBigInt64LE(this.last));
@@ -134,6 +136,26 @@ function readValue(r: BoundedReader, what: string): GgufReadValue {
   return type === 9 ? readArray(r, what, 0) : r.scalar(type, what);
 }
 
+/**
+ * A top-level array of strings, walked and checked but not decoded (GgufOpenOptions.skipStringArrays): its element
+ * count, or null when the value is something else (then read as usual).
+ */
+function skipStringArray(r: BoundedReader, what: string): number | null {
+  const at = r.pos;
+  if (r.u32(`${what} type`) !== 9 || r.u32(`${what} element type`) !== 8) {
+    r.pos = at;
+    return null;
+  }
+  const n = r.u64(`${what} count`);
+  r.need(n * 8, `${what} (${n} elements)`);
+  for (let i = 0; i < n; i++) {
+    const len = r.u64(`${what}[${i}] length`);
+    r.need(len, `${what}[${i}]`);
+    r.pos += len;
+  }
+  return n;
+}
+
 /** An array's element type, count and elements; an array of arrays repeats that per element. */
 function readArray(r: BoundedReader, what: string, depth: number): GgufReadValue[] {
   if (depth > 3) throw new GgufError(`${what} nests arrays more than 4 deep`, r.path);
@@ -147,6 +169,14 @@ function readArray(r: BoundedReader, what: string, depth: number): GgufReadValue
   return out;
 }
 
+export interface GgufOpenOptions {
+  /**
+   * Walk arrays of strings (the vocabulary and merges: 300,000 strings in a Qwen or Llama 3 file) without decoding
+   * them, for a listing that needs only the header: a second or so less per file. Their keys are in `skipped`.
+   */
+  skipStringArrays?: boolean;
+}
+
 export class GgufFile {
   readonly path: string;
   readonly version: number;
@@ -155,7 +185,11 @@ export class GgufFile {
   readonly tensors: ReadonlyMap<string, GgufTensorInfo>;
   private fd: number | null;
 
-  private constructor(path: string, fd: number, version: number, size: number, md: Map<string, GgufReadValue>, tensors: Map<string, GgufTensorInfo>) {
+  /** Arrays of strings not decoded (GgufOpenOptions.skipStringArrays): key → element count. */
+  readonly skipped: ReadonlyMap<string, number>;
+
+  private constructor(path: string, fd: number, version: number, size: number, md: Map<string, GgufReadValue>, tensors: Map<string, GgufTensorInfo>, skipped: Map<string, number>) {
+    this.skipped = skipped;
     this.path = path;
     this.fd = fd;
     this.version = version;
@@ -165,7 +199,7 @@ export class GgufFile {
   }
 
   /** Open and validate the whole header (every tensor's type and extent), reading no tensor data. */
-  static open(path: string): GgufFile {
+  static open(path: string, opts: GgufOpenOptions = {}): GgufFile {
     let fd: number;
     try {
       fd = openSync(path, 'r');
@@ -183,9 +217,12 @@ export class GgufFile {
       // A key/value is at least a key length, a type and a byte; a tensor info at least 8 + 4 + 8 + 4 + 8 bytes.
       r.need(nKv * 13 + nTensors * 32, `${nKv} metadata entries and ${nTensors} tensor infos`);
       const md = new Map<string, GgufReadValue>();
+      const skipped = new Map<string, number>();
       for (let i = 0; i < nKv; i++) {
         const key = r.str(`metadata key ${i}`);
-        md.set(key, readValue(r, `metadata ${key}`));
+        const n = opts.skipStringArrays === true ? skipStringArray(r, `metadata ${key}`) : null;
+        if (n !== null) skipped.set(key, n);
+        else md.set(key, readValue(r, `metadata ${key}`));
       }
       const alignment = md.get('general.alignment') ?? GGUF_ALIGNMENT;
       if (typeof alignment !== 'number' || alignment <= 0 || (alignment & (alignment - 1)) !== 0) throw new GgufError(`general.alignment ${String(alignment)} is not a power of two`, path);
@@ -218,7 +255,7 @@ export class GgufFile {
         }
         tensors.set(t.name, { name: t.name, shape: [...t.ne].reverse(), type: t.type, offset, bytes });
       }
-      return new GgufFile(path, fd, version, size, md, tensors);
+      return new GgufFile(path, fd, version, size, md, tensors, skipped);
     } catch (e) {
       closeSync(fd);
       throw e;

@@ -215,7 +215,8 @@ export interface GgufTokenizerParts {
  * USER_DEFINED ones plain added tokens. llama.cpp's "llama-bpe" (Llama 3) looks a whole pre-token up in the
  * vocabulary before merging (llama-vocab.cpp ignore_merges), which is tokenizer.json's ignore_merges.
  */
-export function ggufTokenizer(get: (key: string) => unknown, where: string): GgufTokenizerParts {
+/** The tokenizer's kind, from two scalar keys: byte-level BPE ("gpt2") with a pre-tokenizer we know; its split regex. */
+export function ggufTokenizerKind(get: (key: string) => unknown, where: string): string {
   const model = get('tokenizer.ggml.model');
   if (model !== 'gpt2') throw new GgufError(`tokenizer.ggml.model "${String(model)}" is not supported (only byte-level BPE, "gpt2")`, where, { tokenizer: model });
   const pre = String(get('tokenizer.ggml.pre') ?? 'default');
@@ -223,6 +224,12 @@ export function ggufTokenizer(get: (key: string) => unknown, where: string): Ggu
   if (regex === undefined) {
     throw new GgufError(`pre-tokenizer "${pre}" is not supported (supported: ${[...PRE_TOKENIZER_BY_NAME.keys()].join(', ')})`, where, { pre });
   }
+  return regex;
+}
+
+export function ggufTokenizer(get: (key: string) => unknown, where: string): GgufTokenizerParts {
+  const regex = ggufTokenizerKind(get, where);
+  const pre = String(get('tokenizer.ggml.pre') ?? 'default');
   const tokens = get('tokenizer.ggml.tokens');
   if (!Array.isArray(tokens) || tokens.length === 0 || tokens.some((t) => typeof t !== 'string')) throw new GgufError('tokenizer.ggml.tokens is missing or not a list of strings', where);
   const typesRaw = get('tokenizer.ggml.token_type');
