@@ -12,6 +12,7 @@ import { Adapters } from './adapters.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
+import { RewardModels } from './reward.ts';
 import type { Sql } from './sql.ts';
 import {
   ratingView,
@@ -121,6 +122,8 @@ export class Store implements Sql {
   readonly adapters: Adapters;
   /** What a training round reads from ratings and turns (store/rounds.ts). */
   readonly rounds: Rounds;
+  /** The reward model's versions and predictions (store/reward.ts). */
+  readonly rewardModels: RewardModels;
 
   constructor(file: string, now: () => number = Date.now) {
     this.db = openDatabase(file);
@@ -128,6 +131,7 @@ export class Store implements Sql {
     this.runs = new Runs(this);
     this.adapters = new Adapters(this);
     this.rounds = new Rounds(this);
+    this.rewardModels = new RewardModels(this);
   }
 
   close(): void {
@@ -647,6 +651,8 @@ export class Store implements Sql {
       for (const t of turnIds) this.unrateIfNoLiveRating(t.turn_id);
       const adapters = this.adapters.list(modelId);
       this.stmt('DELETE FROM adapters WHERE model_id = ?').run(modelId);
+      // The reward model learned from the ratings reset deletes; its predictions go with it (ON DELETE CASCADE).
+      this.stmt('DELETE FROM reward_models WHERE model_id = ?').run(modelId);
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
