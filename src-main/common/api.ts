@@ -8,6 +8,9 @@ import type {
   Page,
   RatingKind,
   RatingView,
+  RewardAsk,
+  RewardModelView,
+  RewardStatus,
   RunView,
   Status,
   TrainingProgress,
@@ -198,6 +201,12 @@ export const VERBS = {
   },
   useModel: { input: z.strictObject({ path: z.string().min(1).max(4096) }), help: 'Train this HF model folder (sets model.active).' },
   useDemoModel: { input: Empty, help: 'Copy the small pretrained demo LM into the Rein home and train it (model.active, the balanced preset).' },
+  rewardStatus: { input: Empty, help: 'The reward model: its latest version with held-out AUROC and pair accuracy (95% intervals), older versions, and the active-learning setting.' },
+  trainRewardModel: { input: Empty, help: 'Train a reward-model version on every live rating now (it also retrains after each round).' },
+  rewardAsk: {
+    input: z.strictObject({ turnId: id }),
+    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: 0.52". The score is recorded, never as a rating.',
+  },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
 } as const;
 
@@ -273,6 +282,9 @@ export interface VerbOutputs {
   useModel: { model: LocalModel; settings: Settings };
   useDemoModel: { model: LocalModel; settings: Settings };
   sendTestTurn: TestTurnResult;
+  rewardStatus: RewardStatus;
+  trainRewardModel: { model: RewardModelView | null; reason: string | null };
+  rewardAsk: RewardAsk;
 }
 
 /** Input type of each verb as callers write it (defaults optional). */

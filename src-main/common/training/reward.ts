@@ -158,3 +158,20 @@ export function askDecision(mode: AskMode, p: number | null, margin: number): As
     ? { ask, reason: `the reward model is unsure: ${p.toFixed(2)}`, p }
     : { ask, reason: `the reward model is confident (${p.toFixed(2)}); not asked, and not labelled`, p };
 }
+
+const interval = (ci: readonly [number, number]): string => `[${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]`;
+
+/**
+ * One line about a reward-model version, as the CLI and the Training screen show it: "reward model v3 (96 ratings):
+ * held-out AUROC 0.91 [0.84, 0.98] on 12+13; pair accuracy 0.80 [0.49, 0.94] on 10 pairs".
+ */
+export function rewardModelLine(m: {
+  version: number;
+  ratings: number;
+  metrics: { heldout: { positives: number; negatives: number }; auroc: { value: number; ci: [number, number] } | null; pairs: { accuracy: number; ci: [number, number]; pairs: number } | null };
+}): string {
+  const h = m.metrics.heldout;
+  const a = m.metrics.auroc === null ? `held-out AUROC n/a (${h.positives} preferred and ${h.negatives} not held out: it needs both)` : `held-out AUROC ${m.metrics.auroc.value.toFixed(2)} ${interval(m.metrics.auroc.ci)} on ${h.positives}+${h.negatives}`;
+  const p = m.metrics.pairs === null ? 'no held-out pairs yet' : `pair accuracy ${m.metrics.pairs.accuracy.toFixed(2)} ${interval(m.metrics.pairs.ci)} on ${m.metrics.pairs.pairs} pairs`;
+  return `reward model v${m.version} (${m.ratings} examples): ${a}; ${p}`;
+}

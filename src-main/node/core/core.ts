@@ -24,6 +24,7 @@ import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createSystemHandlers } from '../system/index.ts';
+import { createRewardService } from '../reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -180,6 +181,8 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
     }
   }
+
+  const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
 
   const handlers: Handlers = {
     status: () => status(),
@@ -383,6 +386,10 @@ export function createCore(opts: CoreOptions): ReinCore {
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
 
+    rewardStatus: () => reward.rewardStatus(),
+    trainRewardModel: () => reward.trainRewardModel(),
+    rewardAsk: (input) => reward.rewardAsk(input.turnId),
+
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
@@ -424,6 +431,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (closed) return;
       closed = true;
       scheduler.close();
+      void reward.close();
       spool?.close();
       hub.clear();
       store.close();

@@ -47,7 +47,7 @@ describe('the reward model on the small LM', () => {
       const prompt = TRAINING_PROMPTS[Math.floor(rng.uniform() * TRAINING_PROMPTS.length)]!;
       const text = await answer(prompt, i);
       const { turn } = await core.call('captureTurn', { source: 'api', eventId: `e${i}`, prompt, response: text }, 'cli');
-      await core.call('rate', { turnId: turn.id, value: rule(text) ? 'good' : 'bad', rater: 'rule' }, 'cli');
+      await core.call('rate', { turnId: turn!.id, value: rule(text) ? 'good' : 'bad', rater: 'rule' }, 'cli');
     }
     const m = await trainRewardModel({ store: core.store, modelId: SMALL_LM_DIR, modelDir: SMALL_LM_DIR, engine });
     expect(m).not.toBeNull();
