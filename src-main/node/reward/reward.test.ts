@@ -13,6 +13,7 @@ import { resolveHome } from '../home.ts';
 import { styleRule } from '../training/small-lm/corpus.ts';
 import { HELD_OUT_PROMPTS, TRAINING_PROMPTS } from '../training/small-lm/learning.ts';
 import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
+import { rewardGate, rewardGateBlocks } from './gate.ts';
 import { heldOutRating, scoreAnswer, trainRewardModel } from './train.ts';
 
 const RULE = 'question' as const;
@@ -77,4 +78,52 @@ describe('the reward model on the small LM', () => {
     }
     expect(auroc(scores, shuffled)!.ci[0]).toBeLessThan(0.5);
   }, 300_000);
+
+  it('the verbs: status shows the held-out metrics; rewardAsk asks always by default, and when unsure only near 0.5, recording the score and never a rating', async () => {
+    const st = await core.call('rewardStatus', {}, 'cli');
+    expect(st.latest?.version).toBe(1);
+    expect(st.latest?.baseModel).toBe(SMALL_LM_DIR);
+    expect(st.latest?.adapterVersion).toBeNull();
+    expect(st.ask).toBe('always');
+    expect('head' in (st.latest as object)).toBe(false);
+
+    const capture = async (id: string, text: string): Promise<number> =>
+      (await core.call('captureTurn', { source: 'api', eventId: id, prompt: HELD_OUT_PROMPTS[0]!, response: text }, 'cli')).turn!.id;
+    const clear = await capture('ask-1', 'Sure. You can open the file and read it line by line. That should work.');
+    const q = await capture('ask-2', 'Sure. You can open the file and read it line by line. Should I explain the edge cases?');
+    expect(await core.call('rewardAsk', { turnId: clear }, 'cli')).toMatchObject({ ask: true, p: null, rewardModelVersion: 1 });
+
+    await core.call('setSettings', { values: { 'reward.ask': 'unsure' } }, 'cli');
+    const a = await core.call('rewardAsk', { turnId: clear }, 'cli');
+    const b = await core.call('rewardAsk', { turnId: q }, 'cli');
+    // The rule's answer without a question is scored low, the one ending in a question high; neither is labelled.
+    expect(a.p!).toBeLessThan(0.5);
+    expect(b.p!).toBeGreaterThan(0.5);
+    for (const r of [a, b]) expect(r.reason).toBe(r.ask ? `the reward model is unsure: ${r.p!.toFixed(2)}` : `the reward model is confident (${r.p!.toFixed(2)}); not asked, and not labelled`);
+    expect((await core.call('getTurn', { turnId: clear }, 'cli')).state).toBe('unrated');
+    expect((await core.call('getTurn', { turnId: q }, 'cli')).rating).toBeNull();
+    expect((await core.call('rewardStatus', {}, 'cli')).notAsked).toBe([a, b].filter((r) => !r.ask).length);
+    // A margin of 0.5 asks about everything; the stored score is reused.
+    await core.call('setSettings', { values: { 'reward.unsureMargin': 0.5 } }, 'cli');
+    expect(await core.call('rewardAsk', { turnId: clear }, 'cli')).toMatchObject({ ask: true, p: a.p });
+
+    // trainRewardModel: a second version on the same ratings.
+    const t = await core.call('trainRewardModel', {}, 'cli');
+    expect(t.model?.version).toBe(2);
+    expect((await core.call('rewardStatus', {}, 'cli')).history.map((h) => h.version)).toEqual([1]);
+  }, 120_000);
+
+  it('the gate metric: an adapter against itself differs by exactly 0 and never blocks', async () => {
+    const m = core.store.rewardModels.latest(SMALL_LM_DIR)!;
+    const adapter = engine.newAdapter({ r: 4 }, 1);
+    const g = (await rewardGate(engine, m, adapter, null, [[{ role: 'user', content: HELD_OUT_PROMPTS[1]! }], [{ role: 'user', content: HELD_OUT_PROMPTS[2]! }]], 5))!;
+    // B = 0: the fresh adapter is the base, and both sides sample with the same seeds.
+    expect(g.prompts).toBe(2);
+    expect(g.difference).toEqual({ mean: 0, ci: [0, 0] });
+    expect(g.candidate).toBe(g.parent);
+    expect(rewardGateBlocks(g, true)).toBeNull();
+    const worse = { ...g, difference: { mean: -0.3, ci: [-0.5, -0.1] as [number, number] } };
+    expect(rewardGateBlocks(worse, false)).toBeNull();
+    expect(rewardGateBlocks(worse, true)).toMatch(/below its parent's: -0.300 \[-0.500, -0.100\] on 2 held-out prompts/);
+  }, 120_000);
 });

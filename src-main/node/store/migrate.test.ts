@@ -8,6 +8,7 @@ import { checkOrder, migrate, MigrationOrderError, SchemaTooNewError, userVersio
 import { MIGRATIONS } from './migrations/index.ts';
 import * as m0001 from './migrations/0001-init.ts';
 import * as m0002 from './migrations/0002-turn-policy.ts';
+import * as m0003 from './migrations/0003-reward-models.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -66,7 +67,7 @@ describe('migration runner', () => {
     expect(() => migrate(db, broken)).toThrow();
     expect(userVersion(db)).toBe(0);
     expect(db.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'`).get()).toEqual({ n: 0 });
-    expect(migrate(db, MIGRATIONS)).toEqual([1, 2]);
+    expect(migrate(db, MIGRATIONS)).toEqual(MIGRATIONS.map((m) => m.version));
     db.close();
   });
 });
@@ -167,6 +168,26 @@ describe('migration 0002-turn-policy', () => {
     expect(db.prepare('SELECT source, prompt, response, hex(tokens) AS tokens, policy FROM turns').all()).toEqual([{ source: 'proxy', prompt: 'p', response: 'r', tokens: '01000000', policy: null }]);
     db.prepare(`UPDATE turns SET policy = '{"modelId":"m","temperature":0.7,"topP":0.9}'`).run();
     expect(JSON.parse((db.prepare('SELECT policy FROM turns').get() as { policy: string }).policy)).toEqual({ modelId: 'm', temperature: 0.7, topP: 0.9 });
+    db.close();
+  });
+});
+
+describe('migration 0003-reward-models', () => {
+  it('adds the reward-model tables, keeps every row, and deletes a turn\'s predictions with the turn', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002])).toEqual([1, 2]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('api', 'e', 1, 'p', 'r')`).run();
+    expect(migrate(db, [m0001, m0002, m0003])).toEqual([3]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 1 });
+    db.prepare(`INSERT INTO reward_models (model_id, version, base_model, created_at, ratings, head) VALUES ('m', 1, '/m', 1, 10, '{}')`).run();
+    db.prepare('INSERT INTO reward_predictions (turn_id, reward_model_id, p, asked, created_at) VALUES (1, 1, 0.9, 0, 1)').run();
+    expect(() => db.prepare(`INSERT INTO reward_models (model_id, version, base_model, created_at, ratings, head) VALUES ('m', 1, '/m', 1, 10, '{}')`).run()).toThrow(/UNIQUE/);
+    expect(() => db.prepare('INSERT INTO reward_predictions (turn_id, reward_model_id, p, asked, created_at) VALUES (1, 1, 0.5, 2, 1)').run()).toThrow(/CHECK/);
+    expect(plan(db, 'SELECT * FROM reward_models WHERE model_id = ? ORDER BY version DESC LIMIT 1', 'm')).toMatch(/sqlite_autoindex_reward_models_1/);
+    expect(plan(db, 'SELECT count(*) FROM reward_predictions WHERE reward_model_id = ? AND asked = 0', 1)).toMatch(/reward_predictions_model/);
+    db.prepare('DELETE FROM turns').run();
+    expect(db.prepare('SELECT count(*) AS n FROM reward_predictions').get()).toEqual({ n: 0 });
     db.close();
   });
 });
