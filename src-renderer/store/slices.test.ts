@@ -7,7 +7,7 @@ import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common
 import type { ReinClient } from '../services/api.ts';
 import { publishLines, selectActiveAdapter, servedSummary, versionMove } from './adapters.ts';
 import { createReinStore } from './index.ts';
-import { raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
+import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
 import { gateSentence, selectLiveProgress } from './training.ts';
 
@@ -87,6 +87,30 @@ describe('popup slice', () => {
     for (let i = 10; i < 60; i++) s().enqueue(turn(i));
     expect(s().queue.length).toBe(51);
     expect(s().queue.at(-1)?.id).toBe(59);
+  });
+
+  it('with reward.ask unsure, queues only the turns rewardAsk says to ask about, with the reason it shows', async () => {
+    const { client, calls } = recordingClient({
+      rewardAsk: (input: { turnId: number }) =>
+        input.turnId === 1
+          ? { turnId: 1, ask: true, reason: 'the reward model is unsure: 0.52', p: 0.52, rewardModelVersion: 2 }
+          : { turnId: 2, ask: false, reason: 'the reward model is confident (0.97); not asked, and not labelled', p: 0.97, rewardModelVersion: 2 },
+    });
+    const store = createReinStore(client);
+    const s = () => store.getState();
+    store.setState({ settings: { ...defaultSettings(), 'reward.ask': 'unsure' } });
+    s().enqueue(turn(1));
+    s().enqueue(turn(2));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls).toEqual([['rewardAsk', { turnId: 1 }], ['rewardAsk', { turnId: 2 }]]);
+    expect(s().queue.map((t) => t.id)).toEqual([1]);
+    expect(selectAskReason(s())).toBe('the reward model is unsure: 0.52');
+    // The default (always) asks about every turn without asking the reward model.
+    store.setState({ settings: defaultSettings(), queue: [] });
+    s().enqueue(turn(3));
+    expect(s().queue.map((t) => t.id)).toEqual([3]);
+    expect(calls).toHaveLength(2);
+    expect(selectAskReason(s())).toBeNull();
   });
 
   it('dismiss counts the turn as ignored; a rating with a correction and tags goes to rate and leaves the queue', async () => {

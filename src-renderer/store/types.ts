@@ -103,7 +103,12 @@ export interface PopupSlice {
   /** Turns waiting in the popup, oldest first. */
   queue: TurnSummary[];
   popupError: ApiError | null;
-  /** A captured turn: queued when the settings say it raises the popup. */
+  /** Why the popup asks about a turn, when the reward model chose it (reward.ask unsure): by turn id. */
+  askReasons: Record<number, string>;
+  /**
+   * A captured turn: queued when the settings say it raises the popup. With reward.ask unsure, only once the core's
+   * rewardAsk says to ask (it is left unrated otherwise), with its reason.
+   */
   enqueue: (turn: TurnSummary) => void;
   /** A turn changed elsewhere: rated or ignored turns leave the queue. */
   settle: (turn: TurnSummary) => void;
