@@ -186,6 +186,8 @@ export interface RewardAsk {
 export interface RewardStatus {
   /** The latest version, or null before the first is trained. */
   latest: RewardModelView | null;
+  /** The latest version in one line, as the CLI and the Training screen show it (common/training/reward.ts rewardModelLine). */
+  line: string | null;
   /** Older versions, newest first (at most 20). */
   history: RewardModelView[];
   ask: 'always' | 'unsure';

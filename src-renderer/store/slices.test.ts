@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { gateSentence, selectLiveProgress } from './training.ts';
+import { gateSentence, selectLiveProgress, selectRewardWords } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -64,6 +64,25 @@ function recordingClient(answers: Partial<Record<keyof ReinApi, (input: never) =
   });
   return { client, calls };
 }
+
+describe('reward model words', () => {
+  it('shows the core\'s line and how the popup asks; no model yet says when one trains', async () => {
+    const status = (over: object) => ({ latest: null, line: null, history: [], ask: 'always', unsureMargin: 0.4, notAsked: 0, ...over });
+    let answer = status({});
+    const store = createReinStore(recordingClient({ rewardStatus: () => answer }).client);
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())).toEqual({
+      model: 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
+      ask: 'The popup asks about every answer (Settings: reward.ask).',
+    });
+    answer = status({ line: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet', ask: 'unsure', notAsked: 7 });
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())).toEqual({
+      model: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet',
+      ask: 'The popup asks only when the reward model is unsure (p within 0.4 of 0.5); 7 answers were not asked about and stay unrated.',
+    });
+  });
+});
 
 describe('popup slice', () => {
   it('queues unrated turns oldest first, skips what the settings exclude, and drops rated or ignored ones', () => {

@@ -1,7 +1,7 @@
 // The combined store's shape. Each slice owns its state and actions; selectors live beside their slice.
 import type { StateCreator } from 'zustand/vanilla';
 import type { VerbInput, VerbOutputs } from '../../src-main/common/api.ts';
-import type { AdapterView, EmaPoint, RatingView, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
+import type { AdapterView, EmaPoint, RatingView, RewardStatus, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
 import type { SettingDescription, SettingKey, Settings } from '../../src-main/common/config.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
@@ -88,6 +88,9 @@ export interface TrainingSlice {
   startTraining: () => Promise<void>;
   cancelTraining: () => Promise<void>;
   setProgress: (p: TrainingProgress) => void;
+  /** The reward model's status (rewardStatus): its held-out AUROC and pair accuracy, and the active-learning setting. */
+  reward: RewardStatus | null;
+  loadReward: () => Promise<void>;
 }
 
 export type View = 'rate' | 'training' | 'versions' | 'ratings' | 'setup' | 'settings';

@@ -4,7 +4,7 @@
 import type { VerbOutputs } from '../../common/api.ts';
 import type { Settings } from '../../common/config.ts';
 import type { ContextMessage } from '../../common/domain.ts';
-import { askDecision } from '../../common/training/reward.ts';
+import { askDecision, rewardModelLine } from '../../common/training/reward.ts';
 import { Engine } from '../engine/engine.ts';
 import type { Store } from '../store/store.ts';
 import { turnMessages } from '../training/data.ts';
@@ -55,6 +55,7 @@ export function createRewardService(d: RewardDeps): RewardService {
       const { head: _head, ...view } = latest ?? { head: null };
       return {
         latest: latest === null ? null : (view as VerbOutputs['rewardStatus']['latest']),
+        line: latest === null ? null : rewardModelLine(latest),
         history: history.slice(1),
         ask: s['reward.ask'],
         unsureMargin: s['reward.unsureMargin'],
