@@ -107,6 +107,12 @@ export const SETTINGS = {
     'reward',
     'The eval gate reports the reward model\'s mean score of the candidate\'s answers against its parent\'s on held-out prompts; with true, a candidate whose difference is below 0 with 95% confidence is rejected.',
   ),
+  'reward.gatePrompts': def(
+    z.number().int().min(0).max(64),
+    8,
+    'reward',
+    'Held-out prompts on which the eval gate samples one answer from the candidate and one from its parent for the reward model to score (2 sampled answers of at most 48 tokens each per prompt; 0 turns the reward metric off).',
+  ),
   'reward.pseudoLabelWeight': def(
     z.number().min(0).max(0.5),
     0,

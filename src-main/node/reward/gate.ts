@@ -20,9 +20,8 @@ export interface RewardGateMetrics {
   difference: { mean: number; ci: [number, number] };
 }
 
-/** Prompts scored per round at most, and the answer length: the gate samples 2 answers per prompt. */
-export const REWARD_GATE_PROMPTS = 16;
-export const REWARD_GATE_MAX_TOKENS = 64;
+/** The answer length: the gate samples 2 answers per prompt (reward.gatePrompts of them), each a forward per token. */
+export const REWARD_GATE_MAX_TOKENS = 48;
 
 export async function rewardGate(
   engine: Engine,
@@ -31,12 +30,13 @@ export async function rewardGate(
   parent: LoraAdapter | null,
   prompts: readonly (readonly ContextMessage[])[],
   seed: number,
+  maxPrompts: number,
 ): Promise<RewardGateMetrics | null> {
   const tok = engine.tokenizer;
-  if (tok === null || prompts.length === 0) return null;
+  if (tok === null || prompts.length === 0 || maxPrompts <= 0) return null;
   const c: number[] = [];
   const p: number[] = [];
-  for (const [i, messages] of prompts.slice(0, REWARD_GATE_PROMPTS).entries()) {
+  for (const [i, messages] of prompts.slice(0, maxPrompts).entries()) {
     const ids = tok.encodeChat(messages, { addGenerationPrompt: true });
     for (const [adapter, out] of [[candidate, c], [parent, p]] as const) {
       const s = await engine.sample(ids, { adapter, seed: seed + i, maxTokens: REWARD_GATE_MAX_TOKENS, temperature: 1 });

@@ -116,7 +116,7 @@ describe('the reward model on the small LM', () => {
   it('the gate metric: an adapter against itself differs by exactly 0 and never blocks', async () => {
     const m = core.store.rewardModels.latest(SMALL_LM_DIR)!;
     const adapter = engine.newAdapter({ r: 4 }, 1);
-    const g = (await rewardGate(engine, m, adapter, null, [[{ role: 'user', content: HELD_OUT_PROMPTS[1]! }], [{ role: 'user', content: HELD_OUT_PROMPTS[2]! }]], 5))!;
+    const g = (await rewardGate(engine, m, adapter, null, [[{ role: 'user', content: HELD_OUT_PROMPTS[1]! }], [{ role: 'user', content: HELD_OUT_PROMPTS[2]! }], [{ role: 'user', content: HELD_OUT_PROMPTS[3]! }]], 5, 2))!;
     // B = 0: the fresh adapter is the base, and both sides sample with the same seeds.
     expect(g.prompts).toBe(2);
     expect(g.difference).toEqual({ mean: 0, ci: [0, 0] });

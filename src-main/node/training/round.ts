@@ -260,11 +260,12 @@ async function gateRound(p: Prepared): Promise<GateOutcome> {
   // The reward metric: the latest reward model of this base (features are the base's), on the held-out prompts.
   const rm = p.o.store.rewardModels.latest(p.modelId);
   let reward: RewardGateMetrics | null = null;
-  if (rm !== null && rm.baseModel === p.dir) {
+  const gatePrompts = p.settings['reward.gatePrompts'];
+  if (rm !== null && rm.baseModel === p.dir && gatePrompts > 0) {
     const held = new Set(p.heldSeqs.map((s) => s.ratingId));
     const prompts = p.turns.filter((t) => held.has(t.ratingId)).map((t) => messagesOf(t));
-    p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `reward model v${rm.version}: scoring the candidate's and its parent's answers on ${Math.min(prompts.length, 16)} held-out prompts` });
-    reward = await rewardGate(p.engine, rm, p.adapter, p.parentAdapter, prompts, p.cfg.seed + p.o.runId);
+    p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `reward model v${rm.version}: scoring the candidate's and its parent's answers on ${Math.min(prompts.length, gatePrompts)} held-out prompts` });
+    reward = await rewardGate(p.engine, rm, p.adapter, p.parentAdapter, prompts, p.cfg.seed + p.o.runId, gatePrompts);
     p.checkCancel();
   }
   const decision = gateDecision(metrics);
