@@ -1,15 +1,16 @@
 // The reward model's verbs (common/api.ts rewardStatus, trainRewardModel, rewardAsk) over the store. Scoring a turn
 // needs the base's forward pass: one Engine is loaded on first use, kept for the model directory it was loaded from
-// and closed with the core.
+// and closed with the core. The engine (onnxruntime-node) is imported only then, so a CLI call or a core that never
+// scores does not load it.
 import type { VerbOutputs } from '../../common/api.ts';
 import type { Settings } from '../../common/config.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { askDecision, rewardModelLine } from '../../common/training/reward.ts';
-import { Engine } from '../engine/engine.ts';
+import type { Engine } from '../engine/engine.ts';
 import type { Store } from '../store/store.ts';
 import { turnMessages } from '../training/data.ts';
 import { resolveModelDir } from '../training/model.ts';
-import { scoreAnswer, trainRewardModel } from './train.ts';
+
 
 export interface RewardDeps {
   store: Store;
@@ -37,6 +38,7 @@ export function createRewardService(d: RewardDeps): RewardService {
       loaded = null;
       if (old !== null) await old.engine.close();
       // One ORT thread: scoring a turn is a single forward pass, and the trainer worker may be using the cores.
+      const { Engine } = await import('../engine/engine.ts');
       const engine = Engine.load(dir, { dtype: 'float32', threads: 1 });
       loaded = { dir, engine };
       return engine;
@@ -66,6 +68,7 @@ export function createRewardService(d: RewardDeps): RewardService {
     async trainRewardModel() {
       const modelId = d.modelId();
       const dir = resolveModelDir(d.store, modelId, 'trainRewardModel');
+      const { trainRewardModel } = await import('./train.ts');
       const m = await trainRewardModel({ store: d.store, modelId, modelDir: dir, engine: await engineFor(dir) });
       if (m === null) return { model: null, reason: 'the ratings hold no example of both a preferred and a not-preferred answer yet' };
       const { head: _head, ...model } = m;
@@ -87,6 +90,7 @@ export function createRewardService(d: RewardDeps): RewardService {
           // A head only scores features of the weights it was fitted on.
           if (dir === latest.baseModel) {
             const messages = turnMessages({ source: turn.source, context: turn.context as ContextMessage[], prompt: turn.prompt });
+            const { scoreAnswer } = await import('./train.ts');
             p = await scoreAnswer(await engineFor(dir), latest, messages, turn.response);
           }
         } catch {
