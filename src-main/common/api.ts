@@ -8,6 +8,9 @@ import type {
   Page,
   RatingKind,
   RatingView,
+  RewardAsk,
+  RewardModelView,
+  RewardStatus,
   RunView,
   Status,
   TrainingProgress,
@@ -242,6 +245,12 @@ export const VERBS = {
     help: "Train this model (sets model.active): an id from discoverModels (ollama:<name>:<tag>), a .gguf file or an HF model folder; it is added to Rein's list.",
   },
   useDemoModel: { input: Empty, help: 'Copy the small pretrained demo LM into the Rein home and train it (model.active, the balanced preset).' },
+  rewardStatus: { input: Empty, help: 'The reward model: its latest version with held-out AUROC and pair accuracy (95% intervals), older versions, and the active-learning setting.' },
+  trainRewardModel: { input: Empty, help: 'Train a reward-model version on every live rating now (it also retrains after each round).' },
+  rewardAsk: {
+    input: z.strictObject({ turnId: id }),
+    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: 0.52". The score is recorded, never as a rating.',
+  },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
   chat: {
     input: ChatInput,
@@ -360,6 +369,9 @@ export interface VerbOutputs {
   arenaStart: ArenaMatchView;
   arenaVote: { match: ArenaMatchView; ratings: RatingView[] };
   versionStats: VersionStats[];
+  rewardStatus: RewardStatus;
+  trainRewardModel: { model: RewardModelView | null; reason: string | null };
+  rewardAsk: RewardAsk;
 }
 
 /** Input type of each verb as callers write it (defaults optional). */

@@ -8,7 +8,7 @@ interface SettingDef<S extends z.ZodType> {
   schema: S;
   default: z.infer<S>;
   help: string;
-  group: 'capture' | 'training' | 'popup' | 'server' | 'adapters' | 'model' | 'app';
+  group: 'capture' | 'training' | 'popup' | 'server' | 'adapters' | 'model' | 'app' | 'reward';
 }
 
 function def<S extends z.ZodType>(schema: S, dflt: z.infer<S>, group: SettingDef<S>['group'], help: string): SettingDef<S> {
@@ -88,6 +88,36 @@ export const SETTINGS = {
     ['claude-code', 'codex', 'openclaw', 'proxy', 'api'],
     'popup',
     'Sources whose turns raise the popup.',
+  ),
+  'reward.ask': def(
+    z.enum(['always', 'unsure']),
+    'always',
+    'reward',
+    'Active learning. `always`: the popup asks about every answer. `unsure`: it asks only when the reward model (trained on your ratings after each round) is unsure, |p - 0.5| below reward.unsureMargin, and says so; an answer it does not ask about stays unrated and trains nothing.',
+  ),
+  'reward.unsureMargin': def(
+    z.number().min(0.01).max(0.5),
+    0.4,
+    'reward',
+    'With reward.ask unsure: ask when the reward model\'s p(good) is within this of 0.5. 0.4 asks unless it is at least 90% sure either way; 0.5 asks always.',
+  ),
+  'reward.gateBlocks': def(
+    z.boolean(),
+    false,
+    'reward',
+    'The eval gate reports the reward model\'s mean score of the candidate\'s answers against its parent\'s on held-out prompts; with true, a candidate whose difference is below 0 with 95% confidence is rejected.',
+  ),
+  'reward.gatePrompts': def(
+    z.number().int().min(0).max(64),
+    8,
+    'reward',
+    'Held-out prompts on which the eval gate samples one answer from the candidate and one from its parent for the reward model to score (2 sampled answers of at most 48 tokens each per prompt; 0 turns the reward metric off).',
+  ),
+  'reward.pseudoLabelWeight': def(
+    z.number().min(0).max(0.5),
+    0,
+    'reward',
+    'Weight of the reward model\'s own verdict on answers the popup did not ask about, as training labels next to your ratings (weight 1). 0: its predictions never train (the default).',
   ),
   'server.port': def(
     z.number().int().min(1024).max(65535),

@@ -144,3 +144,54 @@ export interface Page<T> {
   items: T[];
   total: number;
 }
+
+/** A reward-model version (issue #14 item 3): what it read its features from, and how it scores held-out ratings. */
+export interface RewardModelView {
+  id: number;
+  modelId: string;
+  version: number;
+  /** The model directory whose frozen weights produced the features. */
+  baseModel: string;
+  /** The adapter that was on when features were read; null: the base alone. */
+  adapterVersion: number | null;
+  /** The round after which it was trained, or null (trained on demand). */
+  runId: number | null;
+  createdAt: number;
+  /** Labelled examples it was fitted on. */
+  ratings: number;
+  metrics: {
+    /** Held-out examples (a fixed share of the ratings, never fitted on): how many of each class. */
+    heldout: { positives: number; negatives: number };
+    /** Held-out AUROC with its 95% Hanley–McNeil interval; null without both classes held out. */
+    auroc: { value: number; ci: [number, number] } | null;
+    /** Held-out pairs (a correction against its original, arena preferences) ordered right, with the Wilson 95% interval. */
+    pairs: { accuracy: number; ci: [number, number]; pairs: number } | null;
+    /** Examples skipped, with why (text that encodes to nothing). */
+    skipped: number;
+    seconds: number;
+  };
+}
+
+/** What the reward model says about asking for a turn's rating (active learning). */
+export interface RewardAsk {
+  turnId: number;
+  ask: boolean;
+  /** Shown in the popup: "the reward model is unsure: 0.52". */
+  reason: string;
+  /** p(good) under the latest reward model, or null when there is none or it could not score the turn. */
+  p: number | null;
+  rewardModelVersion: number | null;
+}
+
+export interface RewardStatus {
+  /** The latest version, or null before the first is trained. */
+  latest: RewardModelView | null;
+  /** The latest version in one line, as the CLI and the Training screen show it (common/training/reward.ts rewardModelLine). */
+  line: string | null;
+  /** Older versions, newest first (at most 20). */
+  history: RewardModelView[];
+  ask: 'always' | 'unsure';
+  unsureMargin: number;
+  /** Turns the latest version scored and the popup did not ask about (they stay unrated: nothing labels them). */
+  notAsked: number;
+}

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { CheckIcon, CrossIcon } from '../components/icons.tsx';
 import { useRein } from '../store/react.tsx';
-import { selectPopupTimeout, selectPopupTurn, selectQueueLength } from '../store/popup.ts';
+import { selectAskReason, selectPopupTimeout, selectPopupTurn, selectQueueLength } from '../store/popup.ts';
 import { Exchange } from '../components/Exchange.tsx';
 import { PopupDetails } from './PopupDetails.tsx';
 
@@ -44,9 +44,10 @@ function useCountdown(turnId: number | null, seconds: number, onExpire: (id: num
 }
 
 export function PopupCard() {
-  const { turn, waiting, timeout, dismiss, ratePopup, error } = useRein(
+  const { turn, waiting, timeout, dismiss, ratePopup, error, why } = useRein(
     useShallow((s) => ({
       turn: selectPopupTurn(s),
+      why: selectAskReason(s),
       waiting: selectQueueLength(s),
       timeout: selectPopupTimeout(s),
       dismiss: s.dismiss,
@@ -92,6 +93,11 @@ export function PopupCard() {
           <CrossIcon />
         </button>
       </header>
+      {why && (
+        <p className="popup-why" data-testid="popup-why">
+          Asking because {why}.
+        </p>
+      )}
       <div className="popup-text">
         <Exchange turn={turn} compact />
       </div>

@@ -11,6 +11,7 @@ import { fromFirstRatedDay } from '../store/chart-words.ts';
 import { selectLiveProgress, selectScheduleWords, selectTrainingView } from '../store/training.ts';
 import { LiveRun } from './LiveRun.tsx';
 import { RunList } from './RunList.tsx';
+import { RewardPanel } from '../components/RewardPanel.tsx';
 
 export function Training() {
   const { pending, rejected, view, error, ema, days, load, live, schedule } = useRein(
@@ -66,6 +67,7 @@ export function Training() {
         </p>
       </section>
       {live && <LiveRun progress={live} />}
+      <RewardPanel />
       <div className="chart-grid">
         <section className="panel" aria-labelledby="ema-title">
           <h2 id="ema-title">{BASELINE_LABEL} over time</h2>

@@ -17,9 +17,24 @@ export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
   return (set, get) => ({
     queue: [],
     popupError: null,
+    askReasons: {},
     enqueue: (turn) => {
       if (!raisesPopup(turn, get().settings) || get().queue.some((t) => t.id === turn.id)) return;
-      set((s) => ({ queue: [...s.queue, turn] }));
+      if (get().settings?.['reward.ask'] !== 'unsure') {
+        set((s) => ({ queue: [...s.queue, turn] }));
+        return;
+      }
+      // Active learning: the reward model decides; a turn it is sure about is not asked and stays unrated.
+      void client.rewardAsk({ turnId: turn.id }).then(
+        (a) => {
+          if (!a.ask || get().queue.some((t) => t.id === turn.id)) return;
+          set((s) => ({ queue: [...s.queue, turn], askReasons: { ...s.askReasons, [turn.id]: a.reason } }));
+        },
+        (e: unknown) => {
+          // Asking is the safe side of an error: the user still gets to rate it.
+          set((s) => ({ queue: [...s.queue, turn], askReasons: { ...s.askReasons, [turn.id]: `asking: the reward model could not answer (${toApiError(e).message})` } }));
+        },
+      );
     },
     settle: (turn) => {
       // Rated, ignored or expired elsewhere (the CLI, a hook, the other window): it no longer asks.
@@ -51,6 +66,8 @@ export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
 
 export const selectPopupTurn = (s: ReinState): TurnSummary | null => s.queue[0] ?? null;
 export const selectQueueLength = (s: ReinState) => s.queue.length;
+/** Why the popup asks about its current turn (reward.ask unsure), or null. */
+export const selectAskReason = (s: ReinState): string | null => (s.queue[0] === undefined ? null : (s.askReasons[s.queue[0].id] ?? null));
 export const selectPopupTimeout = (s: ReinState): number => s.settings?.['popup.timeoutSeconds'] ?? 45;
 /** The agents the popup can be limited to: the defaults plus any the user added. */
 export const selectPopupAgents = derive([(s) => s.settings], (settings) => settings?.['popup.agents'] ?? []);

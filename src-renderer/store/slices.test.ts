@@ -7,9 +7,9 @@ import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common
 import type { ReinClient } from '../services/api.ts';
 import { publishLines, selectActiveAdapter, servedSummary, versionMove } from './adapters.ts';
 import { createReinStore } from './index.ts';
-import { raisesPopup, selectPopupTurn, selectQueueLength } from './popup.ts';
+import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { gateSentence, selectLiveProgress } from './training.ts';
+import { gateSentence, selectLiveProgress, selectRewardWords } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -65,6 +65,25 @@ function recordingClient(answers: Partial<Record<keyof ReinApi, (input: never) =
   return { client, calls };
 }
 
+describe('reward model words', () => {
+  it('shows the core\'s line and how the popup asks; no model yet says when one trains', async () => {
+    const status = (over: object) => ({ latest: null, line: null, history: [], ask: 'always', unsureMargin: 0.4, notAsked: 0, ...over });
+    let answer = status({});
+    const store = createReinStore(recordingClient({ rewardStatus: () => answer }).client);
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())).toEqual({
+      model: 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
+      ask: 'The popup asks about every answer (Settings: reward.ask).',
+    });
+    answer = status({ line: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet', ask: 'unsure', notAsked: 7 });
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())).toEqual({
+      model: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet',
+      ask: 'The popup asks only when the reward model is unsure (p within 0.4 of 0.5); 7 answers were not asked about and stay unrated.',
+    });
+  });
+});
+
 describe('popup slice', () => {
   it('queues unrated turns oldest first, skips what the settings exclude, and drops rated or ignored ones', () => {
     const store = createReinStore(recordingClient({}).client);
@@ -87,6 +106,30 @@ describe('popup slice', () => {
     for (let i = 10; i < 60; i++) s().enqueue(turn(i));
     expect(s().queue.length).toBe(51);
     expect(s().queue.at(-1)?.id).toBe(59);
+  });
+
+  it('with reward.ask unsure, queues only the turns rewardAsk says to ask about, with the reason it shows', async () => {
+    const { client, calls } = recordingClient({
+      rewardAsk: (input: { turnId: number }) =>
+        input.turnId === 1
+          ? { turnId: 1, ask: true, reason: 'the reward model is unsure: 0.52', p: 0.52, rewardModelVersion: 2 }
+          : { turnId: 2, ask: false, reason: 'the reward model is confident (0.97); not asked, and not labelled', p: 0.97, rewardModelVersion: 2 },
+    });
+    const store = createReinStore(client);
+    const s = () => store.getState();
+    store.setState({ settings: { ...defaultSettings(), 'reward.ask': 'unsure' } });
+    s().enqueue(turn(1));
+    s().enqueue(turn(2));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(calls).toEqual([['rewardAsk', { turnId: 1 }], ['rewardAsk', { turnId: 2 }]]);
+    expect(s().queue.map((t) => t.id)).toEqual([1]);
+    expect(selectAskReason(s())).toBe('the reward model is unsure: 0.52');
+    // The default (always) asks about every turn without asking the reward model.
+    store.setState({ settings: defaultSettings(), queue: [] });
+    s().enqueue(turn(3));
+    expect(s().queue.map((t) => t.id)).toEqual([3]);
+    expect(calls).toHaveLength(2);
+    expect(selectAskReason(s())).toBeNull();
   });
 
   it('dismiss counts the turn as ignored; a rating with a correction and tags goes to rate and leaves the queue', async () => {

@@ -15,6 +15,15 @@ export function createTrainingSlice(client: ReinClient): Slice<TrainingSlice> {
     trainingUnavailable: null,
     trainingError: null,
     trainingStarting: false,
+    reward: null,
+    loadReward: async () => {
+      try {
+        set({ reward: await client.rewardStatus({}) });
+      } catch {
+        // An older core without the verb, or no model yet: the panel says there is no reward model.
+        set({ reward: null });
+      }
+    },
     loadRuns: async () => {
       try {
         set({ runs: await client.listRuns({ limit: RUNS_LIMIT }), trainingError: null });
@@ -177,3 +186,13 @@ export const selectScheduleWords = derive(
     return `A round starts by itself once a night, between ${schedule.at} and ${until}, when at least ${m} and the computer is idle.${now}`;
   },
 );
+
+/** The reward model in words for the Training screen: its version line and how the popup asks. */
+export const selectRewardWords = derive([(s) => s.reward], (r): { model: string; ask: string } | null => {
+  if (r === null) return null;
+  const ask =
+    r.ask === 'always'
+      ? 'The popup asks about every answer (Settings: reward.ask).'
+      : `The popup asks only when the reward model is unsure (p within ${r.unsureMargin} of 0.5); ${r.notAsked} answers were not asked about and stay unrated.`;
+  return { model: r.line ?? 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.', ask };
+});

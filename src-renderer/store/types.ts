@@ -1,7 +1,7 @@
 // The combined store's shape. Each slice owns its state and actions; selectors live beside their slice.
 import type { StateCreator } from 'zustand/vanilla';
 import type { VerbInput, VerbOutputs } from '../../src-main/common/api.ts';
-import type { AdapterView, EmaPoint, RatingView, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
+import type { AdapterView, EmaPoint, RatingView, RewardStatus, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
 import type { SettingDescription, SettingKey, Settings } from '../../src-main/common/config.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
@@ -89,6 +89,9 @@ export interface TrainingSlice {
   startTraining: () => Promise<void>;
   cancelTraining: () => Promise<void>;
   setProgress: (p: TrainingProgress) => void;
+  /** The reward model's status (rewardStatus): its held-out AUROC and pair accuracy, and the active-learning setting. */
+  reward: RewardStatus | null;
+  loadReward: () => Promise<void>;
 }
 
 export type View = 'rate' | 'chat' | 'arena' | 'training' | 'versions' | 'ratings' | 'setup' | 'settings';
@@ -104,7 +107,12 @@ export interface PopupSlice {
   /** Turns waiting in the popup, oldest first. */
   queue: TurnSummary[];
   popupError: ApiError | null;
-  /** A captured turn: queued when the settings say it raises the popup. */
+  /** Why the popup asks about a turn, when the reward model chose it (reward.ask unsure): by turn id. */
+  askReasons: Record<number, string>;
+  /**
+   * A captured turn: queued when the settings say it raises the popup. With reward.ask unsure, only once the core's
+   * rewardAsk says to ask (it is left unrated otherwise), with its reason.
+   */
   enqueue: (turn: TurnSummary) => void;
   /** A turn changed elsewhere: rated or ignored turns leave the queue. */
   settle: (turn: TurnSummary) => void;

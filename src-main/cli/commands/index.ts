@@ -15,3 +15,4 @@ import './train.ts';
 import './gym.ts';
 import './encryption.ts';
 import './chat.ts';
+import './reward.ts';

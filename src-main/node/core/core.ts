@@ -27,6 +27,7 @@ import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
+import { createRewardService } from '../reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -595,6 +596,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
   });
 
+  const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
+
   const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
   const handlers: Handlers = {
     status: () => status(),
@@ -603,6 +606,10 @@ export function createCore(opts: CoreOptions): ReinCore {
     ...settingsVerbs(verbs),
     ...trainingVerbs(verbs),
     ...dataVerbs(verbs),
+
+    rewardStatus: () => reward.rewardStatus(),
+    trainRewardModel: () => reward.trainRewardModel(),
+    rewardAsk: (input) => reward.rewardAsk(input.turnId),
 
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
@@ -649,6 +656,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       closed = true;
       scheduler.close();
       void chat.close();
+      void reward.close();
       spool?.close();
       hub.clear();
       store.close();

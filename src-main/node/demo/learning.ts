@@ -37,6 +37,8 @@ export interface RoundPoint extends RatePoint {
   /** Good ratings among this round's `rated`. */
   good: number;
   rated: number;
+  /** Answers sampled this round; with reward.ask unsure, the ones not asked about (sampled − rated) stay unrated. */
+  sampled: number;
   /** How many of the rated turns the proxy stored on-policy (tokens and μ of the sampled distribution). */
   onPolicy: number;
   /** The run's status (succeeded / failed) and the new version's (active / rejected), with the gate's reason. */
@@ -86,6 +88,13 @@ export interface LearningOptions {
   held: number;
   /** Teacher answers for the off-policy run; 0 skips it. */
   teacher: number;
+  /**
+   * Active learning (setting reward.ask, default always): with unsure, each answer is rated only when the core's
+   * rewardAsk verb says to ask, as the popup does; the others stay unrated (ignored, like a dismissed popup).
+   */
+  ask?: 'always' | 'unsure';
+  /** Stop after the first round whose version is active with a held-out rate at least this (default: run every round). */
+  stopAt?: number;
   /** The HF model folder; default the committed small LM. */
   modelDir?: string;
   maxTokens?: number;
@@ -199,18 +208,28 @@ async function trainRound(core: ReinCore): Promise<{ run: string; version: numbe
   return { run: run.status, version: v?.version ?? null, status: v?.status ?? run.status, reason: v?.reason ?? (run.error === null ? null : String(run.error)), ...runKl(run.metrics) };
 }
 
-/** Rates every unrated turn of `source` by the rule; returns the good count and how many were captured on-policy. */
-async function rateUnrated(core: ReinCore, source: string, rule: (text: string) => boolean, expected: number): Promise<{ good: number; onPolicy: number }> {
+/**
+ * Rates every unrated turn of `source` by the rule, each one the core's rewardAsk says to ask about (all of them
+ * unless reward.ask is unsure); a turn not asked about is ignored, as a popup that never showed. Returns the good
+ * count, how many were rated, and how many were captured on-policy.
+ */
+async function rateUnrated(core: ReinCore, source: string, rule: (text: string) => boolean, expected: number): Promise<{ good: number; rated: number; onPolicy: number }> {
   const turns = (await core.call('listTurns', { source, state: 'unrated', limit: 1000 }, 'cli')).items;
   if (turns.length !== expected) throw new Error(`expected ${expected} captured ${source} turns to rate, found ${turns.length}`);
   let good = 0;
+  let rated = 0;
   for (const t of turns) {
+    if (!(await core.call('rewardAsk', { turnId: t.id }, 'cli')).ask) {
+      await core.call('ignoreTurn', { turnId: t.id }, 'cli');
+      continue;
+    }
+    rated++;
     const full = await core.call('getTurn', { turnId: t.id }, 'cli');
     const ok = rule(full.response);
     if (ok) good++;
     await core.call('rate', { turnId: t.id, value: ok ? 'good' : 'bad', rater: 'rule' }, 'cli');
   }
-  return { good, onPolicy: turns.filter((t) => t.onPolicy).length };
+  return { good, rated, onPolicy: turns.filter((t) => t.onPolicy).length };
 }
 
 export async function runLearning(o: LearningOptions): Promise<LearningResult> {
@@ -226,6 +245,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   const h = await openHome(path.join(o.root, `home-${o.rule}-${o.seed}`), modelDir, log);
   try {
     if (h.stack.model === null) throw new Error('the learning loop needs Rein\'s own model server (proxy.upstream must be null)');
+    await h.core.call('setSettings', { values: { 'reward.ask': o.ask ?? 'always' } }, 'cli');
     before = await heldOut(h, o, heldSeed);
     last = before;
     const rng = new Rng(o.seed).fork(`training prompts ${o.rule}`);
@@ -236,12 +256,13 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
         await chat(h.stack.url, h.token, prompt, o.seed * 1_000_003 + r * 10_007 + i, maxTokens);
       }
       await h.stack.proxy.idle();
-      const { good, onPolicy } = await rateUnrated(h.core, 'proxy', rule, o.n);
+      const { good, rated, onPolicy } = await rateUnrated(h.core, 'proxy', rule, o.n);
       const trained = await trainRound(h.core);
       last = await heldOut(h, o, heldSeed);
-      const p: RoundPoint = { round: r, ...ratePoint(last), good, rated: o.n, onPolicy, ...trained, change: pairedChange(before, last), seconds: (performance.now() - t0) / 1000 };
+      const p: RoundPoint = { round: r, ...ratePoint(last), good, rated, sampled: o.n, onPolicy, ...trained, change: pairedChange(before, last), seconds: (performance.now() - t0) / 1000 };
       rounds.push(p);
       o.onRound?.(p);
+      if (o.stopAt !== undefined && p.status === 'active' && p.rate >= o.stopAt) break;
     }
   } finally {
     await h.close();

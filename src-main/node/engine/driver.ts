@@ -262,6 +262,19 @@ export class Driver {
   }
 
   /**
+   * The last decoder layer's output for every real token: [n, H] (padding rows dropped). The reward model
+   * (node/reward/features.ts) mean-pools the answer's rows of it.
+   */
+  async hiddenStates(tokens: readonly number[], adapter: LoraAdapter | null): Promise<FArray> {
+    this.checkTokens(tokens);
+    if (tokens.length === 0) throw new BadInputError('hiddenStates needs at least one token', 'tokens');
+    const T = this.bucket(tokens.length);
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    return h.slice(0, tokens.length * this.config.hiddenSize) as FArray;
+  }
+
+  /**
    * Log-probabilities over the whole vocabulary after every prefix of `tokens`, from one forward pass: row t ([V])
    * scores the token after tokens[0..t]. The causal mask makes row t equal nextLogprobs(tokens[0..t]).
    */

@@ -10,6 +10,7 @@ import * as m0001 from './migrations/0001-init.ts';
 import * as m0002 from './migrations/0002-turn-policy.ts';
 import * as m0003 from './migrations/0003-arena.ts';
 import { ARENA_Q } from './arena.ts';
+import * as m0004 from './migrations/0004-reward-models.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -193,6 +194,26 @@ describe('migration 0003-arena', () => {
     // A deleted turn takes its matches with it.
     db.prepare('DELETE FROM turns WHERE id = ?').run(a);
     expect(db.prepare('SELECT count(*) AS n FROM arena_matches').get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe('migration 0004-reward-models', () => {
+  it('adds the reward-model tables, keeps every row, and deletes a turn\'s predictions with the turn', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003])).toEqual([1, 2, 3]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('api', 'e', 1, 'p', 'r')`).run();
+    expect(migrate(db, [m0001, m0002, m0003, m0004])).toEqual([4]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 1 });
+    db.prepare(`INSERT INTO reward_models (model_id, version, base_model, created_at, ratings, head) VALUES ('m', 1, '/m', 1, 10, '{}')`).run();
+    db.prepare('INSERT INTO reward_predictions (turn_id, reward_model_id, p, asked, created_at) VALUES (1, 1, 0.9, 0, 1)').run();
+    expect(() => db.prepare(`INSERT INTO reward_models (model_id, version, base_model, created_at, ratings, head) VALUES ('m', 1, '/m', 1, 10, '{}')`).run()).toThrow(/UNIQUE/);
+    expect(() => db.prepare('INSERT INTO reward_predictions (turn_id, reward_model_id, p, asked, created_at) VALUES (1, 1, 0.5, 2, 1)').run()).toThrow(/CHECK/);
+    expect(plan(db, 'SELECT * FROM reward_models WHERE model_id = ? ORDER BY version DESC LIMIT 1', 'm')).toMatch(/sqlite_autoindex_reward_models_1/);
+    expect(plan(db, 'SELECT count(*) FROM reward_predictions WHERE reward_model_id = ? AND asked = 0', 1)).toMatch(/reward_predictions_model/);
+    db.prepare('DELETE FROM turns').run();
+    expect(db.prepare('SELECT count(*) AS n FROM reward_predictions').get()).toEqual({ n: 0 });
     db.close();
   });
 });

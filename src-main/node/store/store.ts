@@ -14,6 +14,7 @@ import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import { Arena } from './arena.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
+import { RewardModels } from './reward.ts';
 import type { Sql } from './sql.ts';
 import {
   ratingView,
@@ -125,6 +126,8 @@ export class Store implements Sql {
   readonly rounds: Rounds;
   /** Arena matches and the per-version statistics (store/arena.ts). */
   readonly arena: Arena;
+  /** The reward model's versions and predictions (store/reward.ts). */
+  readonly rewardModels: RewardModels;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -139,6 +142,7 @@ export class Store implements Sql {
     this.adapters = new Adapters(this);
     this.rounds = new Rounds(this);
     this.arena = new Arena(this);
+    this.rewardModels = new RewardModels(this);
   }
 
   close(): void {
@@ -776,6 +780,8 @@ export class Store implements Sql {
       for (const t of turnIds) this.unrateIfNoLiveRating(t.turn_id);
       const adapters = this.adapters.list(modelId);
       this.stmt('DELETE FROM adapters WHERE model_id = ?').run(modelId);
+      // The reward model learned from the ratings reset deletes; its predictions go with it (ON DELETE CASCADE).
+      this.stmt('DELETE FROM reward_models WHERE model_id = ?').run(modelId);
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);

@@ -14,7 +14,7 @@ import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { RatedTurnRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
-import { CLAUDE_SOURCE, CODEX_SOURCE } from '../../common/sources.ts';
+import { STEPS_AFTER_PROMPT, turnMessages } from '../../common/sources.ts';
 import { roundRewards } from './reward-mapper.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';
@@ -147,21 +147,6 @@ export interface TrainSequence {
   advantage: number;
   /** KTO: desirable (good, or a correction) or undesirable. */
   desirable: boolean;
-}
-
-/**
- * Sources whose `context` holds the turn's own steps, after the prompt: the Claude transcript gives the assistant's
- * text, its tool calls and their results between the human prompt and the final answer (integrations/claude/
- * transcript.ts), and the proxy's agent endpoints store Claude Code's and Codex's turns the same way
- * (serving/agent-turn.ts; Codex's hooks store no context). Every other source stores the conversation before the
- * prompt (the proxy's chat completions: the request's earlier messages).
- */
-const STEPS_AFTER_PROMPT = new Set([CLAUDE_SOURCE, CODEX_SOURCE]);
-
-/** The chat up to the response, in the order it happened. */
-export function turnMessages(t: Pick<RatedTurn, 'source' | 'context' | 'prompt'>): ContextMessage[] {
-  const prompt: ContextMessage = { role: 'user', content: t.prompt };
-  return STEPS_AFTER_PROMPT.has(t.source) ? [prompt, ...t.context] : [...t.context, prompt];
 }
 
 /** Whether the turn holds the agent's own steps between its prompt and its answer (they train with it, masked). */

@@ -26,6 +26,8 @@ import { readSettings } from '../store/settings.ts';
 import { encodeRound, lineageRuns, ratingBaselines, selectRound, shuffle, type RatedTurn, type SkippedTurn, type TrainSequence } from './data.ts';
 import { evaluateGate } from './gate.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
+import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from '../reward/gate.ts';
+import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
@@ -60,7 +62,7 @@ export interface RoundMetrics {
    * pending: the pending ratings this round trains (the held-out ones excluded); heldout: the ratings the gate scored
    * (pending ones held out, and older ones unseen by the lineage); drawn: the ids of the ratings that gave a gradient.
    */
-  samples: { pending: number; replay: number; heldout: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[] };
+  samples: { pending: number; replay: number; heldout: number; pseudo: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[] };
   /**
    * The reward baseline (EMA of rewards, data.ts ratingBaselines): `before` is what the round's first pending rating
    * met, `after` the EMA after the newest rating; null `before` when no pending rating is in the round.
@@ -75,6 +77,8 @@ export interface RoundMetrics {
   tokensPerSecond: number;
   trainSeconds: number;
   gate: GateMetrics;
+  /** The reward model's score of the candidate's answers against its parent's on held-out prompts; null without a reward model for this base. */
+  rewardGate: RewardGateMetrics | null;
 }
 
 
@@ -99,6 +103,8 @@ interface Prepared {
   engine: Engine;
   objectives: ObjectiveRunner;
   turns: RatedTurn[];
+  /** Turns the popup did not ask about, labelled by the reward model (reward.pseudoLabelWeight > 0 only); ratingId is −turnId. */
+  pseudo: RatedTurn[];
   sequences: TrainSequence[];
   skipped: SkippedTurn[];
   trainSeqs: TrainSequence[];
@@ -165,12 +171,14 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     // it (ratings do, one by one).
     const baselines = ratingBaselines(store, modelId);
     const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
-    const trainSeqs = sequences.filter((s) => s.role !== 'heldout');
+    const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
+    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
+    const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
-    return { o, modelId, settings, dir, cfg, engine, objectives, turns, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, emit, checkCancel };
+    return { o, modelId, settings, dir, cfg, engine, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, emit, checkCancel };
   } catch (e) {
     await objectives.dispose();
     await engine.close();
@@ -191,10 +199,11 @@ async function train(p: Prepared): Promise<Trained> {
   // correction is an explicit judgement and weighs 1.
   const kto = trainSeqs.filter((s) => s.kind === 'kto');
   const lambda = ktoClassWeights(kto.filter((s) => s.desirable).length, kto.filter((s) => !s.desirable).length, cfg);
-  const turnOf = new Map(p.turns.map((t) => [t.ratingId, t]));
+  const turnOf = new Map([...p.turns, ...p.pseudo].map((t) => [t.ratingId, t]));
   const stepSeqs = trainSeqs.map((s): StepSequence & { ratingId: number } => {
     const t = turnOf.get(s.ratingId)!;
-    const magnitude = t.correction !== null ? 1 : Math.abs(t.reward);
+    // A reward-model label weighs reward.pseudoLabelWeight (at most 0.5) of a user's rating.
+    const magnitude = s.ratingId < 0 ? p.settings['reward.pseudoLabelWeight'] : t.correction !== null ? 1 : Math.abs(t.reward);
     return { ...s, ref: refs.get(s)!, ktoWeight: (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude };
   });
   const rng = new Rng(cfg.seed + 7919 * p.o.runId);
@@ -207,7 +216,7 @@ async function train(p: Prepared): Promise<Trained> {
       // Epochs over a fresh shuffle: every sequence is seen before any is seen twice.
       if (order.length === 0) order = shuffle(stepSeqs.length, rng);
       const s = stepSeqs[order.pop()!]!;
-      drawn.add(s.ratingId);
+      if (s.ratingId > 0) drawn.add(s.ratingId);
       out.push(s);
     }
     return out;
@@ -237,15 +246,34 @@ async function train(p: Prepared): Promise<Trained> {
   return { steps, drawn, tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9), trainSeconds };
 }
 
-async function gateRound(p: Prepared): Promise<{ metrics: GateMetrics; decision: { accept: boolean; reason: string } }> {
+interface GateOutcome {
+  metrics: GateMetrics;
+  reward: RewardGateMetrics | null;
+  decision: { accept: boolean; reason: string };
+}
+
+async function gateRound(p: Prepared): Promise<GateOutcome> {
   p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `scoring the candidate on ${p.heldSeqs.length} held-out turns` });
   p.checkCancel();
   const metrics = await evaluateGate(p.engine, p.adapter, p.parentAdapter, p.heldSeqs, p.cfg.klBudget);
   p.checkCancel();
-  return { metrics, decision: gateDecision(metrics) };
+  // The reward metric: the latest reward model of this base (features are the base's), on the held-out prompts.
+  const rm = p.o.store.rewardModels.latest(p.modelId);
+  let reward: RewardGateMetrics | null = null;
+  const gatePrompts = p.settings['reward.gatePrompts'];
+  if (rm !== null && rm.baseModel === p.dir && gatePrompts > 0) {
+    const held = new Set(p.heldSeqs.map((s) => s.ratingId));
+    const prompts = p.turns.filter((t) => held.has(t.ratingId)).map((t) => messagesOf(t));
+    p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `reward model v${rm.version}: scoring the candidate's and its parent's answers on ${Math.min(prompts.length, gatePrompts)} held-out prompts` });
+    reward = await rewardGate(p.engine, rm, p.adapter, p.parentAdapter, prompts, p.cfg.seed + p.o.runId, gatePrompts);
+    p.checkCancel();
+  }
+  const decision = gateDecision(metrics);
+  const blocked = decision.accept ? rewardGateBlocks(reward, p.settings['reward.gateBlocks']) : null;
+  return { metrics, reward, decision: blocked === null ? decision : { accept: false, reason: blocked } };
 }
 
-function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { accept: boolean; reason: string } }): RoundResult {
+function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
   const { store, home, runId } = p.o;
   const { modelId, turns, trainSeqs, sequences, cfg } = p;
   const { decision } = g;
@@ -255,6 +283,7 @@ function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { 
       pending: turns.filter((x) => x.role === 'pending').length,
       replay: turns.filter((x) => x.role === 'replay').length,
       heldout: turns.filter((x) => x.role === 'heldout').length,
+      pseudo: p.pseudo.length,
       sequences: trainSeqs.length,
       mispo: trainSeqs.filter((s) => s.kind === 'mispo').length,
       kto: trainSeqs.filter((s) => s.kind === 'kto').length,
@@ -268,6 +297,7 @@ function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { 
     tokensPerSecond: t.tokensPerSecond,
     trainSeconds: t.trainSeconds,
     gate: g.metrics,
+    rewardGate: g.reward,
   };
   const last = t.steps.length;
   p.emit({ phase: 'publishing', step: last, steps: last, ...NONE, message: `writing v${version}` });
@@ -286,7 +316,7 @@ function commit(p: Prepared, t: Trained, g: { metrics: GateMetrics; decision: { 
       // single version of the model active.
       const status = decision.accept ? 'candidate' : 'rejected';
       const row = store.adapters.insert(
-        { modelId, version, status, path: vdir, runId, parentVersion: p.parent, emaValue: store.emaValue(modelId), metrics: { gate: g.metrics, trainSeconds: t.trainSeconds, tokensPerSecond: t.tokensPerSecond }, reason: decision.reason },
+        { modelId, version, status, path: vdir, runId, parentVersion: p.parent, emaValue: store.emaValue(modelId), metrics: { gate: g.metrics, rewardGate: g.reward, trainSeconds: t.trainSeconds, tokensPerSecond: t.tokensPerSecond }, reason: decision.reason },
         'system',
       );
       if (decision.accept) previousActive = store.adapters.activate(modelId, row.id, 'inactive')?.version ?? null;
@@ -325,4 +355,33 @@ function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantage
   const neg = a.filter((x) => x < 0);
   const mean = (x: number[]): number | null => (x.length === 0 ? null : x.reduce((p, q) => p + q, 0) / x.length);
   return { positive: pos.length, negative: neg.length, meanPositive: mean(pos), meanNegative: mean(neg) };
+}
+
+/**
+ * The reward model's labels for turns the popup did not ask about (rewardAsk recorded them), when
+ * reward.pseudoLabelWeight is above 0; none otherwise. They train as KTO text (no stored μ is used), desirable when
+ * p > 0.5, and never become ratings.
+ */
+function pseudoLabelled(store: Store, modelId: string, weight: number): RatedTurn[] {
+  if (weight <= 0) return [];
+  const rm = store.rewardModels.latest(modelId);
+  if (rm === null) return [];
+  return store.rewardModels.unaskedPredictions(rm.id).map(({ turnId, p }) => {
+    const t = store.getTurn(turnId);
+    return {
+      ratingId: -turnId,
+      turnId,
+      role: 'pending',
+      source: t.source,
+      reward: p > 0.5 ? 1 : -1,
+      correction: null,
+      context: t.context,
+      prompt: t.prompt,
+      response: t.response,
+      tokens: null,
+      logprobs: null,
+      policy: null,
+      createdAt: t.createdAt,
+    };
+  });
 }

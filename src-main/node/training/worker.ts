@@ -10,6 +10,7 @@ import { openCipher } from '../store/keyring.ts';
 import { Store } from '../store/store.ts';
 import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { CancelledError, runRound } from './round.ts';
+import { retrainRewardModel } from '../reward/after-round.ts';
 
 export type WorkerMessage =
   | { type: 'progress'; progress: TrainingProgress }
@@ -42,6 +43,9 @@ async function main(): Promise<number> {
   try {
     const r = await runRound({ home, store, runId, signal: abort.signal, progress: (progress) => send({ type: 'progress', progress }) });
     send({ type: 'done', version: r.version, status: r.status, previousActive: r.previousActive });
+    // The reward model learns from every rating after each round, accepted or rejected (the scheduler's idle()
+    // waits for it: the worker exits after). Its failure never fails the round, which is already recorded.
+    await retrainRewardModel(store, runId, (line) => process.stderr.write(`${line}\n`));
     return 0;
   } catch (e) {
     const cancelled = e instanceof CancelledError;
