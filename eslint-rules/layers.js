@@ -47,6 +47,7 @@ export const PACKAGES = {
  */
 export const NODE_ROOMS = [
   ['home', 'pid', 'fs-atomic', 'fs-read', 'resources'], // the Rein home and small file helpers
+  ['core-lock'], // one running core per home (a pid lock)
   ['store', 'engine'], // SQLite (all SQL), and the training engine (ONNX graphs, GGUF, tokenizers)
   ['model-files'], // a base model's folder and the adapter versions on disk
   ['training'], // rounds, the scheduler and its worker

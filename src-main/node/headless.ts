@@ -3,12 +3,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { ensureKeychainCopy, type KeyProtector } from './store/keyring.ts';
 import { composeCore } from './compose.ts';
 import type { ReinCore } from './core/core.ts';
 import type { Core } from './core/types.ts';
 import { ensureHome, readOrCreateToken, secureHome } from './home.ts';
 import type { ReinHome } from './home.ts';
-import { acquireLock } from './capture-server/lock.ts';
+import { acquireLock } from './core-lock.ts';
 import { removeServerInfo, writeServerInfo } from './capture-server/info.ts';
 import { createHookRoutes } from './integrations/index.ts';
 import { startCaptureServer, withoutToken } from './capture-server/server.ts';
@@ -38,6 +39,8 @@ export interface ServeOptions {
   /** Install SIGINT/SIGTERM handlers that close everything (default true). */
   handleSignals?: boolean;
   heartbeatMs?: number;
+  /** The OS keychain (the app's safeStorage): opens an encrypted home, and keeps a copy of its keys once it did. */
+  keyProtector?: KeyProtector | null;
 }
 
 export interface Serving {
@@ -67,7 +70,9 @@ export async function runServe(opts: ServeOptions): Promise<Serving> {
     // wherever a request put it (issue #19).
     const log = (line: string) => rawLog(withoutToken(line, token));
     // This process holds core.lock: the one that may spool captures while another process holds the write lock.
-    core = composeCore({ home, spoolCaptures: true });
+    core = composeCore({ home, spoolCaptures: true, keyProtector: opts.keyProtector ?? null });
+    // Opened with the passphrase once: the keychain keeps a copy, so the app opens it by itself from then on.
+    if (core.store.cipher !== null && opts.keyProtector) ensureKeychainCopy(home, core.store.cipher, opts.keyProtector);
     attachPublishers(core, (line) => log(line));
     // The serving process is the one whose scheduler wakes by the clock (training.schedule interval and nightly).
     core.scheduler.startClock();

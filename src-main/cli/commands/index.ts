@@ -12,3 +12,4 @@ import './serve-model.ts';
 import './publish.ts';
 import './train.ts';
 import './gym.ts';
+import './encryption.ts';

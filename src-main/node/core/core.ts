@@ -16,6 +16,7 @@ import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
+import { type KeyProtector, openCipher } from '../store/keyring.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { withRoundTimes } from '../../common/training/estimate.ts';
 import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
@@ -47,6 +48,8 @@ export interface CoreOptions {
    * verbs with not_available.
    */
   wizard?: (deps: WizardDeps) => WizardHandlers;
+  /** The OS keychain (the app's safeStorage), to open an encrypted home without the passphrase (store/keyring.ts). */
+  keyProtector?: KeyProtector | null;
 }
 
 /** What the wizard's verbs get from the core. */
@@ -392,7 +395,8 @@ function dataVerbs(c: VerbContext) {
 export function createCore(opts: CoreOptions): ReinCore {
   const home = ensureHome(opts.home);
   const now = opts.now ?? Date.now;
-  const store = new Store(home.dbPath, now);
+  // An encrypted home opens only with its key: the keychain, or REIN_PASSPHRASE(_FILE); otherwise this throws naming them.
+  const store = new Store(home.dbPath, now, openCipher(home, { protector: opts.keyProtector ?? null }));
   const hub = new EventHub((event, err) => {
     // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
     console.error(`rein: a ${event} listener threw:`, err);

@@ -6,16 +6,25 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConflictError } from '../../common/errors.ts';
+import { ConflictError, ReinError } from '../../common/errors.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import type { ModelConfig } from '../../common/engine/families/registry.ts';
 import { loraToGguf } from '../engine/gguf/lora.ts';
 import type { ReinHome } from '../home.ts';
 import { pidAlive } from '../pid.ts';
 import { savePeftAdapter } from '../engine/peft.ts';
+import { fsyncPath, fsyncTree } from '../fs-atomic.ts';
 import type { Store } from '../store/store.ts';
 
 const STAGE_PREFIX = '.stage-';
+
+/** A version that did not fit on the disk: named, with what to do (full-disk.test.ts). */
+export class DiskFullError extends ReinError {
+  constructor(message: string, detail: Record<string, unknown>) {
+    super('not_available', message, { detail });
+    this.name = 'DiskFullError';
+  }
+}
 
 /** A filesystem-safe folder name for a model id (ids may be paths): readable part + short hash. */
 export function modelFolder(modelId: string): string {
@@ -67,9 +76,15 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
     json('metrics.json', files.metrics);
     json('config.json', files.config);
     json('lineage.json', { ...files.lineage, ...gguf });
+    // The bytes reach the disk before the rename does, and the rename before the row commits (power-loss.test.ts).
+    fsyncTree(stage);
     renameSync(stage, dir);
+    fsyncPath(parent);
   } catch (e) {
     rmSync(stage, { recursive: true, force: true });
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOSPC' ? 'the disk is full' : code === 'EDQUOT' ? 'the disk quota is used up' : code === 'EFBIG' ? 'a file would be larger than this system allows' : null;
+    if (why !== null) throw new DiskFullError(`cannot write adapter version ${version} in ${parent}: ${why} (${code}); nothing of v${version} was kept, and its ratings stay pending. Free some space, then train again`, { dir: parent, code });
     throw e;
   }
   return dir;

@@ -210,18 +210,23 @@ interface LoadedModel {
   modelName: string;
   contextSize: number;
   contextFor(version: number, loraPath: string | null): Promise<LlamaContext>;
+  log: (line: string) => void;
+  /** True once close() began: a generation in flight stops at its next token instead of running to max_tokens. */
+  closing(): boolean;
+  stopGenerating(): void;
   /** Runs `job` after every earlier one (the context has one sequence). */
   serial(job: () => Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 
-async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string): Promise<LoadedModel> {
+async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, log: (line: string) => void): Promise<LoadedModel> {
   const { core } = opts;
   const contextSize = opts.contextSize ?? core.settings()['serving.contextSize'];
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const model: LlamaModel = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
   const contexts = new Map<number, LlamaContext>();
   let queue: Promise<unknown> = Promise.resolve();
+  let closing = false;
 
   async function contextFor(version: number, loraPath: string | null): Promise<LlamaContext> {
     let ctx = contexts.get(version);
@@ -254,12 +259,18 @@ async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string):
     modelName: path.basename(gguf, '.gguf'),
     contextSize,
     contextFor,
+    log,
+    closing: () => closing,
+    stopGenerating: () => {
+      closing = true;
+    },
     async serial(job) {
       const run = queue.then(job);
       queue = run.catch(() => {});
       await run;
     },
     async close() {
+      closing = true;
       dispose();
       await queue;
       for (const c of contexts.values()) await c.dispose();
@@ -273,7 +284,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const { gguf, hfDir } = opts.gguf === undefined ? baseGguf(core, log) : { gguf: opts.gguf, hfDir: (() => { try { return resolveModelDir(core.store, activeModelId(core)); } catch { return null; } })() };
   if (hfDir === null) throw new NotAvailableError('serve-model', 'the HF tokenizer and chat template are needed (model.active): Rein renders chats the way the trainer does');
-  const loaded = await loadModel(opts, gguf, hfDir);
+  const loaded = await loadModel(opts, gguf, hfDir, log);
   let port = opts.port;
 
   const server: Server = createServer((req, res) => {
@@ -300,6 +311,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     url: `http://127.0.0.1:${port}/v1`,
     gguf,
     async close() {
+      loaded.stopGenerating();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -327,8 +339,9 @@ async function handle(g: LoadedModel, token: string, port: number, req: Incoming
   res.end(JSON.stringify({ error: { message: `no route ${req.method} ${p}`, type: 'not_found' } }));
 }
 
-async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void): Promise<Gen> {
-  const { core, tok, contextSize, hfDir } = g;
+/** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
+async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
+  const { core, tok, contextSize, hfDir, log } = g;
   const modelId = activeModelId(core);
   const active = core.store.adapters.active(modelId);
   const version = active?.version ?? 0;
@@ -341,8 +354,10 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
   const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
   const ctx = await g.contextFor(version, lora);
   const seq = ctx.getSequence();
+  const started = performance.now();
+  const ids: number[] = [];
+  let finish: Gen['finish'] = 'length';
   try {
-    const ids: number[] = [];
     const logprobs: number[] = [];
     const tops: Top[] = [];
     const sampled = { logprob: 0 };
@@ -359,12 +374,16 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
       logprobs.push(sampled.logprob);
       tops.push(alts);
       onToken(id, sampled.logprob, alts, producer);
-      if (tok.eosIds.includes(id)) return { producer, ids, logprobs, tops, finish: 'stop' };
-      if (ids.length >= maxTokens) return { producer, ids, logprobs, tops, finish: 'length' };
+      if (tok.eosIds.includes(id)) {
+        finish = 'stop';
+        return { producer, ids, logprobs, tops, finish };
+      }
+      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
       input = [[id as Token, { generateNext: { logits: true } }]];
     }
   } finally {
     seq.dispose();
+    log(`rein model server: v${version}, prompt ${prompt.length} tokens → ${ids.length} tokens (${gone() ? 'client gone' : finish}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   }
 }
 
@@ -405,6 +424,9 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
   const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
   const toolCalls = (calls: { name: string; arguments: string }[]) =>
     calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  let left = false;
+  res.on('close', () => (left = !res.writableFinished));
+  const gone = () => left || m.closing();
   await m.serial(async () => {
     if (chat.stream === true) {
       let started = false;
@@ -422,7 +444,7 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
           res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
         }
         chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
-      });
+      }, gone);
       const parsed = split(textOf(g.ids));
       const rest = parsed.text.slice(emitted.length);
       // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
@@ -432,7 +454,7 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
       res.end('data: [DONE]\n\n');
       return;
     }
-    const g = await generate(m, chat, top, () => {});
+    const g = await generate(m, chat, top, () => {}, gone);
     const parsed = split(textOf(g.ids));
     const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
     res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });

@@ -32,6 +32,7 @@ import { anthropicError } from './anthropic.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
+import { limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
 
@@ -118,6 +119,9 @@ export interface ProxyOptions {
   captureQuietMs?: number;
   /** How long the upstream may stay silent, before its headers or between two chunks (default UPSTREAM_IDLE_MS). */
   upstreamIdleMs?: number;
+  /** The most bytes of one streamed reply passed on (default UPSTREAM_MAX_STREAM_BYTES); a whole JSON reply is held to
+   *  at most UPSTREAM_MAX_JSON_BYTES. Past it the reply is cut and nothing is stored (upstream-limit.ts). */
+  upstreamMaxBytes?: number;
   log?: (line: string) => void;
 }
 
@@ -285,6 +289,9 @@ interface Proxy {
   opts: ProxyOptions;
   log: (line: string) => void;
   maxBody: number;
+  /** The most bytes of a streamed reply, and of a whole JSON reply (upstream-limit.ts). */
+  maxStream: number;
+  maxJson: number;
   upstream: UpstreamCaller;
   captures: CaptureQueue;
 }
@@ -294,7 +301,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const upstream = await openUpstream(opts, log);
   const captures = new CaptureQueue(opts.captureQuietMs ?? QUIET_MS, log);
-  const p: Proxy = { opts, log, maxBody, upstream, captures };
+  const maxStream = opts.upstreamMaxBytes ?? UPSTREAM_MAX_STREAM_BYTES;
+  const p: Proxy = { opts, log, maxBody, maxStream, maxJson: Math.min(maxStream, UPSTREAM_MAX_JSON_BYTES), upstream, captures };
   const agentDeps: AgentDeps = {
     core: opts.core,
     upstream: opts.upstream,
@@ -302,6 +310,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     vocab: opts.vocab,
     producer: opts.producer,
     maxBody,
+    maxReplyBytes: maxStream,
     log,
     call: (up, sub, headers, body, signal) => upstream.call(up, 'POST', sub, headers, body, signal),
     enqueue: (job) => captures.enqueueJob(job),
@@ -622,20 +631,22 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
     // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
     res.writeHead(status, forwardHeaders(upRes.headers, true));
     const split = new SseSplitter();
+    const tooBig = limitReply(upRes, p.maxStream);
     upRes.on('data', (chunk: Buffer) => {
       keep(copy, chunk);
       let out = '';
       for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
       if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
     });
-    if (!(await upstreamEnded(upRes))) return cut(res);
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
     const rest = split.rest();
     if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
     res.end();
     ended();
   } else if (rewrite) {
+    const tooBig = limitReply(upRes, p.maxJson);
     upRes.on('data', (chunk: Buffer) => copy.raw.push(chunk));
-    if (!(await upstreamEnded(upRes))) return cut(res);
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
     const text = Buffer.concat(copy.raw).toString('utf8');
     // Not a JSON object: forwarded as it came (and nothing is recorded from it).
     const rewritten = nullLogprobs(text);
@@ -652,11 +663,12 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   } else {
     // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
     res.writeHead(status, forwardHeaders(upRes.headers, false));
+    const tooBig = limitReply(upRes, p.maxStream);
     upRes.on('data', (chunk: Buffer) => {
       if (!res.write(chunk)) holdFor(res, upRes);
       if (ok) keep(copy, chunk);
     });
-    if (!(await upstreamEnded(upRes))) return cut(res);
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
     res.end();
     ended();
   }
@@ -678,9 +690,16 @@ function upstreamEnded(upRes: IncomingMessage): Promise<boolean> {
   });
 }
 
-/** A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. */
-function cut(res: ServerResponse): void {
-  if (!res.destroyed) sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+/**
+ * A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. A
+ * reply cut at the size limit ends a stream with an OpenAI-style error event (the SDKs raise it), then the connection.
+ */
+function cut(res: ServerResponse, tooBig: UpstreamTooLargeError | null = null, sse = true): void {
+  if (res.destroyed) return;
+  if (tooBig === null) return sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+  if (!res.headersSent) return sendError(res, 502, tooBig.message, 'upstream_too_large');
+  if (sse) res.end(`data: ${JSON.stringify({ error: { message: tooBig.message, type: 'upstream_too_large' } })}\n\n`);
+  else res.destroy();
 }
 
 async function models(p: Proxy, res: ServerResponse): Promise<void> {
@@ -694,6 +713,8 @@ async function models(p: Proxy, res: ServerResponse): Promise<void> {
     return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
   }
   res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
+  limitReply(upRes, p.maxJson);
+  upRes.on('error', () => res.destroy());
   upRes.pipe(res);
 }
 

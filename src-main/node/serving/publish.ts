@@ -105,7 +105,30 @@ async function call(
     // The record is what the Versions screen shows, so it names the command that retries once the server is up.
     throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}; start the server, then run: rein publish --target ${target}`);
   }
-  return { status: res.status, text: await res.text() };
+  try {
+    return { status: res.status, text: await boundedText(res, PUBLISH_REPLY_MAX_BYTES) };
+  } catch (e) {
+    throw new PublishError(target, `${method} ${url} failed while reading the reply: ${(e as Error).message}`);
+  }
+}
+
+/** The serving APIs answer in kilobytes; a reply past this is a misbehaving server and is cut (issue #19 item 5). */
+const PUBLISH_REPLY_MAX_BYTES = 1024 ** 2;
+
+/** The body as text, refusing one longer than `max` bytes instead of holding an endless body in memory. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (res.body === null) return '';
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of res.body) {
+    n += c.length;
+    if (n > max) {
+      await res.body.cancel().catch(() => undefined);
+      throw new Error(`the server's reply passed ${max / 1024 ** 2} MiB, far more than a serving API answers; it was cut there`);
+    }
+    parts.push(c);
+  }
+  return Buffer.concat(parts).toString('utf8');
 }
 
 function nameOf(base: string): string {

@@ -1,8 +1,8 @@
 // The core's pid lock (home.lockPath): one running core per Rein home. Created with O_EXCL holding the pid; a lock
 // whose pid is dead is stale and taken over; a live one is a `locked` error that names the pid.
 import { closeSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { ReinError } from '../../common/errors.ts';
-import { pidAlive } from '../pid.ts';
+import { ReinError } from '../common/errors.ts';
+import { pidAlive } from './pid.ts';
 
 function readPid(lockPath: string): number | null {
   try {

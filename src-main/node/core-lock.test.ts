@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { ReinError } from '../../common/errors.ts';
-import { pidAlive } from '../pid.ts';
-import { acquireLock } from './lock.ts';
+import { ReinError } from '../common/errors.ts';
+import { pidAlive } from './pid.ts';
+import { acquireLock } from './core-lock.ts';
 
 let dir: string;
 let lockPath: string;
