@@ -15,7 +15,8 @@ import ort from 'onnxruntime-node';
 import { Graph, bindShape } from '../src-main/common/engine/ir.ts';
 import type { Bindings } from '../src-main/common/engine/ir.ts';
 import * as op from '../src-main/common/engine/ops.ts';
-import { llamaParams, llamaHeadGraph, causalMask, ropeTables, llamaLayerGraph } from '../src-main/common/engine/families/llama.ts';
+import { llamaParams, llamaHeadGraph, ropeTablesFor, llamaLayerGraph } from '../src-main/common/engine/families/llama.ts';
+import { causalMaskTable } from '../src-main/common/engine/composites.ts';
 import { loraInputNames } from '../src-main/common/engine/lora.ts';
 import type { LlamaConfig } from '../src-main/common/engine/families/llama.ts';
 import { numel } from '../src-main/common/engine/families/params.ts';
@@ -94,7 +95,7 @@ async function profile(engine: Engine, T: number): Promise<void> {
   const rnd = (n: number, std = 0.02): Float32Array => rng.fillNormal(new Float32Array(n), std);
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-prof-'));
   const byOp = new Map<string, number>();
-  const tabs = ropeTables(c, T);
+  const tabs = ropeTablesFor(c, T);
   const feedsFor = (g: Graph, given: Record<string, ort.Tensor>, bind: Bindings): Record<string, ort.Tensor> => {
     const f: Record<string, ort.Tensor> = {};
     for (const t of g.inputs) {
@@ -107,7 +108,7 @@ async function profile(engine: Engine, T: number): Promise<void> {
   const base: Record<string, ort.Tensor> = {
     rope_cos: new ort.Tensor('float32', Float32Array.from(tabs.cos), [T, c.headDim / 2]),
     rope_sin: new ort.Tensor('float32', Float32Array.from(tabs.sin), [T, c.headDim / 2]),
-    mask: new ort.Tensor('float32', Float32Array.from(causalMask(T)), [T, T]),
+    mask: new ort.Tensor('float32', Float32Array.from(causalMaskTable(T)), [T, T]),
   };
   for (const [label, g, bind] of [['layer forward', split.forward, { T }], ['layer backward', split.backward, { T }], ['head chunk', head, { T: engine.driver.headChunk }]] as const) {
     const s = await ort.InferenceSession.create(toOnnx(g, { bindings: bind }), {

@@ -59,28 +59,38 @@ export function softcap(x: Tensor, cap: number): Tensor {
 
 // --- RoPE ------------------------------------------------------------------------------------------------------------
 
-/** HF rope_scaling with rope_type "llama3" (Llama 3.1+). */
-export interface Llama3RopeScaling {
-  ropeType: 'llama3';
-  factor: number;
-  lowFreqFactor: number;
-  highFreqFactor: number;
-  originalMaxPositionEmbeddings: number;
-}
+/**
+ * RoPE frequency scaling. 'llama3' is Llama 3.1+'s wavelength-dependent scaling (HF
+ * modeling_rope_utils._compute_llama3_parameters); 'linear' divides positions by `factor`.
+ */
+export type RopeScaling =
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    }
+  | { type: 'linear'; factor: number };
 
 /**
- * Inverse frequencies θ^(−2i/d), i < d/2, with Llama-3 scaling when given. Source: HF transformers
- * modeling_rope_utils `_compute_default_rope_parameters` and `_compute_llama3_parameters`: wavelengths shorter than
- * original_max / high_freq_factor keep their frequency, longer than original_max / low_freq_factor are divided by
- * `factor`, and those between are blended with smooth = (original_max / wavelen − low) / (high − low).
+ * Inverse frequencies θ^(−2i/d), i < d/2, with the config's scaling. Source: HF transformers modeling_rope_utils
+ * `_compute_default_rope_parameters`, `_compute_linear_scaling_rope_parameters` (every frequency divided by `factor`,
+ * the same as dividing positions) and `_compute_llama3_parameters`: wavelengths shorter than original_max /
+ * high_freq_factor keep their frequency, longer than original_max / low_freq_factor are divided by `factor`, and those
+ * between are blended with smooth = (original_max / wavelen − low) / (high − low).
  */
-export function ropeInvFreq(rotaryDim: number, theta: number, scaling?: Llama3RopeScaling): Float64Array {
+export function ropeInvFreq(rotaryDim: number, theta: number, scaling: RopeScaling | null = null): Float64Array {
   if (!Number.isInteger(rotaryDim) || rotaryDim <= 0 || rotaryDim % 2 !== 0) throw new GraphError('RoPE', `rotary dim must be a positive even integer, got ${rotaryDim}`);
   if (!(theta > 0)) throw new GraphError('RoPE', `rope_theta must be positive, got ${theta}`);
   const half = rotaryDim / 2;
   const inv = new Float64Array(half);
   for (let i = 0; i < half; i++) inv[i] = 1 / theta ** ((2 * i) / rotaryDim);
-  if (scaling === undefined) return inv;
+  if (scaling === null) return inv;
+  if (scaling.type === 'linear') {
+    for (let i = 0; i < half; i++) inv[i]! /= scaling.factor;
+    return inv;
+  }
   const { factor, lowFreqFactor: low, highFreqFactor: high, originalMaxPositionEmbeddings: oldLen } = scaling;
   if (!(factor > 0) || !(low > 0) || !(high > low) || !(oldLen > 0)) {
     throw new GraphError('RoPE', `bad llama3 rope_scaling ${JSON.stringify(scaling)} (need factor > 0, 0 < low_freq_factor < high_freq_factor)`);
@@ -167,7 +177,21 @@ export interface AttentionOpts {
 /** A finite "minus infinity": exp underflows to exactly 0 in float32 and float64, and a fully masked row stays finite. */
 const MASKED = -1e9;
 
-/** [T, T] additive causal mask: 0 on and below the diagonal, MASKED above. */
+/**
+ * The additive causal mask [T, T] as data, fed to a model's layer graph: 0 where key ≤ query, −∞ above the diagonal;
+ * with a sliding window W (Mistral), also −∞ where query − key ≥ W (HF sliding_window_causal keeps
+ * q_idx − kv_idx < sliding_window). `causalMask` below builds the same in a graph, for causalAttention.
+ */
+export function causalMaskTable(T: number, window: number | null = null): Float64Array {
+  const m = new Float64Array(T * T);
+  for (let i = 0; i < T; i++) {
+    for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+    if (window !== null) for (let j = 0; j <= i - window; j++) m[i * T + j] = -Infinity;
+  }
+  return m;
+}
+
+/** [T, T] additive causal mask inside a graph: 0 on and below the diagonal, MASKED above. */
 export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
   return op.mul(op.trilu(op.expand(g.scalar(1, dtype), [t, t]), true, 1), MASKED);
 }

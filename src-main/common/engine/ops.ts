@@ -207,12 +207,6 @@ registerOp('Sin', unaryDef('Sin', (x, _y, g) => mul(g, cos(x))));
 registerOp('Cos', unaryDef('Cos', (x, _y, g) => neg(mul(g, sin(x)))));
 registerOp('Abs', unaryDef('Abs', (x, _y, g) => mul(g, sign(x))));
 registerOp('Sign', unaryDef('Sign', null));
-registerOp('Relu', unaryDef('Relu', (x, _y, g) => where(greater(x, 0), g, 0)));
-registerOp('Identity', {
-  infer: (inputs) => (arity(inputs, 1, 'Identity'), [{ dtype: inputs[0]!.dtype, shape: inputs[0]!.shape }]),
-  emit: plain('Identity'),
-  grad: ({ gOut }) => [gOut[0]!],
-});
 // Identity in the graph, a wall for gradients (the trajectory-drift scale of MIS-PO, baselines).
 registerOp('StopGradient', {
   infer: (inputs) => (arity(inputs, 1, 'StopGradient'), [{ dtype: inputs[0]!.dtype, shape: inputs[0]!.shape }]),
@@ -268,15 +262,6 @@ function compareDef(opType: string, bool: boolean): OpDef {
 }
 for (const c of ['Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual']) registerOp(c, compareDef(c, false));
 for (const c of ['And', 'Or']) registerOp(c, compareDef(c, true));
-registerOp('Not', {
-  infer(inputs) {
-    arity(inputs, 1, 'Not');
-    if (inputs[0]!.dtype !== 'bool') throw new GraphError('Not', `needs a bool input, got ${inputs[0]!.dtype}`);
-    return [{ dtype: 'bool', shape: inputs[0]!.shape }];
-  },
-  emit: plain('Not'),
-  grad: () => [null],
-});
 
 registerOp('Where', {
   infer(inputs) {
@@ -866,7 +851,6 @@ export const lessOrEqual = (a: TensorLike, b: TensorLike): Tensor => one('LessOr
 export const greaterOrEqual = (a: TensorLike, b: TensorLike): Tensor => one('GreaterOrEqual', pair(a, b, 'GreaterOrEqual'));
 export const logicalAnd = (a: Tensor, b: Tensor): Tensor => one('And', [a, b]);
 export const logicalOr = (a: Tensor, b: Tensor): Tensor => one('Or', [a, b]);
-export const logicalNot = (a: Tensor): Tensor => one('Not', [a]);
 
 export const neg = (x: Tensor): Tensor => one('Neg', [x]);
 export const sqrt = (x: Tensor): Tensor => one('Sqrt', [x]);
@@ -880,8 +864,6 @@ export const sin = (x: Tensor): Tensor => one('Sin', [x]);
 export const cos = (x: Tensor): Tensor => one('Cos', [x]);
 export const abs = (x: Tensor): Tensor => one('Abs', [x]);
 export const sign = (x: Tensor): Tensor => one('Sign', [x]);
-export const relu = (x: Tensor): Tensor => one('Relu', [x]);
-export const identity = (x: Tensor): Tensor => one('Identity', [x]);
 export const stopGradient = (x: Tensor): Tensor => one('StopGradient', [x]);
 
 export const where = (cond: Tensor, a: TensorLike, b: TensorLike): Tensor => {

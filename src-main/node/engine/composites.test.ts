@@ -148,7 +148,7 @@ describe('composites: forward values', () => {
     const plain = C.ropeInvFreq(64, 500000);
     expect(plain[0]).toBe(1);
     expect(plain[1]).toBeCloseTo(500000 ** (-2 / 64), 15);
-    const scaled = C.ropeInvFreq(64, 500000, { ropeType: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 });
+    const scaled = C.ropeInvFreq(64, 500000, { type: 'llama3', factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 });
     // Values printed by torch 1.13 running HF's _compute_llama3_parameters written out (float32, Llama 3.2 1B config).
     const ref: [number, number][] = [[0, 1.0], [5, 0.1286874], [10, 0.01656044], [12, 0.007292665], [14, 0.003211446], [16, 0.0004295567], [20, 8.570256e-6], [31, 9.418306e-8]];
     for (const [i, v] of ref) expect(Math.abs(scaled[i]! - v) / v, `inv_freq[${i}]`).toBeLessThan(2e-6);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peftKeys } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { causalMask } from '../../common/engine/families/llama.ts';
+import { causalMaskTable } from '../../common/engine/composites.ts';
 import { Engine } from './engine.ts';
 import { StepCheck } from './test-utils/step-check.ts';
 import { loadHfModel } from './hf.ts';
@@ -120,7 +120,7 @@ describe.each<TinyArch>(['qwen3', 'mistral', 'gemma2', 'gemma3', 'qwen3moe', 'mi
       expect(maxAbsDiff(await engine.driver.nextLogprobs(outside, null), base)).toBe(0);
       expect(maxAbsDiff(await engine.driver.nextLogprobs(inside, null), base)).toBeGreaterThan(1e-6);
       // The mask itself: row i is open exactly on (i − W, i].
-      const m = causalMask(5, 2);
+      const m = causalMaskTable(5, 2);
       expect(Array.from(m.subarray(15, 20))).toEqual([-Infinity, -Infinity, 0, 0, -Infinity]);
     });
   }

@@ -166,18 +166,18 @@ function templateMessage(m: ChatRequest['messages'][number]): ChatMessage {
 }
 
 /** A prompt longer than the context: the client's to fix (a 400, which agents do not retry), not a server fault. */
-class ContextLengthError extends Error {
-  constructor(tokens: number, context: number) {
-    super(`the prompt has ${tokens} tokens, more than the context of ${context} (serving.contextSize)`);
-    this.name = 'ContextLengthError';
-  }
-}
-
 /** A request for a version that cannot be served: the client's to fix (a 404 naming it). */
 class UnknownVersionError extends Error {
   constructor(version: number, why: string) {
     super(`adapter version v${version} ${why}`);
     this.name = 'UnknownVersionError';
+  }
+}
+
+class ContextLengthError extends Error {
+  constructor(tokens: number, context: number) {
+    super(`the prompt has ${tokens} tokens, more than the context of ${context} (serving.contextSize)`);
+    this.name = 'ContextLengthError';
   }
 }
 
@@ -197,19 +197,48 @@ function requestProblem(chat: ChatRequest): { message: string; param: string } |
 
 const utf8 = new TextEncoder();
 
-export async function startModelServer(opts: ModelServerOptions): Promise<ModelServer> {
+/** What produced a reply, as the reply's headers name it. */
+interface Producer {
+  modelId: string;
+  version: number;
+  sampling: { temperature: number; topP: number };
+}
+const producerHeaders = (p: Producer) => ({ [ADAPTER_VERSION_HEADER]: String(p.version), [MODEL_ID_HEADER]: p.modelId, [SAMPLING_HEADER]: JSON.stringify(p.sampling) });
+
+type Top = { id: number; logprob: number }[];
+interface Gen {
+  producer: Producer;
+  ids: number[];
+  logprobs: number[];
+  /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
+  tops: Top[];
+  finish: 'stop' | 'length';
+}
+
+/** The GGUF loaded in llama.cpp, one context per adapter version, and the queue that runs one generation at a time. */
+interface LoadedModel {
+  core: ReinCore;
+  tok: ReinTokenizer;
+  hfDir: string;
+  modelName: string;
+  contextSize: number;
+  contextFor(version: number, loraPath: string | null): Promise<LlamaContext>;
+  log: (line: string) => void;
+  /** True once close() began: a generation in flight stops at its next token instead of running to max_tokens. */
+  closing(): boolean;
+  stopGenerating(): void;
+  /** Runs `job` after every earlier one (the context has one sequence). */
+  serial(job: () => Promise<void>): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, log: (line: string) => void): Promise<LoadedModel> {
   const { core } = opts;
-  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
-  const { gguf, hfDir } = opts.gguf === undefined ? baseGguf(core, log) : { gguf: opts.gguf, hfDir: (() => { try { return resolveModelDir(core.store, activeModelId(core)); } catch { return null; } })() };
-  if (hfDir === null) throw new NotAvailableError('serve-model', `the model's tokenizer and chat template are needed (model.active: ${SET_UP_A_MODEL}): Rein renders chats the way the trainer does`);
-  const tok: ReinTokenizer = loadModelTokenizer(hfDir);
   const contextSize = opts.contextSize ?? core.settings()['serving.contextSize'];
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const model: LlamaModel = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
   const contexts = new Map<number, LlamaContext>();
-  const modelName = path.basename(gguf, '.gguf');
   let queue: Promise<unknown> = Promise.resolve();
-  /** Set by close(): a generation in flight stops at its next token instead of running to max_tokens. */
   let closing = false;
 
   async function contextFor(version: number, loraPath: string | null): Promise<LlamaContext> {
@@ -236,175 +265,43 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     }
   });
 
-  /** What produced a reply, as the reply's headers name it. */
-  interface Producer {
-    modelId: string;
-    version: number;
-    sampling: { temperature: number; topP: number };
-  }
-  const producerHeaders = (p: Producer) => ({ [ADAPTER_VERSION_HEADER]: String(p.version), [MODEL_ID_HEADER]: p.modelId, [SAMPLING_HEADER]: JSON.stringify(p.sampling) });
-
-  interface Gen {
-    producer: Producer;
-    ids: number[];
-    logprobs: number[];
-    /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
-    tops: Top[];
-    finish: 'stop' | 'length';
-  }
-  type Top = { id: number; logprob: number }[];
-
-  /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
-  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
-    const modelId = activeModelId(core);
-    // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
-    // gets the active one.
-    const asked = versionOfModelName(chat.model);
-    const adapter = asked === null ? core.store.adapters.active(modelId) : asked === 0 ? null : core.store.adapters.byVersion(modelId, asked);
-    if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
-    const version = adapter?.version ?? 0;
-    const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir!);
-    const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
-    const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
-    if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
-    const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
-    const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
-    const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
-    const ctx = await contextFor(version, lora);
-    const seq = ctx.getSequence();
-    const started = performance.now();
-    const ids: number[] = [];
-    let finish: Gen['finish'] = 'length';
-    try {
-      const logprobs: number[] = [];
-      const tops: Top[] = [];
-      const sampled = { logprob: 0 };
-      const producer: Producer = { modelId, version, sampling: { temperature, topP } };
-      let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
-      for (;;) {
-        const out = await seq.controlledEvaluate(input);
-        const logits = out[input.length - 1]?.next.logits;
-        if (logits === undefined) throw new Error('llama.cpp returned no logits');
-        const logp = logSoftmax(logits, logits.size);
-        const id = pick(logp, temperature, topP, rng, sampled);
-        const alts = top > 0 ? topK(logp, top) : [];
-        ids.push(id);
-        logprobs.push(sampled.logprob);
-        tops.push(alts);
-        onToken(id, sampled.logprob, alts, producer);
-        if (tok.eosIds.includes(id)) {
-          finish = 'stop';
-          return { producer, ids, logprobs, tops, finish };
-        }
-        if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
-        input = [[id as Token, { generateNext: { logits: true } }]];
-      }
-    } finally {
-      seq.dispose();
-      log(`rein model server: v${version}, prompt ${prompt.length} tokens → ${ids.length} tokens (${gone() ? 'client gone' : finish}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    }
-  }
-
-  /** The reply text of ids so far: the end-of-turn token is not text, and a split UTF-8 character waits for its rest. */
-  const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !tok.eosIds.includes(t)));
-  const one = (id: number, lp: number) => {
-    const token = tok.decode([id]);
-    return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)) };
+  return {
+    core,
+    tok: loadModelTokenizer(hfDir),
+    hfDir,
+    modelName: path.basename(gguf, '.gguf'),
+    contextSize,
+    contextFor,
+    log,
+    closing: () => closing,
+    stopGenerating: () => {
+      closing = true;
+    },
+    async serial(job) {
+      const run = queue.then(job);
+      queue = run.catch(() => {});
+      await run;
+    },
+    async close() {
+      closing = true;
+      dispose();
+      await queue;
+      for (const c of contexts.values()) await c.dispose();
+      await model.dispose();
+    },
   };
-  const entry = (id: number, lp: number, alts: Top) => ({ ...one(id, lp), top_logprobs: alts.map((a) => one(a.id, a.logprob)) });
+}
 
-  async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readJsonBody(req, 8 * 1024 * 1024);
-    const parsed = ChatRequest.safeParse(body);
-    const problem = parsed.success ? requestProblem(parsed.data) : { message: parsed.error.issues[0]!.message };
-    if (!parsed.success || problem !== null) {
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { ...problem, type: 'invalid_request_error' } }));
-      return;
-    }
-    const chat = parsed.data;
-    const withLp = chat.logprobs === true;
-    const k = chat.top_logprobs ?? 0;
-    const top = withLp ? k : 0;
-    const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
-    const created = Math.floor(Date.now() / 1000);
-    // One generation at a time: the context has one sequence.
-    // With tools declared, a reply may be a call in the model's own format (toolcalls.ts), which is known only once it
-    // has ended: the tokens stream with their logprobs and no text, and the text or the calls follow at the end.
-    const withTools = toolsOf(chat) !== null;
-    const family = toolFamily(tok.chatTemplate);
-    const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
-    const toolCalls = (calls: { name: string; arguments: string }[]) =>
-      calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-    let left = false;
-    res.on('close', () => (left = !res.writableFinished));
-    const gone = () => left || closing;
-    const run = queue.then(async () => {
-      if (chat.stream === true) {
-        let started = false;
-        let emitted = '';
-        const sofar: number[] = [];
-        const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-        const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
-        const g = await generate(chat, top, (tid, lp, alts, producer) => {
-          sofar.push(tid);
-          const full = textOf(sofar);
-          const delta = withTools || full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
-          emitted += delta;
-          if (!started) {
-            started = true;
-            res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
-          }
-          chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
-        }, gone);
-        const parsed = split(textOf(g.ids));
-        const rest = parsed.text.slice(emitted.length);
-        // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
-        if (rest.length > 0) chunk({ content: rest }, withLp ? { content: [] } : null, null);
-        if (parsed.calls.length > 0) chunk({ tool_calls: toolCalls(parsed.calls) }, withLp ? { content: [] } : null, null);
-        chunk({}, null, parsed.calls.length > 0 ? 'tool_calls' : g.finish);
-        res.end('data: [DONE]\n\n');
-        return;
-      }
-      const g = await generate(chat, top, () => {}, gone);
-      const parsed = split(textOf(g.ids));
-      const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
-      res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
-      res.end(
-        JSON.stringify({
-          id,
-          object: 'chat.completion',
-          created,
-          model: modelName,
-          choices: [{ index: 0, message, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: parsed.calls.length > 0 ? 'tool_calls' : g.finish }],
-          usage: { completion_tokens: g.ids.length },
-        }),
-      );
-    });
-    queue = run.catch(() => {});
-    await run;
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const denied = checkHostAndOrigin(req.headers, port) ?? checkToken(req.headers, opts.token);
-    if (denied) {
-      res.writeHead(denied.code === 'forbidden' ? 403 : 401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: denied.message, type: denied.code } }));
-      return;
-    }
-    const p = (req.url ?? '/').split('?')[0];
-    if (p === '/v1/models' && req.method === 'GET') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ object: 'list', data: [{ id: modelName, object: 'model', owned_by: 'rein' }] }));
-      return;
-    }
-    if (p === '/v1/chat/completions' && req.method === 'POST') return chatCompletions(req, res);
-    res.writeHead(404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: `no route ${req.method} ${p}`, type: 'not_found' } }));
-  }
+export async function startModelServer(opts: ModelServerOptions): Promise<ModelServer> {
+  const { core } = opts;
+  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const { gguf, hfDir } = opts.gguf === undefined ? baseGguf(core, log) : { gguf: opts.gguf, hfDir: (() => { try { return resolveModelDir(core.store, activeModelId(core)); } catch { return null; } })() };
+  if (hfDir === null) throw new NotAvailableError('serve-model', `the model's tokenizer and chat template are needed (model.active: ${SET_UP_A_MODEL}): Rein renders chats the way the trainer does`);
+  const loaded = await loadModel(opts, gguf, hfDir, log);
+  let port = opts.port;
 
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
+    handle(loaded, opts.token, port, req, res).catch((e: unknown) => {
       if (!(e instanceof UnknownVersionError)) log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
       else if (e instanceof UnknownVersionError) {
@@ -424,21 +321,172 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     server.once('error', reject);
     server.listen({ host: '127.0.0.1', port: opts.port, exclusive: true }, () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   return {
     port,
     url: `http://127.0.0.1:${port}/v1`,
     gguf,
     async close() {
-      closing = true;
-      dispose();
+      loaded.stopGenerating();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await queue;
-      for (const c of contexts.values()) await c.dispose();
-      await model.dispose();
+      await loaded.close();
     },
   };
+}
+
+async function handle(g: LoadedModel, token: string, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const denied = checkHostAndOrigin(req.headers, port) ?? checkToken(req.headers, token);
+  if (denied) {
+    res.writeHead(denied.code === 'forbidden' ? 403 : 401, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: denied.message, type: denied.code } }));
+    return;
+  }
+  const p = (req.url ?? '/').split('?')[0];
+  if (p === '/v1/models' && req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'list', data: [{ id: g.modelName, object: 'model', owned_by: 'rein' }] }));
+    return;
+  }
+  if (p === '/v1/chat/completions' && req.method === 'POST') return chatCompletions(g, req, res);
+  res.writeHead(404, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { message: `no route ${req.method} ${p}`, type: 'not_found' } }));
+}
+
+/** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
+async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
+  const { core, tok, contextSize, hfDir, log } = g;
+  const modelId = activeModelId(core);
+  // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
+  // gets the active one.
+  const asked = versionOfModelName(chat.model);
+  const adapter = asked === null ? core.store.adapters.active(modelId) : asked === 0 ? null : core.store.adapters.byVersion(modelId, asked);
+  if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
+  const version = adapter?.version ?? 0;
+  const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir);
+  const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
+  const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
+  if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
+  const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
+  const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
+  const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
+  const ctx = await g.contextFor(version, lora);
+  const seq = ctx.getSequence();
+  const started = performance.now();
+  const ids: number[] = [];
+  let finish: Gen['finish'] = 'length';
+  try {
+    const logprobs: number[] = [];
+    const tops: Top[] = [];
+    const sampled = { logprob: 0 };
+    const producer: Producer = { modelId, version, sampling: { temperature, topP } };
+    let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
+    for (;;) {
+      const out = await seq.controlledEvaluate(input);
+      const logits = out[input.length - 1]?.next.logits;
+      if (logits === undefined) throw new Error('llama.cpp returned no logits');
+      const logp = logSoftmax(logits, logits.size);
+      const id = pick(logp, temperature, topP, rng, sampled);
+      const alts = top > 0 ? topK(logp, top) : [];
+      ids.push(id);
+      logprobs.push(sampled.logprob);
+      tops.push(alts);
+      onToken(id, sampled.logprob, alts, producer);
+      if (tok.eosIds.includes(id)) {
+        finish = 'stop';
+        return { producer, ids, logprobs, tops, finish };
+      }
+      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
+      input = [[id as Token, { generateNext: { logits: true } }]];
+    }
+  } finally {
+    seq.dispose();
+    log(`rein model server: v${version}, prompt ${prompt.length} tokens → ${ids.length} tokens (${gone() ? 'client gone' : finish}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+/** The reply's text and its logprob entries, from token ids. */
+function replyText(tok: ReinTokenizer) {
+  /** The reply text of ids so far: the end-of-turn token is not text, and a split UTF-8 character waits for its rest. */
+  const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !tok.eosIds.includes(t)));
+  const one = (id: number, lp: number) => {
+    const token = tok.decode([id]);
+    return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)) };
+  };
+  const entry = (id: number, lp: number, alts: Top) => ({ ...one(id, lp), top_logprobs: alts.map((a) => one(a.id, a.logprob)) });
+  return { textOf, entry };
+}
+
+async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { tok, modelName } = m;
+  const { textOf, entry } = replyText(tok);
+  const body = await readJsonBody(req, 8 * 1024 * 1024);
+  const parsed = ChatRequest.safeParse(body);
+  const problem = parsed.success ? requestProblem(parsed.data) : { message: parsed.error.issues[0]!.message };
+  if (!parsed.success || problem !== null) {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { ...problem, type: 'invalid_request_error' } }));
+    return;
+  }
+  const chat = parsed.data;
+  const withLp = chat.logprobs === true;
+  const k = chat.top_logprobs ?? 0;
+  const top = withLp ? k : 0;
+  const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  const created = Math.floor(Date.now() / 1000);
+  // One generation at a time: the context has one sequence.
+  // With tools declared, a reply may be a call in the model's own format (toolcalls.ts), which is known only once it
+  // has ended: the tokens stream with their logprobs and no text, and the text or the calls follow at the end.
+  const withTools = toolsOf(chat) !== null;
+  const family = toolFamily(tok.chatTemplate);
+  const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
+  const toolCalls = (calls: { name: string; arguments: string }[]) =>
+    calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  let left = false;
+  res.on('close', () => (left = !res.writableFinished));
+  const gone = () => left || m.closing();
+  await m.serial(async () => {
+    if (chat.stream === true) {
+      let started = false;
+      let emitted = '';
+      const sofar: number[] = [];
+      const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+      const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
+      const g = await generate(m, chat, top, (tid, lp, alts, producer) => {
+        sofar.push(tid);
+        const full = textOf(sofar);
+        const delta = withTools || full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
+        emitted += delta;
+        if (!started) {
+          started = true;
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
+        }
+        chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
+      }, gone);
+      const parsed = split(textOf(g.ids));
+      const rest = parsed.text.slice(emitted.length);
+      // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
+      if (rest.length > 0) chunk({ content: rest }, withLp ? { content: [] } : null, null);
+      if (parsed.calls.length > 0) chunk({ tool_calls: toolCalls(parsed.calls) }, withLp ? { content: [] } : null, null);
+      chunk({}, null, parsed.calls.length > 0 ? 'tool_calls' : g.finish);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const g = await generate(m, chat, top, () => {}, gone);
+    const parsed = split(textOf(g.ids));
+    const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
+    res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
+    res.end(
+      JSON.stringify({
+        id,
+        object: 'chat.completion',
+        created,
+        model: modelName,
+        choices: [{ index: 0, message, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: parsed.calls.length > 0 ? 'tool_calls' : g.finish }],
+        usage: { completion_tokens: g.ids.length },
+      }),
+    );
+  });
 }

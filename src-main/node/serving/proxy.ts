@@ -295,22 +295,95 @@ class ChoiceRecorder {
 const QUIET_MS = 5;
 const MAX_WAIT_MS = 1_000;
 
+/** What the proxy's handlers share. */
+interface Proxy {
+  opts: ProxyOptions;
+  log: (line: string) => void;
+  maxBody: number;
+  /** The most bytes of a streamed reply, and of a whole JSON reply (upstream-limit.ts). */
+  maxStream: number;
+  maxJson: number;
+  upstream: UpstreamCaller;
+  captures: CaptureQueue;
+}
+
 export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer> {
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const quietMs = opts.captureQuietMs ?? QUIET_MS;
-  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-  const pending = new Set<Promise<void>>();
-  let captures: Promise<void> = Promise.resolve();
-  let inFlight = 0;
-  /** When the last chat request was answered (performance.now()). */
-  let lastEnd = -Infinity;
-  /** The one capture step waiting for quiet (captures run one at a time), and the timer that looks again. */
-  let waiter: { since: number; resolve: () => void } | null = null;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  let dueAt = Infinity;
+  const upstream = await openUpstream(opts, log);
+  const captures = new CaptureQueue(opts.captureQuietMs ?? QUIET_MS, log);
+  const maxStream = opts.upstreamMaxBytes ?? UPSTREAM_MAX_STREAM_BYTES;
+  const p: Proxy = { opts, log, maxBody, maxStream, maxJson: Math.min(maxStream, UPSTREAM_MAX_JSON_BYTES), upstream, captures };
+  const agentDeps: AgentDeps = {
+    core: opts.core,
+    upstream: opts.upstream,
+    ...(opts.upstreamModel === undefined ? {} : { upstreamModel: opts.upstreamModel }),
+    vocab: opts.vocab,
+    producer: opts.producer,
+    maxBody,
+    maxReplyBytes: maxStream,
+    log,
+    call: (up, sub, headers, body, signal) => upstream.call(up, 'POST', sub, headers, body, signal),
+    enqueue: (job) => captures.enqueueJob(job),
+    segments: new SegmentMemory(),
+  };
   let port = opts.port;
 
+  const server: Server = createServer({ requestTimeout: 120_000, headersTimeout: 20_000 }, (req, res) => {
+    handle(p, agentDeps, port, req, res).catch((e: unknown) => {
+      log(`rein proxy: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
+      sendError(res, 500, 'internal error (see the Rein log)', 'internal_error');
+    });
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (e: NodeJS.ErrnoException) =>
+        reject(e.code === 'EADDRINUSE' ? new ReinError('conflict', `port ${opts.port} on 127.0.0.1 is already in use; set proxy.port or pass --port`, { cause: e }) : e),
+      );
+      server.listen({ host: '127.0.0.1', port: opts.port, exclusive: true }, () => resolve());
+    });
+  } catch (e) {
+    upstream.close();
+    throw e;
+  }
+  port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}/v1`,
+    idle: () => captures.idle(),
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+          setTimeout(() => {
+            for (const s of sockets) s.destroy();
+          }, 2_000).unref();
+        });
+        await captures.idle();
+        upstream.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Requests to the upstream model server, with the `proxy.upstreamApiKey` setting and kept-alive connections. */
+interface UpstreamCaller {
+  call(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage>;
+  close(): void;
+}
+
+async function openUpstream(opts: ProxyOptions, log: (line: string) => void): Promise<UpstreamCaller> {
+  const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+  const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
   // The `proxy.upstreamApiKey` setting, read once here and followed through settingsChanged, so no request waits on
   // a settings read. It is only ever put into the upstream request's Authorization header: never logged or stored.
   let settingKey: string | null = null;
@@ -323,12 +396,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     if (Object.hasOwn(changed, 'proxy.upstreamApiKey')) settingKey = changed['proxy.upstreamApiKey'] ?? null;
   });
 
-  const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
-  const maxStream = opts.upstreamMaxBytes ?? UPSTREAM_MAX_STREAM_BYTES;
-  const maxJson = Math.min(maxStream, UPSTREAM_MAX_JSON_BYTES);
-
   /** `signal` is the client's: aborted when it goes away, at any point, so no upstream socket outlives it. */
-  function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
+  function call(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
     const url = new URL(up.baseUrl.replace(/\/+$/, '') + sub);
     const https = url.protocol === 'https:';
     // Built from scratch: nothing of the client's headers (its Authorization is the Rein token) goes upstream.
@@ -357,423 +426,392 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     });
   }
 
-  function track(p: Promise<void>): void {
-    pending.add(p);
-    void p.finally(() => pending.delete(p));
-  }
-
-  /** Stores the reply's turns after those queued before it, step by step as the proxy is quiet; idle() waits for them. */
-  function enqueue(copy: ReplyCopy): void {
-    enqueueJob((quietly) => capture(copy, quietly));
-  }
-
-  function enqueueJob(job: (quietly: () => Promise<void>) => Promise<void>): void {
-    const since = performance.now();
-    const p = captures
-      .then(() => job(() => quiet(since)))
-      .catch((e: unknown) => log(`rein proxy: the turn was not stored: ${(e as Error)?.stack ?? String(e)}`));
-    captures = p;
-    track(p);
-  }
-
-  /** Settles once no chat request has been in flight for quietMs, or once `since` is MAX_WAIT_MS old. */
-  function quiet(since: number): Promise<void> {
-    return new Promise((resolve) => {
-      waiter = { since, resolve };
-      // After the I/O already waiting: a request that arrived meanwhile is in flight by then.
-      setImmediate(look);
-    });
-  }
-
-  function look(): void {
-    if (waiter === null) return;
-    const now = performance.now();
-    if (now - waiter.since >= MAX_WAIT_MS || (inFlight === 0 && now - lastEnd >= quietMs)) {
-      const w = waiter;
-      waiter = null;
-      w.resolve();
-      return;
-    }
-    arm(now);
-  }
-
-  /** (Re)arms the timer for the earliest moment the waiting step may run. */
-  function arm(now: number): void {
-    if (waiter === null) return;
-    const delay = inFlight > 0 ? waiter.since + MAX_WAIT_MS - now : Math.min(waiter.since + MAX_WAIT_MS, lastEnd + quietMs) - now;
-    if (timer !== null) {
-      if (dueAt <= now + delay) return;
-      clearTimeout(timer);
-    }
-    dueAt = now + delay;
-    timer = setTimeout(() => {
-      timer = null;
-      dueAt = Infinity;
-      look();
-    }, Math.max(0, delay));
-  }
-
-  function replay(copy: ReplyCopy): ChoiceRecorder {
-    const rec = new ChoiceRecorder();
-    const add = (obj: unknown) => (copy.stream ? rec.chunk(obj) : rec.reply(obj));
-    const parse = (data: string | null) => {
-      if (data === null || data === '[DONE]') return;
-      try {
-        add(JSON.parse(data));
-      } catch {
-        // Not JSON: forwarded as it came, nothing recorded.
-      }
-    };
-    if (copy.stream) {
-      const split = new SseSplitter();
-      for (const c of copy.raw) for (const ev of split.push(c)) parse(sseData(ev));
-      const rest = split.rest();
-      if (rest.length > 0) parse(sseData(rest));
-    } else {
-      parse(Buffer.concat(copy.raw).toString('utf8'));
-    }
-    return rec;
-  }
-
-  async function capture(copy: ReplyCopy, quietly: () => Promise<void>): Promise<void> {
-    await quietly();
-    const choices = replay(copy).recorded();
-    if (choices.length === 0) return;
-    const parsed = ChatRequest.safeParse(copy.body);
-    if (!parsed.success) {
-      const i = parsed.error.issues[0]!;
-      log(`rein proxy: the turn was not stored: the request is not a chat the proxy can read (${i.path.map(String).join('.') || 'body'}: ${i.message})`);
-      return;
-    }
-    const chat = parsed.data;
-    const t = turnText(chat);
-    const first = choices[0]![1];
-    const model = first.model ?? chat.model ?? null;
-    let producer = copy.headerProducer;
-    if (producer === null && t.offPolicyReason === null) {
-      await quietly();
-      producer = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
-    }
-    const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
-    const id = copy.eventId ?? `proxy-${randomUUID()}`;
-    const single = choices.length === 1 && choices[0]![0] === 0;
-    for (const [index, rec] of choices) {
-      await quietly();
-      const input: CaptureTurnInput = {
-        source: copy.source ?? 'proxy',
-        eventId: single ? id : `${id}#${index}`,
-        prompt: t.prompt,
-        context: t.context,
-        response: rec.content,
-        ...(copy.session === undefined ? {} : { session: copy.session }),
-        ...(model === null ? {} : { model }),
-      };
-      let offPolicy = t.offPolicyReason;
-      if (offPolicy === null && producer === null) offPolicy = `which adapter produced model ${JSON.stringify(chat.model ?? first.model)} is unknown`;
-      if (offPolicy === null && 'reason' in sampling) offPolicy = sampling.reason;
-      if (offPolicy === null && !rec.logprobsComplete) offPolicy = 'the upstream did not return logprobs for every chunk';
-      if (offPolicy === null) {
-        const m = mapTokens(rec.entries, rec.content, opts.vocab());
-        // Servers round a certain token's logprob to a hair above 0; anything clearly positive or not finite is not a logprob.
-        const lps = rec.entries.map((e) => (e.logprob > 0 && e.logprob < 1e-4 ? 0 : e.logprob));
-        if (!m.ok) offPolicy = m.reason;
-        else if (lps.some((x) => !Number.isFinite(x) || x > 0)) offPolicy = 'the upstream returned a logprob above 0';
-        else {
-          input.tokens = m.ids;
-          input.logprobs = lps;
-          input.adapterVersion = producer!.version;
-          input.policy = { modelId: producer!.modelId, ...(sampling as Sampling) };
-        }
-      }
-      if (offPolicy !== null) log(`rein proxy: stored as off-policy text${single ? '' : ` (choice ${index})`}: ${offPolicy}`);
-      await quietly();
-      try {
-        await opts.core.call('captureTurn', input, 'proxy');
-      } catch (e) {
-        log(`rein proxy: the turn was not stored: ${(e as Error).message}`);
-      }
-    }
-  }
-
-  async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (!isJsonContentType(req.headers['content-type'])) return sendError(res, 415, 'Content-Type must be application/json', 'invalid_request_error');
-    let raw: Buffer;
-    let parsedBody: unknown;
-    try {
-      raw = await readRawBody(req, maxBody);
-      parsedBody = parseJson(raw);
-    } catch (e) {
-      const tooBig = e instanceof ReinError && e.code === 'too_large';
-      return sendError(res, tooBig ? 413 : 400, (e as Error).message, 'invalid_request_error');
-    }
-    // Only what forwarding needs is checked here (an object with messages); the chat is validated after the reply.
-    const shaped =
-      parsedBody !== null && typeof parsedBody === 'object' && !Array.isArray(parsedBody) &&
-      Array.isArray((parsedBody as { messages?: unknown }).messages) && (parsedBody as { messages: unknown[] }).messages.length > 0;
-    if (!shaped) {
-      const r = ChatRequest.safeParse(parsedBody);
-      const i = r.success ? null : r.error.issues[0]!;
-      return sendError(res, 400, i === null ? 'body: expected a chat' : `${i.path.map(String).join('.') || 'body'}: ${i.message}`, 'invalid_request_error');
-    }
-    const body = parsedBody as Record<string, unknown>;
-    const up = opts.upstream();
-    const clientLogprobs = body.logprobs === true;
-    // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
-    const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
-    const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
-    const asSource = req.headers[CHAT_SOURCE_HEADER];
-    const source = (CHAT_SOURCES as readonly unknown[]).includes(asSource) ? (asSource as ChatSource) : undefined;
-    const asEvent = req.headers[CHAT_EVENT_HEADER];
-    const eventId = source !== undefined && typeof asEvent === 'string' && /^[A-Za-z0-9._:-]{1,200}$/.test(asEvent) ? asEvent : undefined;
-    const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
-    const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
-
-    // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
-    let aborted = false;
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) {
-        aborted = true;
-        abort.abort();
-      }
-    });
-    let upRes: IncomingMessage;
-    try {
-      upRes = await upstreamCall(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(sent, mapped === null ? body : { ...body, model: mapped }, add), abort.signal);
-    } catch (e) {
-      if (aborted) return;
-      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
-      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
-    }
-    if (aborted) {
-      upRes.destroy();
-      return;
-    }
-    abort.signal.addEventListener('abort', () => upRes.destroy());
-    const status = upRes.statusCode ?? 502;
-    const ok = status >= 200 && status < 300;
-    const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
-    const headerVersion = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
-    const headerModel = upRes.headers[MODEL_ID_HEADER];
-    // Only Rein's own server is trusted to say what it sampled from; the headers of any other upstream are its own.
-    const own = up.kind === 'rein' && headerVersion !== null && typeof headerModel === 'string' && headerModel !== '';
-    const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
-    const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
-    const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
-    const ended = (): void => {
-      // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
-      if (ok && !aborted) enqueue(copy);
-    };
-
-    if (rewrite && isSse) {
-      // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
-      res.writeHead(status, forwardHeaders(upRes.headers, true));
-      const split = new SseSplitter();
-      const tooBig = limitReply(upRes, maxStream);
-      upRes.on('data', (chunk: Buffer) => {
-        keep(copy, chunk);
-        let out = '';
-        for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
-        if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
-      });
-      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
-      const rest = split.rest();
-      if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
-      res.end();
-      ended();
-    } else if (rewrite) {
-      const tooBig = limitReply(upRes, maxJson);
-      upRes.on('data', (chunk: Buffer) => copy.raw.push(chunk));
-      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
-      const text = Buffer.concat(copy.raw).toString('utf8');
-      // Not a JSON object: forwarded as it came (and nothing is recorded from it).
-      const rewritten = nullLogprobs(text);
-      const headers = forwardHeaders(upRes.headers, rewritten !== null && rewritten !== text);
-      if (rewritten === null || rewritten === text) {
-        res.writeHead(status, headers);
-        res.end(copy.raw.length === 1 ? copy.raw[0] : Buffer.concat(copy.raw));
-      } else {
-        headers['content-length'] = Buffer.byteLength(rewritten);
-        res.writeHead(status, headers);
-        res.end(rewritten);
-      }
-      ended();
-    } else {
-      // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
-      res.writeHead(status, forwardHeaders(upRes.headers, false));
-      const tooBig = limitReply(upRes, maxStream);
-      upRes.on('data', (chunk: Buffer) => {
-        if (!res.write(chunk)) holdFor(res, upRes);
-        if (ok) keep(copy, chunk);
-      });
-      if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
-      res.end();
-      ended();
-    }
-  }
-
-  /** A client that reads slower than the upstream sends: pause the upstream until the client has drained, so its
-   *  bytes wait in the kernel's buffers and not in this process's memory. */
-  function holdFor(res: ServerResponse, upRes: IncomingMessage): void {
-    upRes.pause();
-    res.once('drain', () => upRes.resume());
-  }
-
-  /** True when the upstream's reply ended whole; false when it failed or closed first (or the client went away). */
-  function upstreamEnded(upRes: IncomingMessage): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
-      upRes.on('end', () => resolve(true));
-      upRes.on('error', () => resolve(false));
-      upRes.on('close', () => resolve(false));
-    });
-  }
-
-  /**
-   * A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. A
-   * reply cut at the size limit ends a stream with an OpenAI-style error event (the SDKs raise it), then the connection.
-   */
-  function cut(res: ServerResponse, tooBig: UpstreamTooLargeError | null = null, sse = true): void {
-    if (res.destroyed) return;
-    if (tooBig === null) return sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
-    if (!res.headersSent) return sendError(res, 502, tooBig.message, 'upstream_too_large');
-    if (sse) res.end(`data: ${JSON.stringify({ error: { message: tooBig.message, type: 'upstream_too_large' } })}\n\n`);
-    else res.destroy();
-  }
-
-  async function models(res: ServerResponse): Promise<void> {
-    const up = opts.upstream();
-    let upRes: IncomingMessage;
-    try {
-      upRes = await upstreamCall(up, 'GET', '/models', { accept: 'application/json' }, null);
-    } catch (e) {
-      if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
-      return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
-    }
-    res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
-    limitReply(upRes, maxJson);
-    upRes.on('error', () => res.destroy());
-    upRes.pipe(res);
-  }
-
-  const agentDeps: AgentDeps = {
-    core: opts.core,
-    upstream: opts.upstream,
-    ...(opts.upstreamModel === undefined ? {} : { upstreamModel: opts.upstreamModel }),
-    vocab: opts.vocab,
-    producer: opts.producer,
-    maxBody,
-    maxReplyBytes: maxStream,
-    log,
-    call: (up, sub, headers, body, signal) => upstreamCall(up, 'POST', sub, headers, body, signal),
-    enqueue: enqueueJob,
-    segments: new SegmentMemory(),
+  return {
+    call,
+    close() {
+      disposeSettings();
+      agents.http.destroy();
+      agents.https.destroy();
+    },
   };
+}
+
+/**
+ * Stores replies' turns one after another (idle() waits for them), each step waiting until the proxy is quiet: no
+ * chat request in flight for quietMs, or MAX_WAIT_MS since its reply was queued.
+ */
+class CaptureQueue {
+  private readonly quietMs: number;
+  private readonly log: (line: string) => void;
+  private readonly pending = new Set<Promise<void>>();
+  private captures: Promise<void> = Promise.resolve();
+  private inFlight = 0;
+  /** When the last chat request was answered (performance.now()). */
+  private lastEnd = -Infinity;
+  /** The one capture step waiting for quiet (captures run one at a time), and the timer that looks again. */
+  private waiter: { since: number; resolve: () => void } | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private dueAt = Infinity;
+
+  constructor(quietMs: number, log: (line: string) => void) {
+    this.quietMs = quietMs;
+    this.log = log;
+  }
+
+  /** Runs `job` after those queued before it; its `quietly()` settles when the proxy is quiet. */
+  enqueueJob(job: (quietly: () => Promise<void>) => Promise<void>): void {
+    const since = performance.now();
+    const p = this.captures
+      .then(() => job(() => this.quiet(since)))
+      .catch((e: unknown) => this.log(`rein proxy: the turn was not stored: ${(e as Error)?.stack ?? String(e)}`));
+    this.captures = p;
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
+  }
 
   /** A chat request: counted in flight, so captures wait until the proxy is quiet. */
-  async function chat(run: () => Promise<void>): Promise<void> {
-    inFlight++;
+  async chat(run: () => Promise<void>): Promise<void> {
+    this.inFlight++;
     try {
       return await run();
     } finally {
-      inFlight--;
-      lastEnd = performance.now();
-      arm(lastEnd);
+      this.inFlight--;
+      this.lastEnd = performance.now();
+      this.arm(this.lastEnd);
     }
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const pathname = (req.url ?? '/').split('?')[0];
-    // Anthropic clients send the key as x-api-key (ANTHROPIC_API_KEY) and want Anthropic's error shape.
-    const anthropic = pathname === '/v1/messages' || pathname === '/v1/messages/count_tokens';
-    const fail = (status: number, message: string, type: string) =>
-      anthropic ? sendJsonError(res, status, anthropicError(status, message)) : sendError(res, status, message, type);
-    const denied = checkHostAndOrigin(req.headers, port);
-    if (denied) return fail(403, denied.message, 'forbidden');
-    // Claude Code checks the base URL is up with `HEAD /` before its first request, without waiting for an answer.
-    if (pathname === '/' && req.method === 'HEAD') return void res.writeHead(200).end();
-    const apiKey = req.headers['x-api-key'];
-    const headers = req.headers.authorization === undefined && typeof apiKey === 'string' ? { ...req.headers, authorization: `Bearer ${apiKey}` } : req.headers;
-    const unauthorized = checkToken(headers, opts.token);
-    if (unauthorized) return fail(401, `${unauthorized.message} (use the Rein token as the API key)`, 'invalid_api_key');
-    if (req.method === 'POST') {
-      if (pathname === '/v1/chat/completions') return chat(() => chatCompletions(req, res));
-      if (pathname === '/v1/messages') return chat(() => agentRequest(agentDeps, 'anthropic', req, res));
-      if (pathname === '/v1/responses') return chat(() => agentRequest(agentDeps, 'responses', req, res));
-      if (pathname === '/v1/messages/count_tokens') return countTokens(req, res);
-    }
-    if (pathname === '/v1/models' && req.method === 'GET') {
-      // A GET body is never read: one that declares one gets its answer on a connection that then closes, or the
-      // server would read the declared bytes as the client's next request (found by the fuzzer, issue #19).
-      if (declaresBody(req)) res.setHeader('connection', 'close');
-      return models(res);
-    }
-    return fail(404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions, /v1/messages, /v1/responses and GET /v1/models)`, 'not_found');
+  async idle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
-  /**
-   * Anthropic's token count: the request's text through the served model's vocabulary when there is one, else about
-   * four characters a token. Claude Code uses it to decide when to compact, so an estimate serves.
-   */
-  async function countTokens(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let body: unknown;
-    try {
-      body = JSON.parse((await readRawBody(req, maxBody)).toString('utf8'));
-    } catch (e) {
-      return sendJsonError(res, 400, anthropicError(400, `the body is not valid JSON: ${(e as Error).message}`));
-    }
-    const chars = JSON.stringify((body as { messages?: unknown; system?: unknown; tools?: unknown }) ?? {}).length;
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-    res.end(JSON.stringify({ input_tokens: Math.ceil(chars / 4) }));
-  }
-
-  const server: Server = createServer({ requestTimeout: 120_000, headersTimeout: 20_000 }, (req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      log(`rein proxy: internal error on ${req.method} ${req.url}: ${(e as Error)?.stack ?? String(e)}`);
-      sendError(res, 500, 'internal error (see the Rein log)', 'internal_error');
+  /** Settles once no chat request has been in flight for quietMs, or once `since` is MAX_WAIT_MS old. */
+  private quiet(since: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiter = { since, resolve };
+      // After the I/O already waiting: a request that arrived meanwhile is in flight by then.
+      setImmediate(() => this.look());
     });
-  });
-  const sockets = new Set<Socket>();
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
+  }
+
+  private look(): void {
+    if (this.waiter === null) return;
+    const now = performance.now();
+    if (now - this.waiter.since >= MAX_WAIT_MS || (this.inFlight === 0 && now - this.lastEnd >= this.quietMs)) {
+      const w = this.waiter;
+      this.waiter = null;
+      w.resolve();
+      return;
+    }
+    this.arm(now);
+  }
+
+  /** (Re)arms the timer for the earliest moment the waiting step may run. */
+  private arm(now: number): void {
+    if (this.waiter === null) return;
+    const w = this.waiter;
+    const delay = this.inFlight > 0 ? w.since + MAX_WAIT_MS - now : Math.min(w.since + MAX_WAIT_MS, this.lastEnd + this.quietMs) - now;
+    if (this.timer !== null) {
+      if (this.dueAt <= now + delay) return;
+      clearTimeout(this.timer);
+    }
+    this.dueAt = now + delay;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.dueAt = Infinity;
+      this.look();
+    }, Math.max(0, delay));
+  }
+}
+
+async function handle(p: Proxy, agentDeps: AgentDeps, port: number, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { opts } = p;
+  const pathname = (req.url ?? '/').split('?')[0];
+  // Anthropic clients send the key as x-api-key (ANTHROPIC_API_KEY) and want Anthropic's error shape.
+  const anthropic = pathname === '/v1/messages' || pathname === '/v1/messages/count_tokens';
+  const fail = (status: number, message: string, type: string) =>
+    anthropic ? sendJsonError(res, status, anthropicError(status, message)) : sendError(res, status, message, type);
+  const denied = checkHostAndOrigin(req.headers, port);
+  if (denied) return fail(403, denied.message, 'forbidden');
+  // Claude Code checks the base URL is up with `HEAD /` before its first request, without waiting for an answer.
+  if (pathname === '/' && req.method === 'HEAD') return void res.writeHead(200).end();
+  const apiKey = req.headers['x-api-key'];
+  const headers = req.headers.authorization === undefined && typeof apiKey === 'string' ? { ...req.headers, authorization: `Bearer ${apiKey}` } : req.headers;
+  const unauthorized = checkToken(headers, opts.token);
+  if (unauthorized) return fail(401, `${unauthorized.message} (use the Rein token as the API key)`, 'invalid_api_key');
+  if (req.method === 'POST') {
+    if (pathname === '/v1/chat/completions') return p.captures.chat(() => chatCompletions(p, req, res));
+    if (pathname === '/v1/messages') return p.captures.chat(() => agentRequest(agentDeps, 'anthropic', req, res));
+    if (pathname === '/v1/responses') return p.captures.chat(() => agentRequest(agentDeps, 'responses', req, res));
+    if (pathname === '/v1/messages/count_tokens') return countTokens(p, req, res);
+  }
+  if (pathname === '/v1/models' && req.method === 'GET') {
+    // A GET body is never read: one that declares one gets its answer on a connection that then closes, or the
+    // server would read the declared bytes as the client's next request (found by the fuzzer, issue #19).
+    if (declaresBody(req)) res.setHeader('connection', 'close');
+    return models(p, res);
+  }
+  return fail(404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions, /v1/messages, /v1/responses and GET /v1/models)`, 'not_found');
+}
+
+/**
+ * Anthropic's token count: the request's text through the served model's vocabulary when there is one, else about
+ * four characters a token. Claude Code uses it to decide when to compact, so an estimate serves.
+ */
+async function countTokens(p: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: unknown;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) =>
-        reject(e.code === 'EADDRINUSE' ? new ReinError('conflict', `port ${opts.port} on 127.0.0.1 is already in use; set proxy.port or pass --port`, { cause: e }) : e),
-      );
-      server.listen({ host: '127.0.0.1', port: opts.port, exclusive: true }, () => resolve());
-    });
+    body = JSON.parse((await readRawBody(req, p.maxBody)).toString('utf8'));
   } catch (e) {
-    disposeSettings();
-    throw e;
+    return sendJsonError(res, 400, anthropicError(400, `the body is not valid JSON: ${(e as Error).message}`));
   }
-  port = (server.address() as AddressInfo).port;
+  const chars = JSON.stringify((body as { messages?: unknown; system?: unknown; tools?: unknown }) ?? {}).length;
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify({ input_tokens: Math.ceil(chars / 4) }));
+}
 
-  const idle = async (): Promise<void> => {
-    while (pending.size > 0) await Promise.allSettled([...pending]);
+async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { opts, maxBody } = p;
+  if (!isJsonContentType(req.headers['content-type'])) return sendError(res, 415, 'Content-Type must be application/json', 'invalid_request_error');
+  let raw: Buffer;
+  let parsedBody: unknown;
+  try {
+    raw = await readRawBody(req, maxBody);
+    parsedBody = parseJson(raw);
+  } catch (e) {
+    const tooBig = e instanceof ReinError && e.code === 'too_large';
+    return sendError(res, tooBig ? 413 : 400, (e as Error).message, 'invalid_request_error');
+  }
+  // Only what forwarding needs is checked here (an object with messages); the chat is validated after the reply.
+  const shaped =
+    parsedBody !== null && typeof parsedBody === 'object' && !Array.isArray(parsedBody) &&
+    Array.isArray((parsedBody as { messages?: unknown }).messages) && (parsedBody as { messages: unknown[] }).messages.length > 0;
+  if (!shaped) {
+    const r = ChatRequest.safeParse(parsedBody);
+    const i = r.success ? null : r.error.issues[0]!;
+    return sendError(res, 400, i === null ? 'body: expected a chat' : `${i.path.map(String).join('.') || 'body'}: ${i.message}`, 'invalid_request_error');
+  }
+  const body = parsedBody as Record<string, unknown>;
+  const up = opts.upstream();
+  const clientLogprobs = body.logprobs === true;
+  // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
+  const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
+  const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
+  const asSource = req.headers[CHAT_SOURCE_HEADER];
+  const source = (CHAT_SOURCES as readonly unknown[]).includes(asSource) ? (asSource as ChatSource) : undefined;
+  const asEvent = req.headers[CHAT_EVENT_HEADER];
+  const eventId = source !== undefined && typeof asEvent === 'string' && /^[A-Za-z0-9._:-]{1,200}$/.test(asEvent) ? asEvent : undefined;
+  const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
+  const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
+
+  // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
+  let aborted = false;
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) {
+      aborted = true;
+      abort.abort();
+    }
+  });
+  let upRes: IncomingMessage;
+  try {
+    upRes = await p.upstream.call(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(sent, mapped === null ? body : { ...body, model: mapped }, add), abort.signal);
+  } catch (e) {
+    if (aborted) return;
+    if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
+    return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
+  }
+  if (aborted) {
+    upRes.destroy();
+    return;
+  }
+  abort.signal.addEventListener('abort', () => upRes.destroy());
+  const status = upRes.statusCode ?? 502;
+  const ok = status >= 200 && status < 300;
+  const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
+  const headerVersion = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
+  const headerModel = upRes.headers[MODEL_ID_HEADER];
+  // Only Rein's own server is trusted to say what it sampled from; the headers of any other upstream are its own.
+  const own = up.kind === 'rein' && headerVersion !== null && typeof headerModel === 'string' && headerModel !== '';
+  const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
+  const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
+  const rewrite = ok && !clientLogprobs;
+  const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
+  const ended = (): void => {
+    // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
+    if (ok && !aborted) p.captures.enqueueJob((quietly) => capture(p, copy, quietly));
   };
-  let closing: Promise<void> | null = null;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}/v1`,
-    idle,
-    close() {
-      closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          setTimeout(() => {
-            for (const s of sockets) s.destroy();
-          }, 2_000).unref();
-        });
-        await idle();
-        disposeSettings();
-        agents.http.destroy();
-        agents.https.destroy();
-      })();
-      return closing;
-    },
+
+  if (rewrite && isSse) {
+    // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
+    res.writeHead(status, forwardHeaders(upRes.headers, true));
+    const split = new SseSplitter();
+    const tooBig = limitReply(upRes, p.maxStream);
+    upRes.on('data', (chunk: Buffer) => {
+      keep(copy, chunk);
+      let out = '';
+      for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
+      if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
+    });
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
+    const rest = split.rest();
+    if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
+    res.end();
+    ended();
+  } else if (rewrite) {
+    const tooBig = limitReply(upRes, p.maxJson);
+    upRes.on('data', (chunk: Buffer) => copy.raw.push(chunk));
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
+    const text = Buffer.concat(copy.raw).toString('utf8');
+    // Not a JSON object: forwarded as it came (and nothing is recorded from it).
+    const rewritten = nullLogprobs(text);
+    const headers = forwardHeaders(upRes.headers, rewritten !== null && rewritten !== text);
+    if (rewritten === null || rewritten === text) {
+      res.writeHead(status, headers);
+      res.end(copy.raw.length === 1 ? copy.raw[0] : Buffer.concat(copy.raw));
+    } else {
+      headers['content-length'] = Buffer.byteLength(rewritten);
+      res.writeHead(status, headers);
+      res.end(rewritten);
+    }
+    ended();
+  } else {
+    // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
+    res.writeHead(status, forwardHeaders(upRes.headers, false));
+    const tooBig = limitReply(upRes, p.maxStream);
+    upRes.on('data', (chunk: Buffer) => {
+      if (!res.write(chunk)) holdFor(res, upRes);
+      if (ok) keep(copy, chunk);
+    });
+    if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
+    res.end();
+    ended();
+  }
+}
+
+/** A client that reads slower than the upstream sends: pause the upstream until the client has drained, so its
+ *  bytes wait in the kernel's buffers and not in this process's memory. */
+function holdFor(res: ServerResponse, upRes: IncomingMessage): void {
+  upRes.pause();
+  res.once('drain', () => upRes.resume());
+}
+
+/** True when the upstream's reply ended whole; false when it failed or closed first (or the client went away). */
+function upstreamEnded(upRes: IncomingMessage): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    upRes.on('end', () => resolve(true));
+    upRes.on('error', () => resolve(false));
+    upRes.on('close', () => resolve(false));
+  });
+}
+
+/**
+ * A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. A
+ * reply cut at the size limit ends a stream with an OpenAI-style error event (the SDKs raise it), then the connection.
+ */
+function cut(res: ServerResponse, tooBig: UpstreamTooLargeError | null = null, sse = true): void {
+  if (res.destroyed) return;
+  if (tooBig === null) return sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+  if (!res.headersSent) return sendError(res, 502, tooBig.message, 'upstream_too_large');
+  if (sse) res.end(`data: ${JSON.stringify({ error: { message: tooBig.message, type: 'upstream_too_large' } })}\n\n`);
+  else res.destroy();
+}
+
+async function models(p: Proxy, res: ServerResponse): Promise<void> {
+  const { opts } = p;
+  const up = opts.upstream();
+  let upRes: IncomingMessage;
+  try {
+    upRes = await p.upstream.call(up, 'GET', '/models', { accept: 'application/json' }, null);
+  } catch (e) {
+    if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
+    return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
+  }
+  res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
+  limitReply(upRes, p.maxJson);
+  upRes.on('error', () => res.destroy());
+  upRes.pipe(res);
+}
+
+function replay(copy: ReplyCopy): ChoiceRecorder {
+  const rec = new ChoiceRecorder();
+  const add = (obj: unknown) => (copy.stream ? rec.chunk(obj) : rec.reply(obj));
+  const parse = (data: string | null) => {
+    if (data === null || data === '[DONE]') return;
+    try {
+      add(JSON.parse(data));
+    } catch {
+      // Not JSON: forwarded as it came, nothing recorded.
+    }
   };
+  if (copy.stream) {
+    const split = new SseSplitter();
+    for (const c of copy.raw) for (const ev of split.push(c)) parse(sseData(ev));
+    const rest = split.rest();
+    if (rest.length > 0) parse(sseData(rest));
+  } else {
+    parse(Buffer.concat(copy.raw).toString('utf8'));
+  }
+  return rec;
+}
+
+async function capture(p: Proxy, copy: ReplyCopy, quietly: () => Promise<void>): Promise<void> {
+  const { opts, log } = p;
+  await quietly();
+  const choices = replay(copy).recorded();
+  if (choices.length === 0) return;
+  const parsed = ChatRequest.safeParse(copy.body);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    log(`rein proxy: the turn was not stored: the request is not a chat the proxy can read (${i.path.map(String).join('.') || 'body'}: ${i.message})`);
+    return;
+  }
+  const chat = parsed.data;
+  const t = turnText(chat);
+  const first = choices[0]![1];
+  const model = first.model ?? chat.model ?? null;
+  let producer = copy.headerProducer;
+  if (producer === null && t.offPolicyReason === null) {
+    await quietly();
+    producer = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
+  }
+  const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
+  const id = copy.eventId ?? `proxy-${randomUUID()}`;
+  const single = choices.length === 1 && choices[0]![0] === 0;
+  for (const [index, rec] of choices) {
+    await quietly();
+    const input: CaptureTurnInput = {
+      source: copy.source ?? 'proxy',
+      eventId: single ? id : `${id}#${index}`,
+      prompt: t.prompt,
+      context: t.context,
+      response: rec.content,
+      ...(copy.session === undefined ? {} : { session: copy.session }),
+      ...(model === null ? {} : { model }),
+    };
+    let offPolicy = t.offPolicyReason;
+    if (offPolicy === null && producer === null) offPolicy = `which adapter produced model ${JSON.stringify(chat.model ?? first.model)} is unknown`;
+    if (offPolicy === null && 'reason' in sampling) offPolicy = sampling.reason;
+    if (offPolicy === null && !rec.logprobsComplete) offPolicy = 'the upstream did not return logprobs for every chunk';
+    if (offPolicy === null) {
+      const m = mapTokens(rec.entries, rec.content, opts.vocab());
+      // Servers round a certain token's logprob to a hair above 0; anything clearly positive or not finite is not a logprob.
+      const lps = rec.entries.map((e) => (e.logprob > 0 && e.logprob < 1e-4 ? 0 : e.logprob));
+      if (!m.ok) offPolicy = m.reason;
+      else if (lps.some((x) => !Number.isFinite(x) || x > 0)) offPolicy = 'the upstream returned a logprob above 0';
+      else {
+        input.tokens = m.ids;
+        input.logprobs = lps;
+        input.adapterVersion = producer!.version;
+        input.policy = { modelId: producer!.modelId, ...(sampling as Sampling) };
+      }
+    }
+    if (offPolicy !== null) log(`rein proxy: stored as off-policy text${single ? '' : ` (choice ${index})`}: ${offPolicy}`);
+    await quietly();
+    try {
+      await opts.core.call('captureTurn', input, 'proxy');
+    } catch (e) {
+      log(`rein proxy: the turn was not stored: ${(e as Error).message}`);
+    }
+  }
 }

@@ -27,13 +27,13 @@
 import { z } from 'zod';
 import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
-import { causalMask, ropeTables } from './llama.ts';
+import { ropeTablesFor } from './llama.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
-import type { LlamaConfig, RopeScaling } from './llama.ts';
+import type { LlamaConfig } from './llama.ts';
 import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { geglu, rmsNorm, rope, softcap, type FloatDType, type HeadGrad } from '../composites.ts';
+import { causalMaskTable, geglu, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -199,8 +199,8 @@ export function gemmaEmbedScale(c: Pick<GemmaConfig, 'hiddenSize'>, dtype: Float
 export function gemmaLayerTables(c: GemmaConfig, type: GemmaLayerType, T: number): { cos: Float64Array; sin: Float64Array; mask: Float64Array } {
   const local = type === 'sliding_attention';
   // HF Gemma3: rotary_emb_local uses rope_local_base_freq and no scaling; llama.cpp uses freq_base_swa, scale 1.
-  const { cos, sin } = ropeTables({ headDim: c.headDim, ropeTheta: local ? c.ropeLocalTheta : c.ropeTheta, ropeScaling: local ? null : c.ropeScaling }, T);
-  return { cos, sin, mask: causalMask(T, local ? c.slidingWindow : null) };
+  const { cos, sin } = ropeTablesFor({ headDim: c.headDim, ropeTheta: local ? c.ropeLocalTheta : c.ropeTheta, ropeScaling: local ? null : c.ropeScaling }, T);
+  return { cos, sin, mask: causalMaskTable(T, local ? c.slidingWindow : null) };
 }
 
 /**

@@ -22,25 +22,11 @@ import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
-import { rmsNorm, rope, type FloatDType, type HeadGrad } from '../composites.ts';
+import { rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
 export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
-
-/**
- * RoPE frequency scaling. 'llama3' is Llama 3.1+'s wavelength-dependent scaling (HF
- * modeling_rope_utils._compute_llama3_parameters); 'linear' divides positions by `factor`.
- */
-export type RopeScaling =
-  | {
-      type: 'llama3';
-      factor: number;
-      lowFreqFactor: number;
-      highFreqFactor: number;
-      originalMaxPositionEmbeddings: number;
-    }
-  | { type: 'linear'; factor: number };
 
 export interface LlamaConfig {
   architecture: LlamaArchitecture;
@@ -250,8 +236,8 @@ export function llamaLinearParams(c: LlamaConfig): ResolvedParam[] {
 // T is a symbol, bound per shape bucket when a graph is emitted.
 
 /**
- * The decoder-layer graph. Inputs: 'x' [T, H]; 'rope_cos', 'rope_sin' [T, D/2] (ropeTables); 'mask' [T, T], 0 on and
- * below the diagonal and −∞ above (causalMask); the layer's weights under their parameter-table names ('q_proj',
+ * The decoder-layer graph. Inputs: 'x' [T, H]; 'rope_cos', 'rope_sin' [T, D/2] (ropeTablesFor); 'mask' [T, T], 0 on and
+ * below the diagonal and −∞ above (composites.ts causalMaskTable); the layer's weights under their parameter-table names ('q_proj',
  * 'q_proj.bias', 'input_layernorm', …); with LoRA, '<module>.lora_A' [r, in] and '<module>.lora_B' [out, r].
  * Output: 'y' [T, H].
  */
@@ -367,51 +353,8 @@ export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType): Graph {
   return g;
 }
 
-/**
- * RoPE angle tables for positions 0..T-1: cos and sin of p·inv_freq_i, i < D/2, row-major [T, D/2], in float64.
- * inv_freq_i = θ^(−2i/D) (HF _compute_default_rope_parameters), with Llama 3 scaling per HF
- * _compute_llama3_parameters: wavelengths above original/low_freq_factor are divided by factor, those below
- * original/high_freq_factor kept, and the band between interpolated smoothly; 'linear' divides positions by factor.
- */
-export function ropeTables(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, T: number): { cos: Float64Array; sin: Float64Array } {
-  const half = c.headDim / 2;
-  const inv = new Float64Array(half);
-  for (let i = 0; i < half; i++) inv[i] = 1 / Math.pow(c.ropeTheta, (2 * i) / c.headDim);
-  const rs: RopeScaling | null = c.ropeScaling;
-  if (rs?.type === 'linear') for (let i = 0; i < half; i++) inv[i]! /= rs.factor;
-  if (rs?.type === 'llama3') {
-    const lowWavelen = rs.originalMaxPositionEmbeddings / rs.lowFreqFactor;
-    const highWavelen = rs.originalMaxPositionEmbeddings / rs.highFreqFactor;
-    for (let i = 0; i < half; i++) {
-      const wavelen = (2 * Math.PI) / inv[i]!;
-      if (wavelen > lowWavelen) inv[i]! /= rs.factor;
-      else if (wavelen >= highWavelen) {
-        const smooth = (rs.originalMaxPositionEmbeddings / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
-        inv[i] = (1 - smooth) * (inv[i]! / rs.factor) + smooth * inv[i]!;
-      }
-    }
-  }
-  const cos = new Float64Array(T * half);
-  const sin = new Float64Array(T * half);
-  for (let t = 0; t < T; t++) {
-    for (let i = 0; i < half; i++) {
-      const a = t * inv[i]!;
-      cos[t * half + i] = Math.cos(a);
-      sin[t * half + i] = Math.sin(a);
-    }
-  }
-  return { cos, sin };
-}
-
-/**
- * The additive causal mask [T, T]: 0 where key ≤ query, −∞ above the diagonal; with a sliding window W (Mistral),
- * also −∞ where query − key ≥ W (HF sliding_window_causal keeps q_idx − kv_idx < sliding_window).
- */
-export function causalMask(T: number, window: number | null = null): Float64Array {
-  const m = new Float64Array(T * T);
-  for (let i = 0; i < T; i++) {
-    for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
-    if (window !== null) for (let j = 0; j <= i - window; j++) m[i * T + j] = -Infinity;
-  }
-  return m;
+/** RoPE angle tables of this config for positions 0..T−1: cos and sin of p·inv_freq_i, row-major [T, D/2], float64. */
+export function ropeTablesFor(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, T: number): { cos: Float64Array; sin: Float64Array } {
+  const t = ropeTables([...Array(T).keys()], ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling), 'float64');
+  return { cos: t.cos as Float64Array, sin: t.sin as Float64Array };
 }

@@ -5,16 +5,15 @@ import { ModelConfigError } from './params.ts';
 import type { ResolvedParam } from './params.ts';
 import {
   LLAMA_ARCHITECTURES,
-  causalMask,
   llamaHeadGraph,
   llamaLayerGraph,
   llamaLinearParams,
   llamaLogitsGraph,
   llamaParams,
   parseLlamaConfig,
-  ropeTables,
+  ropeTablesFor,
 } from './llama.ts';
-import type { FloatDType, HeadGrad } from '../composites.ts';
+import { causalMaskTable, type FloatDType, type HeadGrad } from '../composites.ts';
 import type { LayerLora } from '../lora.ts';
 import type { LlamaArchitecture, LlamaConfig } from './llama.ts';
 import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
@@ -96,8 +95,8 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
     };
   }
   const llamaTables = (_kind: string, T: number): { cos: Float64Array; sin: Float64Array; mask: Float64Array } => ({
-    ...ropeTables(c, T),
-    mask: causalMask(T, c.slidingWindow),
+    ...ropeTablesFor(c, T),
+    mask: causalMaskTable(T, c.slidingWindow),
   });
   if (isMoe(c)) {
     return {
