@@ -32,6 +32,8 @@ export interface AnswerRequest {
 
 export interface ChatService {
   answer(req: AnswerRequest): Promise<ChatAnswer>;
+  /** Told of every settings change (the core's setSettings): another model or upstream restarts the stack. */
+  settingsChanged(changed: Partial<Settings>): void;
   close(): Promise<void>;
 }
 
@@ -48,7 +50,6 @@ export function createChatService(deps: {
   settings: () => Settings;
   modelId: () => string;
   emit: (streamId: string, text: string) => void;
-  onSettingsChanged: (fn: (changed: Partial<Settings>) => void) => () => void;
   log?: (line: string) => void;
 }): ChatService {
   const log = deps.log ?? ((line: string) => process.stderr.write(line + '\n'));
@@ -58,9 +59,6 @@ export function createChatService(deps: {
     stack = null;
     if (s !== null) await (await s.catch(() => null))?.close();
   };
-  const off = deps.onSettingsChanged((changed) => {
-    if (Object.keys(changed).some((k) => RESTART_KEYS.includes(k))) void stop();
-  });
 
   function stackNow(): Promise<ServeStack> {
     if (stack === null) {
@@ -152,9 +150,9 @@ export function createChatService(deps: {
 
   return {
     answer,
-    async close() {
-      off();
-      await stop();
+    settingsChanged(changed) {
+      if (Object.keys(changed).some((k) => RESTART_KEYS.includes(k))) void stop();
     },
+    close: stop,
   };
 }

@@ -189,7 +189,6 @@ export function createCore(opts: CoreOptions): ReinCore {
     settings,
     modelId: () => modelOf(settings()),
     emit: (streamId, text) => emit('chatToken', { streamId, text }),
-    onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
   });
 
   /** An arena match as the client sees it: the versions stay hidden until the vote. */
@@ -341,6 +340,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       if (Object.keys(values).length > 0) {
         store.writeSettings(values, actor);
         emit('settingsChanged', values as Partial<Settings>);
+        chat.settingsChanged(values as Partial<Settings>);
         // A new schedule, threshold or model may make a round due now, or move the wake-up.
         if (Object.keys(values).some((k) => k.startsWith('training.') || k === 'model.active')) scheduler.maybeAutoStart();
       }
