@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Actor, CaptureResult, EventName, Events, VerbName, VerbOutput } from '../../common/api.ts';
-import { CaptureTurnInput } from '../../common/api.ts';
+import { CaptureTurnInput, EVENT_NAMES } from '../../common/api.ts';
 import { NotAvailableError } from '../../common/errors.ts';
 import type { TurnSummary } from '../../common/domain.ts';
 import type { Core } from '../core/types.ts';
@@ -342,7 +342,7 @@ describe('events', () => {
     res.setEncoding('utf8');
     res.on('data', (c: string) => received.push(c));
     await vi.waitFor(() => expect(server.sseClients()).toBe(1));
-    expect(core.listenerCount()).toBe(before + 9);
+    expect(core.listenerCount()).toBe(before + EVENT_NAMES.length);
 
     await post('/v1/turns', turnBody('sse1'));
     core.emit('trainingProgress', { runId: 3, phase: 'training', step: 1, steps: 10, loss: 0.5, kl: null, clipFraction: null, tokensPerSecond: null, etaSeconds: null });

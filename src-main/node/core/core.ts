@@ -79,6 +79,8 @@ export interface AnswerRequest {
 /** Answers a chat through the capture proxy, so each answer is stored as an on-policy turn. */
 export interface ChatService {
   answer(req: AnswerRequest): Promise<ChatAnswer>;
+  /** Told of every settings change (the core's setSettings): another model or upstream restarts the stack. */
+  settingsChanged(changed: Partial<Settings>): void;
   close(): Promise<void>;
 }
 
@@ -90,7 +92,6 @@ export interface ChatDeps {
   settings: () => Settings;
   modelId: () => string;
   emit: (streamId: string, text: string) => void;
-  onSettingsChanged: (fn: (changed: Partial<Settings>) => void) => () => void;
   log?: (line: string) => void;
 }
 
@@ -99,6 +100,7 @@ function noChat(): ChatService {
     answer: () => {
       throw new NotAvailableError('chat', 'this core was opened without the chat service (node/compose.ts composeCore wires it)');
     },
+    settingsChanged: () => {},
     close: async () => {},
   };
 }
@@ -584,6 +586,8 @@ export function createCore(opts: CoreOptions): ReinCore {
 
   function emit<E extends EventName>(event: E, payload: Events[E]): void {
     hub.emit(event, payload);
+    // The chat's serve stack restarts for another model or upstream (not a hub listener: it would count as a leak).
+    if (event === 'settingsChanged') chat.settingsChanged(payload as Partial<Settings>);
   }
 
   const chat = (opts.chat ?? noChat)({
@@ -593,7 +597,6 @@ export function createCore(opts: CoreOptions): ReinCore {
     settings,
     modelId: () => modelOf(settings()),
     emit: (streamId, text) => emit('chatToken', { streamId, text }),
-    onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
   });
 
   const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });

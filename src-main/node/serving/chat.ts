@@ -27,9 +27,6 @@ export function createChatService(deps: ChatDeps): ChatService {
     stack = null;
     if (s !== null) await (await s.catch(() => null))?.close();
   };
-  const off = deps.onSettingsChanged((changed) => {
-    if (Object.keys(changed).some((k) => RESTART_KEYS.includes(k))) void stop();
-  });
 
   function stackNow(): Promise<ServeStack> {
     if (stack === null) {
@@ -121,9 +118,9 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   return {
     answer,
-    async close() {
-      off();
-      await stop();
+    settingsChanged(changed) {
+      if (Object.keys(changed).some((k) => RESTART_KEYS.includes(k))) void stop();
     },
+    close: stop,
   };
 }

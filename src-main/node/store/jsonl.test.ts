@@ -1,3 +1,4 @@
+import { MIGRATIONS } from './migrations/index.ts';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,7 +83,7 @@ describe('JSONL export and import', () => {
     const ex = await a.call('exportData', { path: file }, 'cli');
     expect(ex).toEqual({ path: file, turns: 6, ratings: 4 });
     const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string });
-    expect(lines[0]).toMatchObject({ type: 'header', format: 'rein-export', schemaVersion: 2 });
+    expect(lines[0]).toMatchObject({ type: 'header', format: 'rein-export', schemaVersion: MIGRATIONS.length });
     expect(lines.filter((l) => l.type === 'turn')).toHaveLength(6);
 
     const b = newCore();
