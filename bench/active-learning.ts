@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SETTINGS } from '../src-main/common/config.ts';
-import { STYLES, type StyleName } from '../src-main/node/training/small-lm/corpus.ts';
-import { runLearning, type LearningResult } from '../src-main/node/training/small-lm/learning.ts';
+import { STYLES, type StyleName } from '../src-main/node/demo/corpus.ts';
+import { runLearning, type LearningResult } from '../src-main/node/demo/learning.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
 const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);

@@ -6,9 +6,9 @@ import { readFileSync } from 'node:fs';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { loadavg } from 'node:os';
-import { llamaParams, parseLlamaConfig } from '../src-main/common/engine/models/llama.ts';
-import type { LlamaConfig } from '../src-main/common/engine/models/llama.ts';
-import { numel } from '../src-main/common/engine/models/params.ts';
+import { llamaParams, parseLlamaConfig } from '../src-main/common/engine/families/llama.ts';
+import type { LlamaConfig } from '../src-main/common/engine/families/llama.ts';
+import { numel } from '../src-main/common/engine/families/params.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
 
 export interface Timed<T> {

@@ -8,11 +8,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createCore } from '../src-main/node/core/core.ts';
+import { composeCore } from '../src-main/node/compose.ts';
 import { readOrCreateToken, resolveHome } from '../src-main/node/home.ts';
 import { createHookRoutes } from '../src-main/node/integrations/index.ts';
-import { writeServerInfo } from '../src-main/node/server/info.ts';
-import { startCaptureServer } from '../src-main/node/server/server.ts';
+import { writeServerInfo } from '../src-main/node/capture-server/info.ts';
+import { startCaptureServer } from '../src-main/node/capture-server/server.ts';
 
 const N_HTTP = Number(process.env.N_HTTP ?? 300);
 const N_PROC = Number(process.env.N_PROC ?? 30);
@@ -25,7 +25,7 @@ const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(2)} ms  p99 ${pct(xs, 9
 
 const home = resolveHome({ REIN_HOME: mkdtempSync(path.join(tmpdir(), 'rein-bench-hooks-')) });
 const token = readOrCreateToken(home);
-const core = createCore({ home });
+const core = composeCore({ home });
 const server = await startCaptureServer({ core, token, port: 0, rateLimitPerMinute: 1_000_000, version: 'bench', hooks: createHookRoutes(core, () => {}) });
 writeServerInfo(home, { pid: process.pid, port: server.port, url: server.url, startedAt: Date.now() });
 const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };

@@ -1,5 +1,5 @@
 // nice -n 10 node bench/learning.ts [rules=question,tests] [seeds=1,2,3,4,5] [rounds=4] [n=32] [held=128] [teacher=64]
-// The learning curve through the product on the small LM (src-main/node/training/small-lm/learning.ts, what
+// The learning curve through the product on the small LM (src-main/node/demo/learning.ts, what
 // `rein demo` runs): per rule and seed a fresh Rein home with the balanced preset unchanged; each round samples n
 // answers through the serve-model stack (proxy + Rein's model server with the active adapter), rates them by the
 // style rule through the core and trains one round through the scheduler and the worker. Printed per round: the
@@ -11,8 +11,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { STYLES, type StyleName } from '../src-main/node/training/small-lm/corpus.ts';
-import { runLearning, type Change, type LearningResult, type RatePoint } from '../src-main/node/training/small-lm/learning.ts';
+import { STYLES, type StyleName } from '../src-main/node/demo/corpus.ts';
+import { runLearning, type Change, type LearningResult, type RatePoint } from '../src-main/node/demo/learning.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
 const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);

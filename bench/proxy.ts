@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createCore } from '../src-main/node/core/core.ts';
+import { composeCore } from '../src-main/node/compose.ts';
 import { resolveHome } from '../src-main/node/home.ts';
 import { tokenizerSourceDir } from '../src-main/node/engine/tiny.ts';
 import { loadTokenizer } from '../src-main/node/engine/tokenizer.ts';
@@ -73,7 +73,7 @@ if (values.role === 'upstream') {
 } else if (values.role === 'proxy') {
   const urls = JSON.parse(values.upstream!) as Urls;
   const home = mkdtempSync(path.join(tmpdir(), 'rein-bench-proxy-'));
-  const core = createCore({ home: resolveHome({ REIN_HOME: home }) });
+  const core = composeCore({ home: resolveHome({ REIN_HOME: home }) });
   await core.call('setSettings', { values: { 'proxy.baseModelName': 'fake-model' } }, 'system');
   const logs: string[] = [];
   const mk = (url: string) =>

@@ -52,7 +52,7 @@ export async function startServe(opts: { home?: string; port?: number; env?: Nod
   const home = opts.home ?? mkdtempSync(path.join(tmpdir(), 'rein-e2e-'));
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--port', String(opts.port ?? 0), '--renderer', opts.renderer ?? path.join(ROOT, 'out/renderer')],
+    [path.join(ROOT, 'bin/rein.mjs'), 'serve', '--show-url', '--port', String(opts.port ?? 0), '--renderer', opts.renderer ?? path.join(ROOT, 'out/renderer')],
     { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';

@@ -1,4 +1,4 @@
-// Builds the small LM (src-main/node/training/small-lm): tokenizer, pretraining through the engine, then 200 sampled
+// Builds the small LM (src-main/node/demo): tokenizer, pretraining through the engine, then 200 sampled
 // answers rated by the corpus's style detectors. Writes the model to resources/small-lm (or argv[2]) with BUILD.json:
 // the settings, the losses, the measured rates and the sha256 of model.safetensors, so a rebuild can be compared.
 // Usage: npm run build:small-lm [-- outDir] ; deterministic for a seed on one machine (single-threaded ORT).
@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Engine } from '../src-main/node/engine/engine.ts';
-import { measureStyles, sampleAnswers } from '../src-main/node/training/small-lm/evaluate.ts';
-import { pretrainSmallLm } from '../src-main/node/training/small-lm/pretrain.ts';
+import { measureStyles, sampleAnswers } from '../src-main/node/demo/evaluate.ts';
+import { pretrainSmallLm } from '../src-main/node/demo/pretrain.ts';
 
 const out = path.resolve(process.argv[2] ?? 'resources/small-lm');
 const settings = { seed: 0, steps: Number(process.env.SMALL_LM_STEPS ?? 600), batch: 8 };

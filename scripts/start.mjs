@@ -119,7 +119,7 @@ async function runHeadless(why) {
   if (why) {
     console.log(`rein start: Electron cannot run here: ${why}. Starting headless mode instead (the same app, in your browser).`);
   }
-  const { runServe } = await import(pathToFileURL(path.join(ROOT, 'src-main/node/serve.ts')).href);
+  const { runServe } = await import(pathToFileURL(path.join(ROOT, 'src-main/node/headless.ts')).href);
   const { resolveHome } = await import(pathToFileURL(path.join(ROOT, 'src-main/node/home.ts')).href);
   let serving;
   try {

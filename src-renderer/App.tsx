@@ -11,11 +11,13 @@ import { selectPopupTurn } from './store/popup.ts';
 import { useRein, useReinStore } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
 import { VIEWS } from './store/nav.ts';
-import { Ratings } from './windows/Ratings.tsx';
-import { SettingsView } from './windows/Settings.tsx';
-import { Setup } from './windows/Setup.tsx';
-import { Training } from './windows/Training.tsx';
-import { Versions } from './windows/Versions.tsx';
+import { Ratings } from './screens/Ratings.tsx';
+import { SettingsView } from './screens/Settings.tsx';
+import { Setup } from './screens/Setup.tsx';
+import { Training } from './screens/Training.tsx';
+import { Versions } from './screens/Versions.tsx';
+import { Arena } from './screens/Arena.tsx';
+import { Chat } from './screens/Chat.tsx';
 
 const KEY_TO_RATING = { '1': 'good', '2': 'bad' } as const;
 
@@ -68,6 +70,10 @@ function Screen() {
       return <Training />;
     case 'versions':
       return <Versions />;
+    case 'chat':
+      return <Chat />;
+    case 'arena':
+      return <Arena />;
     case 'ratings':
       return <Ratings />;
     case 'setup':

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromBase, fuse, loraScale, loraSpec } from '../../src-main/common/engine/lora.ts';
-import { modelLinearParams } from '../../src-main/common/engine/models/registry.ts';
+import { modelLinearParams } from '../../src-main/common/engine/families/registry.ts';
 import { Rng } from '../../src-main/common/engine/rng.ts';
 import { loadHfModel } from '../../src-main/node/engine/hf.ts';
 import { savePeftAdapter } from '../../src-main/node/engine/peft.ts';

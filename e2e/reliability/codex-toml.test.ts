@@ -5,10 +5,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { codexIntegration } from '../../src-main/node/integrations/codex/install.ts';
-import { findTopLevelKey, parseStringArray } from '../../src-main/node/integrations/codex/toml.ts';
-import { install, type InstallEnv } from '../../src-main/node/integrations/shared/installer.ts';
-import { installEnv, QUIET } from '../../src-main/node/integrations/test-utils/install-env.ts';
+import { codexIntegration } from '../../src-main/node/install/codex.ts';
+import { findTopLevelKey, parseStringArray } from '../../src-main/node/install/codex-toml.ts';
+import { install, type InstallEnv } from '../../src-main/node/install/installer.ts';
+import { installEnv, QUIET } from '../../src-main/node/install/test-utils/install-env.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-toml-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

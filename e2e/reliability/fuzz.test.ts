@@ -17,7 +17,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, expect, test } from 'vitest';
 import { VERB_NAMES } from '../../src-main/common/api.ts';
-import { createCore } from '../../src-main/node/core/core.ts';
+import { composeCore } from '../../src-main/node/compose.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
 import { startProxyServer } from '../../src-main/node/serving/proxy.ts';
 import { startServe } from '../harness.ts';
@@ -452,7 +452,7 @@ async function startUpstream(token: string): Promise<{ url: string; server: Serv
 test(`fuzz the capture proxy: ${PROXY_REQUESTS} hostile requests, 0 crashes, 0 5xx, 0 hangs, the token never sent upstream`, { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-fuzz-proxy-'));
   const token = 'd'.repeat(64);
-  const core = createCore({ home: resolveHome({ REIN_HOME: dir }) });
+  const core = composeCore({ home: resolveHome({ REIN_HOME: dir }) });
   const up = await startUpstream(token);
   const uncaught: unknown[] = [];
   const onUncaught = (e: unknown) => uncaught.push(e);

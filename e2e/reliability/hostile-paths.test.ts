@@ -10,7 +10,7 @@ import { createCore, type ReinCore } from '../../src-main/node/core/core.ts';
 import { resolveHome } from '../../src-main/node/home.ts';
 import { createHookRoutes } from '../../src-main/node/integrations/index.ts';
 import { memoryLog } from '../../src-main/node/integrations/shared/log.ts';
-import { startCaptureServer, type CaptureServer } from '../../src-main/node/server/server.ts';
+import { startCaptureServer, type CaptureServer } from '../../src-main/node/capture-server/server.ts';
 
 const TOKEN = 'ab'.repeat(32);
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-paths-'));

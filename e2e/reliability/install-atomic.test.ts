@@ -5,9 +5,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { claudeIntegration } from '../../src-main/node/integrations/claude/install.ts';
-import { install, statePath, type InstallEnv } from '../../src-main/node/integrations/shared/installer.ts';
-import { installEnv, QUIET } from '../../src-main/node/integrations/test-utils/install-env.ts';
+import { claudeIntegration } from '../../src-main/node/install/claude.ts';
+import { install, statePath, type InstallEnv } from '../../src-main/node/install/installer.ts';
+import { installEnv, QUIET } from '../../src-main/node/install/test-utils/install-env.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-install-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

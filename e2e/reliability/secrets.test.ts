@@ -4,12 +4,14 @@
 // way (an older Rein, another tool) does not leave the machine in the export. The redaction list itself (AWS, GitHub,
 // OpenAI, Anthropic, Slack, private key blocks, URL passwords, JWTs) has one test per pattern in
 // src-main/common/redact.test.ts.
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, test } from 'vitest';
+import { REIN_BIN } from '../../src-main/cli/test-utils/rein.ts';
 import { startServe } from '../harness.ts';
 import type { ServeChild } from '../harness.ts';
 import { figure } from './figures.ts';
@@ -130,4 +132,41 @@ test('an export redacts every text again: a secret put into the database by anot
   expect(leaked).toEqual([]);
   expect(secretParts).toEqual([]);
   expect(mode(file)).toBe('0600');
+});
+
+/** `rein serve` as a child until its start line is on stdout; returns what it printed on each stream, then stops it. */
+async function serveOutput(home: string, extra: string[]): Promise<{ stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [REIN_BIN, 'serve', '--port', '0', '--no-ui', ...extra], { env: { ...process.env, REIN_HOME: home, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const closed = new Promise<void>((r) => child.on('close', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`rein serve printed nothing in 20 s: ${stderr}`)), 20_000);
+    child.stdout.setEncoding('utf8').on('data', (c: string) => {
+      stdout += c;
+      if (stdout.includes('\n')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  child.kill('SIGTERM');
+  await closed;
+  return { stdout, stderr };
+}
+
+test('rein serve prints the address with the token only when asked (--show-url), and then in the fragment form', async () => {
+  const home = mkdtempSync(path.join(tmpdir(), 'rein-url-'));
+  dirs.push(home);
+  const plain = await serveOutput(home, []);
+  const t = readFileSync(path.join(home, 'token'), 'utf8').trim();
+  const asked = await serveOutput(home, ['--show-url']);
+  console.log(`rein serve stdout: ${JSON.stringify(plain.stdout.trim())}; with --show-url: ${JSON.stringify(asked.stdout.trim().replace(t, '<token>'))}`);
+  figure(`rein serve start: token in stdout ${plain.stdout.split(t).length - 1}, in stderr ${plain.stderr.split(t).length - 1}; with --show-url printed once, as #token=`);
+  expect(t).toMatch(/^[0-9a-f]{64}$/);
+  expect(plain.stdout + plain.stderr).not.toContain(t);
+  expect(plain.stdout).toMatch(/^Rein is serving at http:\/\/127\.0\.0\.1:\d+\/ /);
+  expect(asked.stdout.trim()).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/#token=${t}$`));
+  expect(asked.stderr).not.toContain(t);
 });

@@ -19,6 +19,7 @@ import type {
 } from './domain.ts';
 import type { SettingDescription, Settings } from './config.ts';
 import type { PresetTable } from './training/presets.ts';
+import type { ArenaVote, VersionStats } from './chat/arena.ts';
 import { AgentId } from './system.ts';
 import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
 
@@ -91,6 +92,38 @@ export const RateInput = z.strictObject({
 export type RateInput = z.infer<typeof RateInput>;
 
 const Empty = z.strictObject({});
+
+/** Names a stream of `chatToken` events: the caller picks it, so it can listen before it calls. */
+const StreamId = z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'letters, digits, . _ : -');
+const MaxTokens = z.number().int().min(1).max(8192).default(512);
+/** An adapter version of the active model; 0 is the base (the adapter off). */
+const VersionNumber = z.number().int().nonnegative();
+
+export const ChatInput = z.strictObject({
+  /** The conversation so far: an optional system prompt first, then turns ending with the user's. */
+  messages: z
+    .array(z.strictObject({ role: z.enum(['system', 'user', 'assistant']), content: z.string().max(1_000_000) }))
+    .min(1)
+    .max(500)
+    .refine((m) => m[m.length - 1]!.role === 'user', { message: 'the last message must be the user\'s' }),
+  /** Which version answers: absent = the active one, 0 = the base. */
+  version: VersionNumber.optional(),
+  /** Turns of one conversation share it (the Ratings screen groups by it). */
+  session: z.string().min(1).max(512).optional(),
+  streamId: StreamId.optional(),
+  maxTokens: MaxTokens,
+});
+export type ChatInput = z.infer<typeof ChatInput>;
+
+export const ArenaStartInput = z.strictObject({
+  prompt: z.string().min(1).max(1_000_000),
+  system: z.string().max(100_000).optional(),
+  /** The two versions (0 = base); absent: the active version against its parent. */
+  versions: z.tuple([VersionNumber, VersionNumber]).optional(),
+  /** Tokens stream as `chatToken` events of `<streamId>:a` and `<streamId>:b`. */
+  streamId: StreamId.optional(),
+  maxTokens: MaxTokens,
+});
 
 export const VERBS = {
   status: { input: Empty, help: 'Active adapter, ratings, pending count, EMA and the next training threshold.' },
@@ -208,6 +241,22 @@ export const VERBS = {
     help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: 0.52". The score is recorded, never as a rating.',
   },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
+  chat: {
+    input: ChatInput,
+    help: "Answer a chat with the active version (or `version`, 0 = base) through Rein's model server or the configured upstream; tokens stream as chatToken events, and the answer is stored as a turn (on-policy: its tokens, μ and version) to rate.",
+  },
+  arenaStart: {
+    input: ArenaStartInput,
+    help: 'Answer one prompt with two versions (default: the active one and its parent) and show them as A and B in random order, without saying which is which.',
+  },
+  arenaVote: {
+    input: z.strictObject({ matchId: id, vote: z.enum(['a', 'b', 'tie', 'bad']), rater: z.string().min(1).max(RATING_LIMITS.rater).optional() }),
+    help: 'Vote on an arena match (a, b, tie, or bad: both bad); the pair is stored with both turns, each side is rated (winner good, loser bad, both bad when both are; a tie rates neither), and the versions are revealed.',
+  },
+  versionStats: {
+    input: Empty,
+    help: 'Per version: arena win rate against its parent and the base (Wilson 95% CI, vote counts), and the Good-rate of the answers it produced in real use.',
+  },
 } as const;
 
 export type VerbName = keyof typeof VERBS;
@@ -244,6 +293,27 @@ export type CaptureResult =
       created: false;
       spooled: true;
     };
+
+/** A chat answer: the stored turn (null when it was not stored, with the reason in `note`), and what produced it. */
+export interface ChatAnswer {
+  turnId: number | null;
+  text: string;
+  /** The adapter version that produced it (0 = base), as the model server named it; null when unknown. */
+  version: number | null;
+  /** Stored with its tokens and μ, so it trains on-policy. */
+  onPolicy: boolean;
+  note: string | null;
+}
+
+/** An arena match. The versions are null until it is voted on: the pair is blind. */
+export interface ArenaMatchView {
+  id: number;
+  prompt: string;
+  a: { turnId: number; text: string; version: number | null };
+  b: { turnId: number; text: string; version: number | null };
+  vote: ArenaVote | null;
+  createdAt: number;
+}
 
 /** Output type of each verb. */
 export interface VerbOutputs {
@@ -282,6 +352,10 @@ export interface VerbOutputs {
   useModel: { model: LocalModel; settings: Settings };
   useDemoModel: { model: LocalModel; settings: Settings };
   sendTestTurn: TestTurnResult;
+  chat: ChatAnswer;
+  arenaStart: ArenaMatchView;
+  arenaVote: { match: ArenaMatchView; ratings: RatingView[] };
+  versionStats: VersionStats[];
   rewardStatus: RewardStatus;
   trainRewardModel: { model: RewardModelView | null; reason: string | null };
   rewardAsk: RewardAsk;
@@ -306,6 +380,8 @@ export interface Events {
   trainingProgress: TrainingProgress;
   adapterChanged: { modelId: string; version: number; status: AdapterView['status'] };
   settingsChanged: Partial<Settings>;
+  /** A piece of a streaming chat answer (the `chat` and `arenaStart` verbs' streamId). */
+  chatToken: { streamId: string; text: string };
 }
 export type EventName = keyof Events;
 export const EVENT_NAMES: EventName[] = [
@@ -318,6 +394,7 @@ export const EVENT_NAMES: EventName[] = [
   'trainingProgress',
   'adapterChanged',
   'settingsChanged',
+  'chatToken',
 ];
 
 /** Subscribe to one event; returns a disposer. */

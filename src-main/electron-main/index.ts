@@ -6,10 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { app, BrowserWindow, dialog, ipcMain, Notification, screen, session, shell } from 'electron';
 import type { IpcMainInvokeEvent, Rectangle } from 'electron';
 import { resolveHome } from '../node/home.ts';
-import { runServe } from '../node/serve.ts';
-import type { Serving } from '../node/serve.ts';
+import { runServe } from '../node/headless.ts';
+import type { Serving } from '../node/headless.ts';
 import { setWorkerEntry } from '../node/training/scheduler.ts';
 import { forwardEvents, registerCallHandler } from './ipc.ts';
+import { safeStorageProtector } from './keychain.ts';
 import { applyStartAtLogin, HIDDEN_FLAG } from './login.ts';
 import { notifyAdapterChanges } from './notify.ts';
 import type { Notify } from './notify.ts';
@@ -159,7 +160,8 @@ async function main(): Promise<void> {
   // The same core `rein serve` runs (pid lock, capture server, server.json for the CLI), hosted in this process;
   // the app owns the lifecycle, so no signal handlers of its own.
   try {
-    host = await runServe({ home: resolveHome(), rendererDir: RENDERER_DIR, handleSignals: false });
+    // An encrypted home opens from the keychain's copy of its keys (keychain.ts), else from REIN_PASSPHRASE(_FILE).
+    host = await runServe({ home: resolveHome(), rendererDir: RENDERER_DIR, handleSignals: false, keyProtector: safeStorageProtector() });
   } catch (e) {
     dialog.showErrorBox('Rein cannot start', (e as Error).message);
     app.exit(1);

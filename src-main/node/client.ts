@@ -5,7 +5,7 @@ import { errorFromBody, ReinError } from '../common/errors.ts';
 import type { ErrorBody } from '../common/errors.ts';
 import { readOrCreateToken } from './home.ts';
 import type { ReinHome } from './home.ts';
-import { readServerInfo } from './server/info.ts';
+import { readServerInfo } from './capture-server/info.ts';
 
 /** Nothing answered at the recorded address (the core stopped or crashed): callers may fall back to the store. */
 export class ConnectionError extends ReinError {
@@ -19,8 +19,8 @@ export interface HttpClient {
   readonly url: string;
   call<V extends VerbName>(verb: V, input: VerbInput<V>): Promise<VerbOutput<V>>;
   health(): Promise<{ ok: boolean; version: string }>;
-  /** Read the event stream until `signal` aborts or the server ends it. */
-  events(onEvent: (name: EventName, payload: unknown) => void, signal: AbortSignal): Promise<void>;
+  /** Read the event stream until `signal` aborts or the server ends it; `onOpen` once the stream is connected. */
+  events(onEvent: (name: EventName, payload: unknown) => void, signal: AbortSignal, onOpen?: () => void): Promise<void>;
 }
 
 export function createHttpClient(opts: { url: string; token: string; timeoutMs?: number }): HttpClient {
@@ -67,12 +67,13 @@ export function createHttpClient(opts: { url: string; token: string; timeoutMs?:
     async health() {
       return (await parse(await send('api/health', { signal: AbortSignal.timeout(timeoutMs) }))) as { ok: boolean; version: string };
     },
-    async events(onEvent, signal) {
+    async events(onEvent, signal, onOpen) {
       const res = await send('api/events', { headers: auth, signal });
       if (!res.ok || !res.body) {
         await parse(res);
         return;
       }
+      onOpen?.();
       const decoder = new TextDecoder();
       let buf = '';
       try {

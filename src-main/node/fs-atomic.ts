@@ -2,7 +2,7 @@
 // on one filesystem), then renamed over the target. On any failure the temporary file is removed and the target is
 // as it was. The GGUF and safetensors writers, the JSONL export and the installers' config writes all go through it.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -38,4 +38,31 @@ export function writeFileAtomic<T>(file: string, write: (fd: number) => T, opts:
 export function writeAll(fd: number, bytes: Uint8Array): void {
   let off = 0;
   while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+}
+
+/**
+ * fsyncs every file under `dir`, then each directory (children first), so a power cut after a following rename finds
+ * the bytes there: without it, ext4 and others may persist the rename before the data (zero-length files in a whole-
+ * looking directory). Directories are opened read-only, which Linux and macOS allow fsync on.
+ */
+export function fsyncTree(dir: string): void {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) fsyncTree(p);
+    else if (e.isFile()) fsyncPath(p);
+  }
+  fsyncPath(dir);
+}
+
+/** fsync of one file or directory by path (a directory's fsync persists its entries: a rename into it). */
+export function fsyncPath(p: string): void {
+  const fd = openSync(p, 'r');
+  try {
+    fsyncSync(fd);
+  } catch (e) {
+    // Windows cannot fsync a directory (EPERM/EISDIR); there the rename is what NTFS journals.
+    if (!['EPERM', 'EISDIR', 'EINVAL'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,4 +1,4 @@
-// Whether a process id names a live process: the core lock (server/lock.ts) and the training lock (training/lock.ts)
+// Whether a process id names a live process: the core lock (core-lock.ts) and the training lock (training/lock.ts)
 // both ask it of the pid a lock file names.
 
 /**

@@ -4,6 +4,7 @@ import { createStore } from 'zustand/vanilla';
 import type { StoreApi } from 'zustand/vanilla';
 import type { ReinClient } from '../services/api.ts';
 import { createAdaptersSlice } from './adapters.ts';
+import { createChatSlice } from './chat.ts';
 import { createNavSlice } from './nav.ts';
 import { createPopupSlice } from './popup.ts';
 import { createRatingsSlice } from './ratings.ts';
@@ -27,6 +28,7 @@ export function createReinStore(client: ReinClient, opts: { view?: View } = {}):
     ...createRatingsSlice(client)(...a),
     ...createAdaptersSlice(client)(...a),
     ...createWizardSlice(client)(...a),
+    ...createChatSlice(client)(...a),
     init: async () => {
       const s = a[1]();
       await Promise.all([s.loadStatus(), s.loadTurns(), s.loadSettings(), s.loadRuns(), s.loadAdapters(), s.loadEma()]);

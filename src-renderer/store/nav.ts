@@ -2,6 +2,8 @@ import type { NavSlice, ReinState, Slice, View } from './types.ts';
 
 export const VIEWS: { id: View; label: string }[] = [
   { id: 'rate', label: 'Rate' },
+  { id: 'chat', label: 'Chat' },
+  { id: 'arena', label: 'Arena' },
   { id: 'training', label: 'Training' },
   { id: 'versions', label: 'Versions' },
   { id: 'ratings', label: 'Ratings' },

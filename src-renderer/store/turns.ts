@@ -137,7 +137,9 @@ export function selectCurrentTurn(s: ReinState): TurnSummary | null {
     const opened = s.turns.find((t) => t.id === s.cardTurnId) ?? s.inboxTurns.find((t) => t.id === s.cardTurnId);
     if (opened) return opened;
   }
-  return s.turns.find((t) => t.state === 'unrated') ?? s.turns.find((t) => t.state === 'rated') ?? null;
+  // An arena answer is rated by its vote, on the Arena screen, while the pair is still blind: never on the card.
+  const card = (t: TurnSummary) => t.source !== 'arena';
+  return s.turns.find((t) => t.state === 'unrated' && card(t)) ?? s.turns.find((t) => t.state === 'rated' && card(t)) ?? null;
 }
 
 /** The list below the card: the recent turns (or those of the chosen state), except the card's own. */

@@ -6,6 +6,7 @@ import type { SettingDescription, SettingKey, Settings } from '../../src-main/co
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
 import type { ApiError } from '../services/api.ts';
+import type { ChatSlice } from './chat.ts';
 
 export type RatingChoice = 'good' | 'bad';
 
@@ -93,7 +94,7 @@ export interface TrainingSlice {
   loadReward: () => Promise<void>;
 }
 
-export type View = 'rate' | 'training' | 'versions' | 'ratings' | 'setup' | 'settings';
+export type View = 'rate' | 'chat' | 'arena' | 'training' | 'versions' | 'ratings' | 'setup' | 'settings';
 
 export interface NavSlice {
   view: View;
@@ -223,7 +224,8 @@ export type ReinState = StatusSlice &
   PopupSlice &
   RatingsSlice &
   AdaptersSlice &
-  WizardSlice & {
+  WizardSlice &
+  ChatSlice & {
   /** Load everything the first screen shows. */
   init: () => Promise<void>;
 };

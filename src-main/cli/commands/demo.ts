@@ -1,5 +1,5 @@
 // `rein demo`: the whole loop offline on the small pretrained LM (resources/small-lm), through the product
-// (node/training/small-lm/learning.ts): each round samples answers through the serve-model stack (the capture proxy
+// (node/demo/learning.ts): each round samples answers through the serve-model stack (the capture proxy
 // and Rein's own model server with the active adapter), rates them with a visible style rule, trains one round with
 // the balanced preset through the scheduler and the worker, and measures the held-out preferred-style rate with its
 // 95% interval. --teacher N adds the off-policy run (N rated answers of a second sampler, trained with KTO).
@@ -28,8 +28,8 @@ registerCommand({
     keep: { type: 'boolean', help: 'keep the demo folder (homes, database, adapters) and print its path' },
   },
   async run(ctx) {
-    const { STYLES } = await import('../../node/training/small-lm/corpus.ts');
-    const { runLearning, HELD_OUT_MAX } = await import('../../node/training/small-lm/learning.ts');
+    const { STYLES } = await import('../../node/demo/corpus.ts');
+    const { runLearning, HELD_OUT_MAX } = await import('../../node/demo/learning.ts');
     const rule = stringOption(ctx.options, 'rule') ?? 'question';
     const style = STYLES.find((s) => s.name === rule);
     if (style === undefined) throw new BadInputError(`--rule must be one of ${STYLES.map((s) => s.name).join(', ')}, not ${JSON.stringify(rule)}`, 'rule');

@@ -6,7 +6,7 @@ import { gguf } from '@huggingface/gguf';
 import { runCliInProcess } from '../test-utils/rein.ts';
 import { writeTinyModel } from '../../node/engine/tiny.ts';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { loadHfModel, loadModel } from '../../node/engine/hf.ts';
 import { savePeftAdapter } from '../../node/engine/peft.ts';
 import './gguf.ts';

@@ -12,4 +12,6 @@ import './serve-model.ts';
 import './publish.ts';
 import './train.ts';
 import './gym.ts';
+import './encryption.ts';
+import './chat.ts';
 import './reward.ts';

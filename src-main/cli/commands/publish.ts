@@ -9,7 +9,7 @@ registerCommand({
   usage: 'rein publish [--target ollama|vllm|llamaServer|lmStudio]...',
   options: { target: { type: 'string', multiple: true, help: 'only this target <name> (default: every enabled one)' } },
   async run(ctx) {
-    const { createCore } = await import('../../node/core/core.ts');
+    const { composeCore } = await import('../../node/compose.ts');
     const { publishActive } = await import('../../node/serving/publish.ts');
     const { PUBLISH_TARGETS } = await import('../../node/serving/lint.ts');
     const raw = ctx.options.target;
@@ -17,7 +17,7 @@ registerCommand({
     for (const t of targets ?? []) {
       if (!(PUBLISH_TARGETS as readonly string[]).includes(t)) throw new BadInputError(`unknown target ${t} (use ${PUBLISH_TARGETS.join(', ')})`, 'target');
     }
-    const core = createCore({ home: ctx.home });
+    const core = composeCore({ home: ctx.home });
     try {
       const out = await publishActive(core, targets === undefined ? {} : { targets: targets as (typeof PUBLISH_TARGETS)[number][] });
       const lines = Object.entries(out).map(([t, o]) => `${t}: ${o.ok ? 'ok' : 'FAILED'}: ${o.message}`);

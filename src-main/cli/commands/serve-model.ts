@@ -19,11 +19,11 @@ registerCommand({
   },
   async run(ctx) {
     const port = intOption(ctx.options, 'port', 0, 65535);
-    const { createCore } = await import('../../node/core/core.ts');
+    const { composeCore } = await import('../../node/compose.ts');
     const { readOrCreateToken } = await import('../../node/home.ts');
     const { startServeStack } = await import('../../node/serving/stack.ts');
     const log = (line: string) => ctx.io.stderr(line + '\n');
-    const core = createCore({ home: ctx.home });
+    const core = composeCore({ home: ctx.home });
     try {
       const stack = await startServeStack({
         core,

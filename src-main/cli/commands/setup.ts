@@ -4,11 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { BadInputError, ReinError } from '../../common/errors.ts';
-import { claudeIntegration } from '../../node/integrations/claude/install.ts';
-import { codexIntegration } from '../../node/integrations/codex/install.ts';
-import { openclawIntegration } from '../../node/integrations/openclaw/install.ts';
-import { AGENTS, describeChange, install, toChanges, uninstall } from '../../node/integrations/shared/installer.ts';
-import type { AgentName, InstallEnv, Integration } from '../../node/integrations/shared/installer.ts';
+import { claudeIntegration } from '../../node/install/claude.ts';
+import { codexIntegration } from '../../node/install/codex.ts';
+import { openclawIntegration } from '../../node/install/openclaw.ts';
+import { AGENTS, describeChange, install, toChanges, uninstall } from '../../node/install/installer.ts';
+import type { AgentName, InstallEnv, Integration } from '../../node/install/installer.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
 import { installEnv, localModelChoice } from '../../node/system/agents.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LoraError, fromBase, fuse, loraScale, loraSpec, loraTargets, peftKeys } from './lora.ts';
-import { llamaLinearParams, parseLlamaConfig } from './models/llama.ts';
+import { llamaLinearParams, parseLlamaConfig } from './families/llama.ts';
 import { Rng } from './rng.ts';
 
 const config = parseLlamaConfig({

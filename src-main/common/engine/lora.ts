@@ -6,8 +6,8 @@
 import { ReinError } from '../errors.ts';
 import type { FloatDType } from './composites.ts';
 import { type Graph, GraphError, type Tensor } from './ir.ts';
-import { modulePath } from './models/params.ts';
-import type { ResolvedParam } from './models/params.ts';
+import { modulePath } from './families/params.ts';
+import type { ResolvedParam } from './families/params.ts';
 import { Rng } from './rng.ts';
 import * as op from './ops.ts';
 

@@ -8,7 +8,7 @@ import { emaNext } from '../../common/rewards.ts';
 import { resolveHome } from '../home.ts';
 import { createCore } from './core.ts';
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'concurrency-child.ts');
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'test-utils', 'concurrency-child.ts');
 const WORKERS = 4;
 const PER_WORKER = 250;
 const dir = mkdtempSync(path.join(tmpdir(), 'rein-conc-'));

@@ -8,23 +8,26 @@ import pkg from '../../../package.json' with { type: 'json' };
 import { VERBS, type Actor, type CaptureTurnInput, type EventName, type Events, type VerbName, type VerbOutputs, type VerbParsed } from '../../common/api.ts';
 import { describeSettings, isSettingKey, SETTING_KEYS, SETTINGS, type Settings } from '../../common/config.ts';
 import type { RatingView, Status } from '../../common/domain.ts';
-import { BadInputError, NotFoundError, ReinError } from '../../common/errors.ts';
+import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
+import { CHAT_SOURCES, voteLabels, versionStats, type ChatSource } from '../../common/chat/arena.ts';
+import type { ArenaMatchView, ChatAnswer } from '../../common/api.ts';
+import type { ArenaMatchRow } from '../store/arena.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
 import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
+import { type KeyProtector, openCipher } from '../store/keyring.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { withRoundTimes } from '../../common/training/estimate.ts';
 import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
-import { modelShape, resolveModelDir } from '../training/model.ts';
+import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
-import { createSystemHandlers } from '../system/index.ts';
-import { createRewardService } from '../reward/service.ts';
+import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -34,7 +37,7 @@ export interface CoreOptions {
   /** Clock in Unix milliseconds (tests pass a fake one). */
   now?: () => number;
   /**
-   * The capture server's core (serve.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
+   * The capture server's core (headless.ts): a capture waits at most CAPTURE_WAIT_MS for another process's write lock,
    * then goes to a durable spool that is stored in order once the database is free (core/spool.ts), so the server's
    * one thread never sleeps out the 5 s busy timeout. Only the holder of core.lock may set it: one spool writer.
    */
@@ -43,6 +46,88 @@ export interface CoreOptions {
   timers?: SchedulerTimers;
   /** The idle guard of nightly rounds and training.onlyWhenIdle (default: the load average, scheduler.ts machineIdle). */
   machineIdle?: () => boolean;
+  /**
+   * The setup wizard's verbs (node/system/), which sit above the core: they install integrations and read the capture
+   * server's file. The composition root (node/compose.ts) passes them in; a core opened without them answers those
+   * verbs with not_available.
+   */
+  wizard?: (deps: WizardDeps) => WizardHandlers;
+  /**
+   * Rein's own chat and the arena's answers (serving/chat.ts), which sit above the core: they start the serve stack.
+   * The composition root passes them in; a core opened without them answers chat and arenaStart with not_available.
+   */
+  chat?: (deps: ChatDeps) => ChatService;
+  /** The OS keychain (the app's safeStorage), to open an encrypted home without the passphrase (store/keyring.ts). */
+  keyProtector?: KeyProtector | null;
+}
+
+export interface ChatMessageIn {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface AnswerRequest {
+  messages: ChatMessageIn[];
+  /** undefined: the active version; 0: the base. */
+  version: number | undefined;
+  source: ChatSource;
+  session: string;
+  streamId: string | undefined;
+  maxTokens: number;
+}
+
+/** Answers a chat through the capture proxy, so each answer is stored as an on-policy turn. */
+export interface ChatService {
+  answer(req: AnswerRequest): Promise<ChatAnswer>;
+  close(): Promise<void>;
+}
+
+/** What the chat service gets from the core. */
+export interface ChatDeps {
+  home: ReinHome;
+  core: () => ReinCore;
+  store: Store;
+  settings: () => Settings;
+  modelId: () => string;
+  emit: (streamId: string, text: string) => void;
+  onSettingsChanged: (fn: (changed: Partial<Settings>) => void) => () => void;
+  log?: (line: string) => void;
+}
+
+function noChat(): ChatService {
+  return {
+    answer: () => {
+      throw new NotAvailableError('chat', 'this core was opened without the chat service (node/compose.ts composeCore wires it)');
+    },
+    close: async () => {},
+  };
+}
+
+/** What the wizard's verbs get from the core. */
+export interface WizardDeps {
+  home: ReinHome;
+  settings: () => Settings;
+  setSettings: (values: Record<string, unknown>) => Settings;
+  env?: NodeJS.ProcessEnv;
+}
+
+type WizardVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
+export type WizardHandlers = { [V in WizardVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
+
+function noWizard(): WizardHandlers {
+  const refuse = (verb: WizardVerb): never => {
+    throw new NotAvailableError(verb, 'this core was opened without the setup wizard (node/compose.ts composeCore wires it)');
+  };
+  return {
+    detectAgents: () => refuse('detectAgents'),
+    detectHardware: () => refuse('detectHardware'),
+    discoverModels: () => refuse('discoverModels'),
+    planAgent: () => refuse('planAgent'),
+    connectAgent: () => refuse('connectAgent'),
+    useModel: () => refuse('useModel'),
+    useDemoModel: () => refuse('useDemoModel'),
+    sendTestTurn: () => refuse('sendTestTurn'),
+  };
 }
 
 /** The Core plus its store, for the parts of the core that write runs and adapters (the trainer) and tests. */
@@ -57,6 +142,12 @@ export interface ReinCore extends Core {
    * same events and automatic training check as the `rate` verb. In-process only: no transport exposes it.
    */
   rateReward(turnId: number, reward: number, rater: string): RatingView;
+  /**
+   * Stops the chat's model server (llama.cpp) and proxy, if a chat started them, and waits until they are closed.
+   * Call it before close(): close() alone stops them without waiting, and a process that exits meanwhile may cut
+   * llama.cpp off mid-dispose.
+   */
+  stopChat(): Promise<void>;
 }
 
 /** The model whose ratings, EMA and adapters the verbs work on: setting `model.active`, or `default`. */
@@ -77,68 +168,23 @@ function absolutePath(verb: string, p: string): string {
 
 type Handlers = { [V in VerbName]: (input: VerbParsed<V>, actor: Actor) => VerbOutputs[V] | Promise<VerbOutputs[V]> };
 
-export function createCore(opts: CoreOptions): ReinCore {
-  const home = ensureHome(opts.home);
-  const now = opts.now ?? Date.now;
-  const store = new Store(home.dbPath, now);
-  const hub = new EventHub((event, err) => {
-    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
-    console.error(`rein: a ${event} listener threw:`, err);
-  });
-  const spool = opts.spoolCaptures
-    ? new CaptureSpool({
-        store,
-        file: home.captureSpoolPath,
-        stored: (r) => {
-          if (r.created) emit('turnCaptured', r.turn);
-        },
-      })
-    : null;
-  let closed = false;
-  const scheduler = new Scheduler({
-    home,
-    store,
-    modelId: () => modelOf(settings()),
-    settings: () => settings(),
-    emit: (event, payload) => emit(event, payload),
-    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
-    machineIdle: opts.machineIdle,
-  });
+/** What the verbs share: the store, the scheduler, the settings and status as they are now, and the event hub. */
+interface VerbContext {
+  home: ReinHome;
+  now: () => number;
+  store: Store;
+  scheduler: Scheduler;
+  /** The capture spool of the process holding core.lock (CoreOptions.spoolCaptures), else null. */
+  spool: CaptureSpool | null;
+  settings(): Settings;
+  modelOf(s: Settings): string;
+  status(): Status;
+  emit<E extends EventName>(event: E, payload: Events[E]): void;
+}
 
-  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
-  function settings(): Settings {
-    return readSettings(store);
-  }
-
-  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
-
-  function status(): Status {
-    const s = settings();
-    const modelId = modelOf(s);
-    const c = store.counts(modelId);
-    const active = store.adapters.active(modelId);
-    const ema = store.emaValue(modelId);
-    return {
-      version: pkg.version,
-      home: home.dir,
-      model: { id: modelId, configured: s['model.active'] !== null },
-      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
-      ratings: c.ratings,
-      pending: c.pending,
-      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
-      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
-      ema: ema === null ? null : { value: ema, count: c.ratings.total },
-      turns: c.turns,
-      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
-      rejected: store.runs.lastRejected(modelId),
-      capture: { paused: s['capture.paused'] },
-    };
-  }
-
-  function emit<E extends EventName>(event: E, payload: Events[E]): void {
-    hub.emit(event, payload);
-  }
-
+/** Capturing, rating and browsing turns and ratings. */
+function turnVerbs(c: VerbContext) {
+  const { now, store, scheduler, spool, settings, modelOf, status, emit } = c;
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
     const at = now();
     if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
@@ -173,20 +219,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     };
   }
 
-  function removeAdapterDirs(paths: string[]): void {
-    const root = path.resolve(home.adaptersDir) + path.sep;
-    for (const p of paths) {
-      const abs = path.resolve(p);
-      // Only ever delete inside the home's adapters folder, whatever a row says.
-      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
-    }
-  }
-
-  const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
-
-  const handlers: Handlers = {
-    status: () => status(),
-
+  return {
     captureTurn: (input, actor) => {
       const s = settings();
       if (s['capture.paused']) {
@@ -194,7 +227,8 @@ export function createCore(opts: CoreOptions): ReinCore {
           field: 'capture.paused',
         });
       }
-      if (!s['capture.agents'].includes(input.source)) {
+      // Rein's own chat and arena are always captured: their answers are what the user came to rate.
+      if (!s['capture.agents'].includes(input.source) && !(CHAT_SOURCES as readonly string[]).includes(input.source)) {
         throw new ReinError(
           'conflict',
           `source ${input.source} is not in capture.agents (${s['capture.agents'].join(', ')}); turn ${input.eventId} was not stored`,
@@ -287,6 +321,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     emaHistory: (input) => store.emaHistory(modelOf(settings()), input.limit),
+  } satisfies Partial<Handlers>;
+}
+
+/** Reading and writing settings (validated against common/config.ts). */
+function settingsVerbs(c: VerbContext) {
+  const { store, scheduler, settings, emit } = c;
+  return {
     getSettings: () => settings(),
     describeSettings: () => describeSettings(),
 
@@ -322,7 +363,22 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return settings();
     },
+  } satisfies Partial<Handlers>;
+}
 
+/** Rounds, adapter versions, presets, rollback and reset. */
+function trainingVerbs(c: VerbContext) {
+  const { home, store, scheduler, settings, modelOf, status, emit } = c;
+  function removeAdapterDirs(paths: string[]): void {
+    const root = path.resolve(home.adaptersDir) + path.sep;
+    for (const p of paths) {
+      const abs = path.resolve(p);
+      // Only ever delete inside the home's adapters folder, whatever a row says.
+      if (abs.startsWith(root)) rmSync(abs, { recursive: true, force: true });
+    }
+  }
+
+  return {
     listRuns: (input) => store.runs.list(modelOf(settings()), input.limit),
     listAdapters: () => store.adapters.list(modelOf(settings())),
 
@@ -372,7 +428,13 @@ export function createCore(opts: CoreOptions): ReinCore {
     },
 
     testRewardMapper: (input) => tryRewardMapper(store, input.source, input.limit),
+  } satisfies Partial<Handlers>;
+}
 
+/** Export and import of turns and ratings as JSONL. */
+function dataVerbs(c: VerbContext) {
+  const { store, settings, status, emit } = c;
+  return {
     exportData: (input, actor) => exportJsonl(store, absolutePath('exportData', input.path), actor),
 
     importData: (input, actor) => {
@@ -385,13 +447,171 @@ export function createCore(opts: CoreOptions): ReinCore {
       }
       return { turns: result.turns, ratings: result.ratings, skipped: result.skipped, bad: result.bad, badLines: result.badLines };
     },
+  } satisfies Partial<Handlers>;
+}
+
+/** Rein's own chat and the blind arena: answers through the capture proxy (serving/chat.ts), votes as ratings on each side. */
+function chatVerbs(c: VerbContext, chat: ChatService, rate: (input: VerbParsed<'rate'>, actor: Actor) => VerbOutputs['rate']) {
+  const { now, store, settings, modelOf } = c;
+
+  /** An arena match as the client sees it: the versions stay hidden until the vote. */
+  function matchView(r: ArenaMatchRow): ArenaMatchView {
+    const side = (turnId: number, version: number) => ({ turnId, text: store.turnSummary(turnId) === null ? '' : store.getTurn(turnId).response, version: r.vote === null ? null : version });
+    return { id: r.id, prompt: r.prompt, a: side(r.turn_a, r.version_a), b: side(r.turn_b, r.version_b), vote: r.vote, createdAt: r.created_at };
+  }
+
+  return {
+    chat: (input) =>
+      chat.answer({
+        messages: input.messages,
+        version: input.version,
+        source: 'chat',
+        session: input.session ?? `chat-${now()}`,
+        streamId: input.streamId,
+        maxTokens: input.maxTokens,
+      }),
+
+    arenaStart: async (input, actor) => {
+      const modelId = modelOf(settings());
+      let pair = input.versions;
+      if (pair === undefined) {
+        const active = store.adapters.active(modelId);
+        if (active === null) {
+          throw new NotAvailableError('arenaStart', 'no trained version is active, so there is nothing to compare with the base yet: train a round first, or pick two versions');
+        }
+        pair = [active.version, active.parentVersion ?? 0];
+      }
+      if (pair[0] === pair[1]) throw new BadInputError(`arenaStart: pick two different versions (both are v${pair[0]})`, 'versions');
+      // Blind: which version is A is a coin flip, and the client learns the versions only with the vote.
+      const [va, vb] = Math.random() < 0.5 ? pair : [pair[1], pair[0]];
+      const messages = [...(input.system ? [{ role: 'system' as const, content: input.system }] : []), { role: 'user' as const, content: input.prompt }];
+      const session = `arena-${now()}-${Math.random().toString(36).slice(2, 8)}`;
+      const one = (version: number, side: 'a' | 'b') =>
+        chat.answer({ messages, version, source: 'arena', session, streamId: input.streamId === undefined ? undefined : `${input.streamId}:${side}`, maxTokens: input.maxTokens });
+      const a = await one(va, 'a');
+      const b = await one(vb, 'b');
+      for (const x of [a, b]) if (x.turnId === null) throw new ReinError('conflict', `arenaStart: an answer was not stored (${x.note ?? 'unknown reason'}), so it cannot be voted on`);
+      const row = store.arena.create({ modelId, prompt: input.prompt, turnA: a.turnId!, turnB: b.turnId!, versionA: a.version ?? va, versionB: b.version ?? vb }, actor);
+      return matchView(row);
+    },
+
+    arenaVote: (input, actor) => {
+      const row = store.arena.vote(input.matchId, input.vote, input.rater ?? 'user', actor);
+      const labels = voteLabels(input.vote);
+      const ratings = [];
+      for (const [turnId, value] of [[row.turn_a, labels.a], [row.turn_b, labels.b]] as const) {
+        if (value !== null) ratings.push(rate({ turnId, value, rater: 'arena' }, actor));
+      }
+      return { match: matchView(row), ratings: ratings.map((r) => r.rating) };
+    },
+
+    versionStats: () => {
+      const modelId = modelOf(settings());
+      const adapters = [...store.adapters.list(modelId)].reverse();
+      const baseActive = !adapters.some((a) => a.status === 'active');
+      const versions = [
+        { version: 0, parentVersion: null, createdAt: null, status: baseActive ? 'active' : 'base' },
+        ...adapters.map((a) => ({ version: a.version, parentVersion: a.parentVersion, createdAt: a.createdAt, status: a.status })),
+      ];
+      return versionStats(versions, store.arena.voted(modelId), store.arena.goodCounts(modelId));
+    },
+
+  } satisfies Partial<Handlers>;
+}
+
+export function createCore(opts: CoreOptions): ReinCore {
+  const home = ensureHome(opts.home);
+  const now = opts.now ?? Date.now;
+  // An encrypted home opens only with its key: the keychain, or REIN_PASSPHRASE(_FILE); otherwise this throws naming them.
+  const store = new Store(home.dbPath, now, openCipher(home, { protector: opts.keyProtector ?? null }));
+  const hub = new EventHub((event, err) => {
+    // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
+    console.error(`rein: a ${event} listener threw:`, err);
+  });
+  const spool = opts.spoolCaptures
+    ? new CaptureSpool({
+        store,
+        file: home.captureSpoolPath,
+        stored: (r) => {
+          if (r.created) emit('turnCaptured', r.turn);
+        },
+      })
+    : null;
+  let closed = false;
+  const scheduler = new Scheduler({
+    home,
+    store,
+    modelId: () => modelOf(settings()),
+    settings: () => settings(),
+    emit: (event, payload) => emit(event, payload),
+    timers: opts.timers ?? (opts.now ? { now: opts.now, setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) } : undefined),
+    machineIdle: opts.machineIdle,
+  });
+
+  // Validated against common/config.ts; a stored value that no longer validates reads as its default (store/settings.ts).
+  function settings(): Settings {
+    return readSettings(store);
+  }
+
+  const modelOf = (s: Settings): string => s['model.active'] ?? DEFAULT_MODEL_ID;
+
+  function status(): Status {
+    const s = settings();
+    const modelId = modelOf(s);
+    const c = store.counts(modelId);
+    const active = store.adapters.active(modelId);
+    const ema = store.emaValue(modelId);
+    return {
+      version: pkg.version,
+      home: home.dir,
+      model: { id: modelId, configured: s['model.active'] !== null },
+      activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
+      ratings: c.ratings,
+      pending: c.pending,
+      // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
+      threshold: minimumPending(s['training.schedule'], s['training.threshold']),
+      ema: ema === null ? null : { value: ema, count: c.ratings.total },
+      turns: c.turns,
+      training: { state: c.runningRunId === null ? 'idle' : 'running', runId: c.runningRunId },
+      rejected: store.runs.lastRejected(modelId),
+      capture: { paused: s['capture.paused'] },
+    };
+  }
+
+  function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    hub.emit(event, payload);
+  }
+
+  const chat = (opts.chat ?? noChat)({
+    home,
+    core: () => core,
+    store,
+    settings,
+    modelId: () => modelOf(settings()),
+    emit: (streamId, text) => emit('chatToken', { streamId, text }),
+    onSettingsChanged: (fn) => hub.on('settingsChanged', fn),
+  });
+
+  // The reward model's verbs (node/reward/service.ts); it loads the engine only when a turn is scored.
+  const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
+
+  const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
+  const handlers: Handlers = {
+    status: () => status(),
+
+    ...turnVerbs(verbs),
+    ...settingsVerbs(verbs),
+    ...trainingVerbs(verbs),
+    ...dataVerbs(verbs),
+
+    ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     rewardStatus: () => reward.rewardStatus(),
     trainRewardModel: () => reward.trainRewardModel(),
     rewardAsk: (input) => reward.rewardAsk(input.turnId),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...createSystemHandlers({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
   };
 
   scheduler.recover();
@@ -425,12 +645,14 @@ export function createCore(opts: CoreOptions): ReinCore {
         throw e;
       }
     },
+    stopChat: () => chat.close(),
     on: (event, fn) => hub.on(event, fn),
     listenerCount: () => hub.count(),
     close() {
       if (closed) return;
       closed = true;
       scheduler.close();
+      void chat.close();
       void reward.close();
       spool?.close();
       hub.clear();

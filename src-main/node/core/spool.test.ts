@@ -11,6 +11,7 @@ import type { TurnSummary } from '../../common/domain.ts';
 import { resolveHome } from '../home.ts';
 import { createCore } from './core.ts';
 import type { ReinCore } from './core.ts';
+import { newCipher } from '../store/keyring.ts';
 import { CAPTURE_WAIT_MS, CaptureSpool, spoolLine } from './spool.ts';
 
 const cleanup: (() => void)[] = [];
@@ -126,4 +127,23 @@ it('a line torn by a crash is set aside, and the rest of the spool is stored', a
   // The byte columns survive the spool.
   const row = core.store.db.prepare(`SELECT tokens FROM turns WHERE event_id = 'whole'`).get() as { tokens: Buffer };
   expect([...row.tokens]).toEqual([1, 2, 3, 4]);
+});
+
+it('with encryption at rest on, a spooled capture is sealed on disk and stored (sealed) from the spool', () => {
+  const { core } = open();
+  core.store.cipher = newCipher();
+  const file = path.join(core.home.dir, 'spool', 'sealed.jsonl');
+  const t = { source: 'api', session: null, eventId: 'sealed', createdAt: 1, prompt: 'a secret prompt', context: [], response: 'a secret answer', model: null, tokens: null, logprobs: null, adapterVersion: null, policy: null, truncated: false };
+  const line = spoolLine(t, 'hook', core.store.cipher);
+  expect(line).not.toContain('secret');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, line, { mode: 0o600 });
+  const stored: string[] = [];
+  const reader = new CaptureSpool({ store: core.store, file, stored: (r) => stored.push(r.turn.eventId) });
+  expect(reader.replay()).toBe(0);
+  reader.close();
+  expect(stored).toEqual(['sealed']);
+  const row = core.store.db.prepare(`SELECT prompt FROM turns WHERE event_id = 'sealed'`).get() as { prompt: unknown };
+  expect(Buffer.isBuffer(row.prompt)).toBe(true);
+  expect(core.store.stmt<{ prompt: string }>(`SELECT prompt FROM turns WHERE event_id = 'sealed'`).get()!.prompt).toBe('a secret prompt');
 });

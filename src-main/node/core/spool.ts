@@ -14,6 +14,7 @@ import type { Actor, CaptureResult } from '../../common/api.ts';
 import type { TurnSummary } from '../../common/domain.ts';
 import { ReinError } from '../../common/errors.ts';
 import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
+import { EncryptionError, type FieldCipher } from '../store/cipher.ts';
 import { BUSY_TIMEOUT_MS, isBusyError } from '../store/db.ts';
 import type { NewTurn, Store } from '../store/store.ts';
 
@@ -49,18 +50,25 @@ const SpoolLine = z.strictObject({
   }),
 });
 
-/** One line of the spool file, newline included. */
-export function spoolLine(turn: NewTurn, actor: Actor): string {
+/** One line of the spool file, newline included; sealed whole when encryption at rest is on (store/cipher.ts). */
+export function spoolLine(turn: NewTurn, actor: Actor, cipher: FieldCipher | null = null): string {
   const line: z.infer<typeof SpoolLine> = {
     v: 1,
     actor,
     turn: { ...turn, tokens: turn.tokens?.toString('base64') ?? null, logprobs: turn.logprobs?.toString('base64') ?? null },
   };
-  return JSON.stringify(line) + '\n';
+  const json = JSON.stringify(line);
+  return (cipher === null ? json : JSON.stringify({ sealed: cipher.seal(json).toString('base64') })) + '\n';
 }
 
-function decode(line: string): { turn: NewTurn; actor: Actor } {
-  const { actor, turn } = SpoolLine.parse(JSON.parse(line));
+function decode(line: string, cipher: FieldCipher | null): { turn: NewTurn; actor: Actor } {
+  let json = JSON.parse(line) as unknown;
+  const sealed = (json as { sealed?: unknown } | null)?.sealed;
+  if (typeof sealed === 'string') {
+    if (cipher === null) throw new EncryptionError('a spooled capture is sealed and no key is loaded');
+    json = JSON.parse(cipher.open(Buffer.from(sealed, 'base64')));
+  }
+  const { actor, turn } = SpoolLine.parse(json);
   const bytes = (b: string | null) => (b === null ? null : Buffer.from(b, 'base64'));
   return { actor, turn: { ...turn, tokens: bytes(turn.tokens), logprobs: bytes(turn.logprobs) } };
 }
@@ -112,7 +120,7 @@ export class CaptureSpool {
         if (!isBusyError(e)) throw e;
       }
     }
-    this.append(spoolLine(turn, actor), turn);
+    this.append(spoolLine(turn, actor, this.store.cipher), turn);
     this.schedule();
     return { turn: null, created: false, spooled: true };
   }
@@ -129,7 +137,7 @@ export class CaptureSpool {
       results = this.store.withBusyTimeout(waitMs, () =>
         this.store.write(() =>
           batch.map((line) => {
-            const { turn, actor } = decode(line);
+            const { turn, actor } = decode(line, this.store.cipher);
             return this.store.captureTurn(turn, actor);
           }),
         ),
@@ -230,7 +238,7 @@ export class CaptureSpool {
     for (const l of text.split('\n')) {
       if (l === '') continue;
       try {
-        decode(l);
+        decode(l, this.store.cipher);
         good.push(l + '\n');
       } catch {
         bad.push(l + '\n');

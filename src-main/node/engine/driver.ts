@@ -8,8 +8,8 @@ import type { Graph } from '../../common/engine/ir.ts';
 import { vjpSplit } from '../../common/engine/autodiff.ts';
 import type { VjpSplit } from '../../common/engine/autodiff.ts';
 import { loraInputNames } from '../../common/engine/lora.ts';
-import { modelGraphs } from '../../common/engine/models/registry.ts';
-import type { ModelConfig, ModelGraphs } from '../../common/engine/models/registry.ts';
+import { modelGraphs } from '../../common/engine/families/registry.ts';
+import type { ModelConfig, ModelGraphs } from '../../common/engine/families/registry.ts';
 import type { FloatDType, HeadGrad } from '../../common/engine/composites.ts';
 import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
@@ -87,7 +87,7 @@ export class Driver {
   private readonly loraGraphs = new Map<string, LoraGraphs>();
   private fullGraphs: { layer: VjpSplit; head: VjpSplit } | null = null;
   private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
-  /** The family's graphs and per-layer tables (models/registry.ts). */
+  /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
 
   constructor(config: ModelConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
@@ -109,7 +109,7 @@ export class Driver {
     this.logits = this.family.logits(this.dtype);
   }
 
-  /** The weights the graphs are fed; pretraining (training/small-lm) updates them in place. */
+  /** The weights the graphs are fed; pretraining (node/demo) updates them in place. */
   get weights(): DriverWeights {
     return this.w;
   }

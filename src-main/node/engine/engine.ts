@@ -1,9 +1,9 @@
 // The compute API over a loaded model: logprobs, sampling, and the driver whose grad() the training step
 // (node/training/step.ts) runs. The trainer worker and the tests call this.
 import { BadInputError } from '../../common/errors.ts';
-import { modelLinearParams, modelParams } from '../../common/engine/models/registry.ts';
-import type { ModelConfig } from '../../common/engine/models/registry.ts';
-import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import { modelLinearParams, modelParams } from '../../common/engine/families/registry.ts';
+import type { ModelConfig } from '../../common/engine/families/registry.ts';
+import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import type { FloatDType } from '../../common/engine/composites.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
 import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
@@ -91,7 +91,7 @@ export class Engine {
 
   /**
    * A fresh adapter (B = 0) for this model. Without explicit targets, the default modules this model has (an MoE
-   * model's LoRA targets are its attention projections only, models/moe.ts).
+   * model's LoRA targets are its attention projections only, families/moe.ts).
    */
   newAdapter(spec: Partial<LoraSpec> = {}, seed = 0): LoraAdapter {
     const linears = modelLinearParams(this.config);

@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ModelConfigError } from '../../common/engine/models/params.ts';
+import { ModelConfigError } from '../../common/engine/families/params.ts';
 import { ModelLoadError, loadHfModel } from './hf.ts';
 import { SafetensorsError, SafetensorsFile, writeSafetensors } from './safetensors.ts';
 import { tokenizerSourceDir, writeTinyModel } from './tiny.ts';

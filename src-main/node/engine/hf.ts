@@ -6,9 +6,9 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
-import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
-import type { ModelConfig } from '../../common/engine/models/registry.ts';
-import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/families/registry.ts';
+import type { ModelConfig } from '../../common/engine/families/registry.ts';
+import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import { loadGgufModel } from './gguf/load.ts';
 import { SafetensorsFile } from './safetensors.ts';
 import { loadTokenizer } from './tokenizer.ts';

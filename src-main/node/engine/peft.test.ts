@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/families/llama.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { ConflictError } from '../../common/errors.ts';
 import { PeftError, loadPeftAdapter, savePeftAdapter } from './peft.ts';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { ConflictError, ReinError } from '../../common/errors.ts';
 import { loraSpec, peftKeys } from '../../common/engine/lora.ts';
 import type { LoraAdapter, LoraPair } from '../../common/engine/lora.ts';
-import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import { SafetensorsFile, writeSafetensors } from './safetensors.ts';
 import type { TensorToWrite } from './safetensors.ts';
 

@@ -7,9 +7,9 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameS
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ConflictError, NotAvailableError, BadInputError } from '../../common/errors.ts';
-import { modelParams, parseModelConfig } from '../../common/engine/models/registry.ts';
-import { numel } from '../../common/engine/models/params.ts';
-import type { ResolvedParam } from '../../common/engine/models/params.ts';
+import { modelParams, parseModelConfig } from '../../common/engine/families/registry.ts';
+import { numel } from '../../common/engine/families/params.ts';
+import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { writeSafetensors } from './safetensors.ts';
 import type { TensorToWrite, WritableDtype } from './safetensors.ts';

@@ -32,7 +32,7 @@ export class BlackjackAgent extends Agent<BlackjackObs, BlackjackAction> {
   }
 }
 
-/** The small LM's four openings (small-lm/corpus.ts OPEN), in order. */
+/** The small LM's four openings (demo/corpus.ts OPEN), in order. */
 export const SMALL_LM_OPENINGS = ['Sure.', 'Here is how.', 'Good idea.', 'This is simple.'] as const;
 
 /** Which of the four openings `text` starts with (0-3), or null. */

@@ -9,13 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { TrainingProgress } from '../../common/domain.ts';
 import { resolveTrainingConfig } from '../../common/training/presets.ts';
-import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
+import { composeCore } from '../compose.ts';
+import { DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import { loadTokenizer, type ReinTokenizer } from '../engine/tokenizer.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/proxy.ts';
-import { modelShape, resolveModelDir } from '../training/model.ts';
-import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
+import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
 
 export const GYM_SOURCE = 'gym';
@@ -148,7 +149,7 @@ export class GymSession implements AgentBackend {
 /** A fresh Rein home in `dir` on `modelDir` (default the small LM), balanced preset, rounds only when the agent asks. */
 export async function openGymHome(dir: string, o: { modelDir?: string; threads?: number; log?: (line: string) => void } = {}): Promise<{ core: ReinCore; session: GymSession; close(): Promise<void> }> {
   mkdirSync(dir, { recursive: true });
-  const core = createCore({ home: resolveHome({ REIN_HOME: dir }) });
+  const core = composeCore({ home: resolveHome({ REIN_HOME: dir }) });
   try {
     await core.call('setSettings', { values: { 'model.active': o.modelDir ?? SMALL_LM_DIR, 'training.auto': false, 'training.preset': 'balanced', 'proxy.upstream': null } }, 'cli');
     const session = await GymSession.open({ core, threads: o.threads, log: o.log });

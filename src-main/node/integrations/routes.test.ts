@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
-import { startCaptureServer } from '../server/server.ts';
-import type { CaptureServer } from '../server/server.ts';
+import { startCaptureServer } from '../capture-server/server.ts';
+import type { CaptureServer } from '../capture-server/server.ts';
 import { createHookRoutes } from './index.ts';
 import { memoryLog } from './shared/log.ts';
 

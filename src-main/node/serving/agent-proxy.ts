@@ -9,7 +9,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { isJsonContentType, readRawBody } from '../server/body.ts';
+import { isJsonContentType, readRawBody } from '../capture-server/body.ts';
 import { agentTurn } from './agent-turn.ts';
 import type { AgentChat, Segment, SegmentMemory } from './agent-turn.ts';
 import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat } from './anthropic.ts';
@@ -20,6 +20,7 @@ import type { Producer } from './producer.ts';
 import { codexSession, ResponsesRequest, responsesError, ResponsesStream, responsesToChat } from './responses.ts';
 import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
+import { limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
 import type { Sampling, Upstream } from './proxy.ts';
@@ -39,6 +40,8 @@ export interface AgentDeps {
   vocab: () => VocabLike | null;
   producer: (model: string | null) => Promise<Producer | null>;
   maxBody: number;
+  /** The most bytes taken from one upstream reply (upstream-limit.ts); a whole JSON reply, at most UPSTREAM_MAX_JSON_BYTES. */
+  maxReplyBytes: number;
   log: (line: string) => void;
   call(up: Upstream, sub: string, headers: OutgoingHttpHeaders, body: Buffer, signal: AbortSignal): Promise<IncomingMessage>;
   enqueue(job: (quietly: () => Promise<void>) => Promise<void>): void;
@@ -177,6 +180,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const status = upRes.statusCode ?? 502;
   if (status < 200 || status >= 300) {
     const chunks: Buffer[] = [];
+    limitReply(upRes, Math.min(d.maxReplyBytes, UPSTREAM_MAX_JSON_BYTES));
     upRes.on('data', (c: Buffer) => chunks.push(c));
     await new Promise<void>((r) => {
       upRes.on('end', r);
@@ -212,6 +216,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
       // not JSON: nothing to translate
     }
   };
+  const tooBig = limitReply(upRes, isSse ? d.maxReplyBytes : Math.min(d.maxReplyBytes, UPSTREAM_MAX_JSON_BYTES));
   upRes.on('data', (chunk: Buffer) => {
     if (!isSse) whole.push(chunk);
     else for (const ev of split.push(chunk)) onEvent(ev);
@@ -223,8 +228,9 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   });
   if (aborted) return;
   if (!ended) {
-    if (p.stream) res.end(client.error(502, 'the upstream model server closed the connection before its reply ended'));
-    else fail(502, 'the upstream model server closed the connection before its reply ended');
+    const why = tooBig()?.message ?? 'the upstream model server closed the connection before its reply ended';
+    if (p.stream) res.end(client.error(502, why));
+    else fail(502, why);
     return;
   }
   if (isSse) {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Turn } from '../../common/domain.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';

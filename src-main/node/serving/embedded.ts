@@ -17,6 +17,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { ControlledEvaluateInputItem, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
+import { versionOfModelName } from '../../common/chat/arena.ts';
 import { NotAvailableError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
@@ -24,10 +25,10 @@ import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
-import { readJsonBody } from '../server/body.ts';
-import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
-import { modelFolder } from '../training/versions.ts';
-import { resolveModelDir } from '../training/model.ts';
+import { readJsonBody } from '../capture-server/body.ts';
+import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
+import { modelFolder } from '../model-files/adapter-versions.ts';
+import { resolveModelDir } from '../model-files/base-model.ts';
 import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
@@ -168,6 +169,14 @@ class ContextLengthError extends Error {
   }
 }
 
+/** A request for a version that cannot be served: the client's to fix (a 404 naming it). */
+class UnknownVersionError extends Error {
+  constructor(version: number, why: string) {
+    super(`adapter version v${version} ${why}`);
+    this.name = 'UnknownVersionError';
+  }
+}
+
 /** OpenAI's limit on top_logprobs. */
 const MAX_TOP_LOGPROBS = 20;
 
@@ -196,6 +205,8 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   const contexts = new Map<number, LlamaContext>();
   const modelName = path.basename(gguf, '.gguf');
   let queue: Promise<unknown> = Promise.resolve();
+  /** Set by close(): a generation in flight stops at its next token instead of running to max_tokens. */
+  let closing = false;
 
   async function contextFor(version: number, loraPath: string | null): Promise<LlamaContext> {
     let ctx = contexts.get(version);
@@ -239,11 +250,16 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
   }
   type Top = { id: number; logprob: number }[];
 
-  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void): Promise<Gen> {
+  /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
+  async function generate(chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
     const modelId = activeModelId(core);
-    const active = core.store.adapters.active(modelId);
-    const version = active?.version ?? 0;
-    const lora = active === null ? null : ensureGgufLora(active, hfDir!);
+    // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
+    // gets the active one.
+    const asked = versionOfModelName(chat.model);
+    const adapter = asked === null ? core.store.adapters.active(modelId) : asked === 0 ? null : core.store.adapters.byVersion(modelId, asked);
+    if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
+    const version = adapter?.version ?? 0;
+    const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir!);
     const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
     const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
     if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
@@ -252,8 +268,10 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const rng = new Rng(typeof chat.seed === 'number' ? chat.seed : Date.now());
     const ctx = await contextFor(version, lora);
     const seq = ctx.getSequence();
+    const started = performance.now();
+    const ids: number[] = [];
+    let finish: Gen['finish'] = 'length';
     try {
-      const ids: number[] = [];
       const logprobs: number[] = [];
       const tops: Top[] = [];
       const sampled = { logprob: 0 };
@@ -270,12 +288,16 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         logprobs.push(sampled.logprob);
         tops.push(alts);
         onToken(id, sampled.logprob, alts, producer);
-        if (tok.eosIds.includes(id)) return { producer, ids, logprobs, tops, finish: 'stop' };
-        if (ids.length >= maxTokens) return { producer, ids, logprobs, tops, finish: 'length' };
+        if (tok.eosIds.includes(id)) {
+          finish = 'stop';
+          return { producer, ids, logprobs, tops, finish };
+        }
+        if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
         input = [[id as Token, { generateNext: { logits: true } }]];
       }
     } finally {
       seq.dispose();
+      log(`rein model server: v${version}, prompt ${prompt.length} tokens → ${ids.length} tokens (${gone() ? 'client gone' : finish}) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
     }
   }
 
@@ -310,6 +332,9 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
     const toolCalls = (calls: { name: string; arguments: string }[]) =>
       calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    let left = false;
+    res.on('close', () => (left = !res.writableFinished));
+    const gone = () => left || closing;
     const run = queue.then(async () => {
       if (chat.stream === true) {
         let started = false;
@@ -327,7 +352,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
             res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
           }
           chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
-        });
+        }, gone);
         const parsed = split(textOf(g.ids));
         const rest = parsed.text.slice(emitted.length);
         // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
@@ -337,7 +362,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
         res.end('data: [DONE]\n\n');
         return;
       }
-      const g = await generate(chat, top, () => {});
+      const g = await generate(chat, top, () => {}, gone);
       const parsed = split(textOf(g.ids));
       const message = parsed.calls.length > 0 ? { role: 'assistant', content: parsed.text === '' ? null : parsed.text, tool_calls: toolCalls(parsed.calls) } : { role: 'assistant', content: parsed.text };
       res.writeHead(200, { 'content-type': 'application/json', ...producerHeaders(g.producer) });
@@ -376,9 +401,12 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
+      if (!(e instanceof UnknownVersionError)) log(`rein model server: ${(e as Error)?.stack ?? String(e)}`);
       if (res.headersSent) res.destroy();
-      else if (e instanceof ContextLengthError) {
+      else if (e instanceof UnknownVersionError) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'model_not_found' } }));
+      } else if (e instanceof ContextLengthError) {
         // OpenAI's code for it (its error reference), so clients show it as the prompt being too long.
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: e.message, type: 'invalid_request_error', code: 'context_length_exceeded' } }));
@@ -398,6 +426,7 @@ export async function startModelServer(opts: ModelServerOptions): Promise<ModelS
     url: `http://127.0.0.1:${port}/v1`,
     gguf,
     async close() {
+      closing = true;
       dispose();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -13,7 +13,7 @@ import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';

@@ -6,7 +6,7 @@ import type { ReinCore } from '../core/core.ts';
 import { DEFAULT_MODEL_ID } from '../core/core.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
-import { resolveModelDir } from '../training/model.ts';
+import { resolveModelDir } from '../model-files/base-model.ts';
 
 /** Ollama names a model without a tag `name:latest`. */
 const untagged = (name: string): string => name.replace(/:latest$/, '');

@@ -228,6 +228,23 @@ describe('capture proxy', () => {
     expectOnPolicy(await storedTurn(), 2);
   });
 
+  it("Rein's chat and arena name the source (chat or arena only) and event id of the turn they will look up", async () => {
+    await setup('llama-server');
+    const send = (headers: Record<string, string>) =>
+      fetch(`${proxy!.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, ...headers }, body: JSON.stringify(chat()) }).then((r) => r.json());
+    await send({ 'x-rein-source': 'arena', 'x-rein-event-id': 'arena-1' });
+    await send({ 'x-rein-source': 'claude-code', 'x-rein-event-id': 'forged-1' });
+    await send({ 'x-rein-source': 'chat', 'x-rein-event-id': 'bad id with spaces' });
+    await proxy!.idle();
+    const turns = (await core.call('listTurns', {}, 'test')).items.map((t) => [t.source, t.eventId.startsWith('proxy-') ? 'proxy-…' : t.eventId]);
+    expect(turns.sort()).toEqual([
+      ['arena', 'arena-1'],
+      ['chat', 'proxy-…'],
+      ['proxy', 'proxy-…'],
+    ]);
+    expect(core.store.arena.turnId('arena', 'arena-1')).not.toBeNull();
+  });
+
   it('an unknown producer, a chat ending in a tool result, or unmappable token text is stored off-policy', async () => {
     await setup('openai');
     await (await post(chat({ model: 'someone-else' }))).json();

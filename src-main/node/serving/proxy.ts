@@ -21,10 +21,11 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, Server,
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { CaptureTurnInput } from '../../common/api.ts';
+import { CHAT_SOURCES, type ChatSource } from '../../common/chat/arena.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
-import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../server/body.ts';
-import { checkHostAndOrigin, checkToken } from '../server/guards.ts';
+import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../capture-server/body.ts';
+import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
 import { agentRequest } from './agent-proxy.ts';
 import type { AgentDeps } from './agent-proxy.ts';
 import { SegmentMemory } from './agent-turn.ts';
@@ -32,6 +33,7 @@ import { anthropicError } from './anthropic.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
+import { limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
 
@@ -57,6 +59,13 @@ export const MODEL_ID_HEADER = 'x-rein-model-id';
  * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
  */
 export const SAMPLING_HEADER = 'x-rein-sampling';
+
+/**
+ * Rein's own chat and arena (serving/chat.ts) send these so the turn the proxy stores can be found again: its source
+ * (`chat` or `arena`, no other) and its event id. Any other client's turns are `proxy` turns with a random id.
+ */
+export const CHAT_EVENT_HEADER = 'x-rein-event-id';
+export const CHAT_SOURCE_HEADER = 'x-rein-source';
 
 export interface Sampling {
   temperature: number;
@@ -118,6 +127,9 @@ export interface ProxyOptions {
   captureQuietMs?: number;
   /** How long the upstream may stay silent, before its headers or between two chunks (default UPSTREAM_IDLE_MS). */
   upstreamIdleMs?: number;
+  /** The most bytes of one streamed reply passed on (default UPSTREAM_MAX_STREAM_BYTES); a whole JSON reply is held to
+   *  at most UPSTREAM_MAX_JSON_BYTES. Past it the reply is cut and nothing is stored (upstream-limit.ts). */
+  upstreamMaxBytes?: number;
   log?: (line: string) => void;
 }
 
@@ -231,6 +243,9 @@ interface ReplyCopy {
   /** The model name sent upstream in place of the client's, which names the producer exactly. */
   upstreamModel: string | null;
   session: string | undefined;
+  /** Rein's own chat and arena name the turn they will look up (CHAT_EVENT_HEADER, CHAT_SOURCE_HEADER). */
+  eventId: string | undefined;
+  source: ChatSource | undefined;
 }
 
 /** Records every choice of a completion (one CompletionRecorder per `choices[].index`), from one reply or its chunks. */
@@ -309,6 +324,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
   });
 
   const idleMs = opts.upstreamIdleMs ?? UPSTREAM_IDLE_MS;
+  const maxStream = opts.upstreamMaxBytes ?? UPSTREAM_MAX_STREAM_BYTES;
+  const maxJson = Math.min(maxStream, UPSTREAM_MAX_JSON_BYTES);
 
   /** `signal` is the client's: aborted when it goes away, at any point, so no upstream socket outlives it. */
   function upstreamCall(up: Upstream, method: string, sub: string, headers: OutgoingHttpHeaders, body: Buffer | null, signal?: AbortSignal): Promise<IncomingMessage> {
@@ -438,12 +455,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       producer = await opts.producer(copy.upstreamModel ?? chat.model ?? first.model);
     }
     const sampling: Sampling | { reason: string } = copy.headerSampling ?? pinnedSampling(copy.body, copy.kind);
-    const id = `proxy-${randomUUID()}`;
+    const id = copy.eventId ?? `proxy-${randomUUID()}`;
     const single = choices.length === 1 && choices[0]![0] === 0;
     for (const [index, rec] of choices) {
       await quietly();
       const input: CaptureTurnInput = {
-        source: 'proxy',
+        source: copy.source ?? 'proxy',
         eventId: single ? id : `${id}#${index}`,
         prompt: t.prompt,
         context: t.context,
@@ -504,6 +521,10 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     // vLLM extension: tokens as "token_id:N", so no vocabulary lookup is needed. Only when the client will not see them.
     const add = clientLogprobs ? [] : up.kind === 'vllm' ? ['logprobs', 'return_tokens_as_token_ids'] : ['logprobs'];
     const session = typeof req.headers['x-rein-session'] === 'string' ? req.headers['x-rein-session'] : undefined;
+    const asSource = req.headers[CHAT_SOURCE_HEADER];
+    const source = (CHAT_SOURCES as readonly unknown[]).includes(asSource) ? (asSource as ChatSource) : undefined;
+    const asEvent = req.headers[CHAT_EVENT_HEADER];
+    const eventId = source !== undefined && typeof asEvent === 'string' && /^[A-Za-z0-9._:-]{1,200}$/.test(asEvent) ? asEvent : undefined;
     const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
     const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
@@ -539,7 +560,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
     const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
     const rewrite = ok && !clientLogprobs;
-    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session };
+    const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
     const ended = (): void => {
       // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
       if (ok && !aborted) enqueue(copy);
@@ -549,20 +570,22 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
       res.writeHead(status, forwardHeaders(upRes.headers, true));
       const split = new SseSplitter();
+      const tooBig = limitReply(upRes, maxStream);
       upRes.on('data', (chunk: Buffer) => {
         keep(copy, chunk);
         let out = '';
         for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
         if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
       });
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
       const rest = split.rest();
       if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
       res.end();
       ended();
     } else if (rewrite) {
+      const tooBig = limitReply(upRes, maxJson);
       upRes.on('data', (chunk: Buffer) => copy.raw.push(chunk));
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
       const text = Buffer.concat(copy.raw).toString('utf8');
       // Not a JSON object: forwarded as it came (and nothing is recorded from it).
       const rewritten = nullLogprobs(text);
@@ -579,11 +602,12 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     } else {
       // The upstream's bytes, written as they arrive; a copy is kept to read the turn from once the reply has ended.
       res.writeHead(status, forwardHeaders(upRes.headers, false));
+      const tooBig = limitReply(upRes, maxStream);
       upRes.on('data', (chunk: Buffer) => {
         if (!res.write(chunk)) holdFor(res, upRes);
         if (ok) keep(copy, chunk);
       });
-      if (!(await upstreamEnded(upRes))) return cut(res);
+      if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
       res.end();
       ended();
     }
@@ -605,9 +629,16 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     });
   }
 
-  /** A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. */
-  function cut(res: ServerResponse): void {
-    if (!res.destroyed) sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+  /**
+   * A reply the upstream cut off: an error when nothing was sent yet, else the client's connection is cut too. A
+   * reply cut at the size limit ends a stream with an OpenAI-style error event (the SDKs raise it), then the connection.
+   */
+  function cut(res: ServerResponse, tooBig: UpstreamTooLargeError | null = null, sse = true): void {
+    if (res.destroyed) return;
+    if (tooBig === null) return sendError(res, 502, 'the upstream model server closed the connection before its reply ended', 'upstream_error');
+    if (!res.headersSent) return sendError(res, 502, tooBig.message, 'upstream_too_large');
+    if (sse) res.end(`data: ${JSON.stringify({ error: { message: tooBig.message, type: 'upstream_too_large' } })}\n\n`);
+    else res.destroy();
   }
 
   async function models(res: ServerResponse): Promise<void> {
@@ -620,6 +651,8 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
       return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
     }
     res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers, false));
+    limitReply(upRes, maxJson);
+    upRes.on('error', () => res.destroy());
     upRes.pipe(res);
   }
 
@@ -630,6 +663,7 @@ export async function startProxyServer(opts: ProxyOptions): Promise<ProxyServer>
     vocab: opts.vocab,
     producer: opts.producer,
     maxBody,
+    maxReplyBytes: maxStream,
     log,
     call: (up, sub, headers, body, signal) => upstreamCall(up, 'POST', sub, headers, body, signal),
     enqueue: enqueueJob,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fromBase, loraSpec } from '../../common/engine/lora.ts';
-import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/models/llama.ts';
+import { llamaLinearParams, parseLlamaConfig } from '../../common/engine/families/llama.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { createCore } from '../core/core.ts';
 import type { ReinCore } from '../core/core.ts';
@@ -334,4 +334,45 @@ describe('publishers', () => {
       await b.close();
     }
   }, 60_000);
+});
+
+describe('publishing to a server that misbehaves (issue #19 item 5)', () => {
+  it('one that never answers fails in bounded time, one that answers without end is cut at 1 MiB; the active version stays', async () => {
+    let mode: 'silent' | 'endless' = 'silent';
+    const server = createServer((req, res) => {
+      req.resume();
+      // 'silent' never answers; 'endless' sends a body that never ends, as fast as it is read.
+      if (mode !== 'endless') return;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const piece = Buffer.from('x'.repeat(64 * 1024));
+      const pump = (): void => {
+        while (!res.destroyed) if (!res.write(piece)) return void res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      addVersion(1, 'active');
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      await core.call('setSettings', { values: { 'publish.vllm': { enabled: true, url, name: 'rein', apiKey: null, maxLoraRank: 16 } } }, 'test');
+      let t0 = performance.now();
+      const silent = await publishActive(core, { timeoutMs: 1_500 });
+      const silentMs = performance.now() - t0;
+      mode = 'endless';
+      t0 = performance.now();
+      const endless = await publishActive(core, { timeoutMs: 60_000 });
+      const endlessMs = performance.now() - t0;
+      console.log(`publish to a silent vLLM: ${silentMs.toFixed(0)} ms, ${silent.vllm!.message}; to an endless one: ${endlessMs.toFixed(0)} ms, ${endless.vllm!.message}`);
+      expect(silent.vllm!.ok).toBe(false);
+      expect(silent.vllm!.message).toMatch(/failed: .*(timeout|aborted)/i);
+      expect(silentMs).toBeLessThan(5_000);
+      expect(endless.vllm!.ok).toBe(false);
+      expect(endless.vllm!.message).toMatch(/passed 1 MiB/);
+      expect(endlessMs).toBeLessThan(30_000);
+      expect(core.store.adapters.active(modelDir)!.version).toBe(1);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

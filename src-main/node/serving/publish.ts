@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Settings } from '../../common/config.ts';
 import type { AdapterView } from '../../common/domain.ts';
 import { ReinError } from '../../common/errors.ts';
-import { modelLinearParams, parseModelConfig } from '../../common/engine/models/registry.ts';
+import { modelLinearParams, parseModelConfig } from '../../common/engine/families/registry.ts';
 import { fuse, loraScale } from '../../common/engine/lora.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
@@ -23,8 +23,8 @@ import { loadModel } from '../engine/hf.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { writeSafetensors } from '../engine/safetensors.ts';
 import type { TensorToWrite } from '../engine/safetensors.ts';
-import { resolveModelDir } from '../training/model.ts';
-import { GGUF_LORA } from '../training/versions.ts';
+import { resolveModelDir } from '../model-files/base-model.ts';
+import { GGUF_LORA } from '../model-files/adapter-versions.ts';
 import { adapterFacts, lintAdapter, PUBLISH_TARGETS, vllmRankFor } from './lint.ts';
 import type { PublishTarget } from './lint.ts';
 import { activeModelId } from './producer.ts';
@@ -59,7 +59,7 @@ const readJson = (file: string): Record<string, unknown> => JSON.parse(readFileS
 const peftDirOf = (a: AdapterView): string => path.join(a.path, 'peft');
 
 /**
- * The version's GGUF LoRA: a round writes it with the version (training/versions.ts); a version made before that
+ * The version's GGUF LoRA: a round writes it with the version (model-files/adapter-versions.ts); a version made before that
  * gets it here, once, from its PEFT files (the GGUF writer itself writes a temporary file and renames it).
  */
 export function ensureGgufLora(a: AdapterView, modelDir: string): string {
@@ -105,7 +105,30 @@ async function call(
     // The record is what the Versions screen shows, so it names the command that retries once the server is up.
     throw new PublishError(target, `${method} ${url} failed: ${cause ?? (e as Error).message}; start the server, then run: rein publish --target ${target}`);
   }
-  return { status: res.status, text: await res.text() };
+  try {
+    return { status: res.status, text: await boundedText(res, PUBLISH_REPLY_MAX_BYTES) };
+  } catch (e) {
+    throw new PublishError(target, `${method} ${url} failed while reading the reply: ${(e as Error).message}`);
+  }
+}
+
+/** The serving APIs answer in kilobytes; a reply past this is a misbehaving server and is cut (issue #19 item 5). */
+const PUBLISH_REPLY_MAX_BYTES = 1024 ** 2;
+
+/** The body as text, refusing one longer than `max` bytes instead of holding an endless body in memory. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (res.body === null) return '';
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of res.body) {
+    n += c.length;
+    if (n > max) {
+      await res.body.cancel().catch(() => undefined);
+      throw new Error(`the server's reply passed ${max / 1024 ** 2} MiB, far more than a serving API answers; it was cut there`);
+    }
+    parts.push(c);
+  }
+  return Buffer.concat(parts).toString('utf8');
 }
 
 function nameOf(base: string): string {

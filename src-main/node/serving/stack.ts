@@ -1,6 +1,6 @@
 // The serve-model stack: the capture proxy on loopback, forwarding to the upstream in proxy.upstream or, when that is
 // null, to Rein's own llama.cpp model server with the active adapter (embedded.ts). `rein serve-model` runs it until
-// a signal; the learning loop (training/small-lm/learning.ts) samples through it, so its answers are captured the way
+// a signal; the learning loop (demo/learning.ts) samples through it, so its answers are captured the way
 // a user's are. close() stops the proxy, then the model server, and releases both ports.
 import type { ReinCore } from '../core/core.ts';
 import { startModelServer, type ModelServer } from './embedded.ts';

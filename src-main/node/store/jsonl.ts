@@ -9,6 +9,7 @@ import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { rewardOf } from '../../common/rewards.ts';
 import { redact } from '../../common/redact.ts';
+import type { FieldCipher } from './cipher.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
@@ -126,7 +127,10 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
         let buf: string[] = [];
         let size = 0;
         const line = (rec: unknown): void => {
-          const s = JSON.stringify(rec) + '\n';
+          // Encryption on: every record but the header leaves sealed with the current key (importJsonl opens it).
+          const json = JSON.stringify(rec);
+          const sealed = store.cipher !== null && (rec as { type?: unknown }).type !== 'header';
+          const s = (sealed ? JSON.stringify({ type: 'sealed', data: store.cipher!.seal(json).toString('base64') }) : json) + '\n';
           buf.push(s);
           size += s.length;
           if (size > 1 << 20) flush();
@@ -206,7 +210,9 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
         })();
         flush();
       },
-      { mode: 0o600 },
+      // fsync: a full disk or a quota can fail only at the flush (delayed allocation, network filesystems); it must
+      // fail before the rename, so no short file takes the export's name (full-disk.test.ts).
+      { mode: 0o600, fsync: true },
     );
   }
 }
@@ -228,6 +234,10 @@ function writeFailure(code: string, file: string, e: Error): string {
       return `the disk is read-only (EROFS)`;
     case 'ENOSPC':
       return `the disk is full (ENOSPC)`;
+    case 'EDQUOT':
+      return `the disk quota is used up (EDQUOT)`;
+    case 'EFBIG':
+      return `the file would be larger than this system allows (EFBIG)`;
     default:
       return e.message;
   }
@@ -256,7 +266,7 @@ interface BadLines {
   shown: { line: number; reason: string }[];
 }
 
-function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
+function parseFile(file: string, cipher: FieldCipher | null): { turns: TurnRecord[]; runs: RunRecord[]; ratings: RatingRecord[]; bad: BadLines } {
   let text: string;
   try {
     text = readRegularFile(file, IMPORT_MAX_BYTES);
@@ -304,6 +314,15 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
       header = true;
       return;
     }
+    if ((json as { type?: unknown } | null)?.type === 'sealed') {
+      const data = (json as { data?: unknown }).data;
+      if (cipher === null) return badLine(lineNo, 'sealed (an encrypted export) and encryption is off here: enable it with the keyring that wrote the file');
+      try {
+        json = JSON.parse(cipher.open(Buffer.from(typeof data === 'string' ? data : '', 'base64')));
+      } catch (e) {
+        return badLine(lineNo, `sealed, and it does not open: ${(e as Error).message}`);
+      }
+    }
     const r = Record_.safeParse(json);
     if (!r.success) return badLine(lineNo, why(r.error));
     const rec = r.data;
@@ -337,7 +356,7 @@ function parseFile(file: string): { turns: TurnRecord[]; runs: RunRecord[]; rati
 
 /** Imports an export; text is capped and redacted again (both are no-ops on Rein's own exports). */
 export function importJsonl(store: Store, file: string, actor: Actor, maxTextChars: number): ImportResult {
-  const { turns, runs, ratings, bad } = parseFile(file);
+  const { turns, runs, ratings, bad } = parseFile(file, store.cipher);
   return store.write(() => {
     const turnMap = new Map<number, number>();
     const runMap = new Map<number, number>();
@@ -358,9 +377,9 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         text.session,
         text.eventId,
         t.createdAt,
-        text.prompt,
-        JSON.stringify(text.context),
-        text.response,
+        store.seal(text.prompt),
+        store.seal(JSON.stringify(text.context)),
+        store.seal(text.response),
         text.model,
         t.tokens === null ? null : encodeTokens(t.tokens),
         t.logprobs === null ? null : encodeLogprobs(t.logprobs),
@@ -423,9 +442,9 @@ export function importJsonl(store: Store, file: string, actor: Actor, maxTextCha
         r.kind,
         r.value,
         r.scale,
-        text.correction,
+        store.sealNullable(text.correction),
         JSON.stringify(text.tags),
-        text.comment,
+        store.sealNullable(text.comment),
         text.rater,
         r.createdAt,
         r.undoneAt,

@@ -8,7 +8,9 @@ import { checkOrder, migrate, MigrationOrderError, SchemaTooNewError, userVersio
 import { MIGRATIONS } from './migrations/index.ts';
 import * as m0001 from './migrations/0001-init.ts';
 import * as m0002 from './migrations/0002-turn-policy.ts';
-import * as m0003 from './migrations/0003-reward-models.ts';
+import * as m0003 from './migrations/0003-arena.ts';
+import { ARENA_Q } from './arena.ts';
+import * as m0004 from './migrations/0004-reward-models.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -53,7 +55,7 @@ describe('migration runner', () => {
       err = e;
     }
     expect(err).toBeInstanceOf(SchemaTooNewError);
-    expect((err as SchemaTooNewError).message).toMatch(/schema version 99, newer than this Rein knows \(3\)/);
+    expect((err as SchemaTooNewError).message).toMatch(new RegExp(`schema version 99, newer than this Rein knows \\(${MIGRATIONS.length}\\)`));
   });
 
   it('checks the numbering', () => {
@@ -172,13 +174,37 @@ describe('migration 0002-turn-policy', () => {
   });
 });
 
-describe('migration 0003-reward-models', () => {
-  it('adds the reward-model tables, keeps every row, and deletes a turn\'s predictions with the turn', () => {
+describe('migration 0003-arena', () => {
+  it('adds arena_matches beside the rows it finds; a vote comes with its time; the statistics read the voted matches from their index', () => {
     const db = new Database(tmpFile());
     db.pragma('foreign_keys = ON');
     expect(migrate(db, [m0001, m0002])).toEqual([1, 2]);
-    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('api', 'e', 1, 'p', 'r')`).run();
+    const turn = (e: string) => Number(db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('arena', ?, 1, 'p', 'r')`).run(e).lastInsertRowid);
+    const [a, b] = [turn('a'), turn('b')];
     expect(migrate(db, [m0001, m0002, m0003])).toEqual([3]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 2 });
+    const ins = db.prepare('INSERT INTO arena_matches (model_id, prompt, turn_a, turn_b, version_a, version_b, created_at, vote, voted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    ins.run('m', 'p', a, b, 1, 0, 5, null, null);
+    ins.run('m', 'p', a, b, 0, 1, 6, 'a', 7);
+    expect(() => ins.run('m', 'p', a, b, 1, 0, 5, 'a', null)).toThrow(/CHECK/);
+    expect(() => ins.run('m', 'p', a, b, 1, 0, 5, 'win', 1)).toThrow(/CHECK/);
+    expect(db.prepare(ARENA_Q.voted).all('m')).toEqual([{ version_a: 0, version_b: 1, vote: 'a', voted_at: 7 }]);
+    expect(plan(db, ARENA_Q.voted, 'm')).toMatch(/USING INDEX arena_matches_model_voted \(model_id=\?\)/);
+    expect(plan(db, ARENA_Q.voted, 'm')).not.toMatch(/TEMP B-TREE/);
+    // A deleted turn takes its matches with it.
+    db.prepare('DELETE FROM turns WHERE id = ?').run(a);
+    expect(db.prepare('SELECT count(*) AS n FROM arena_matches').get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe('migration 0004-reward-models', () => {
+  it('adds the reward-model tables, keeps every row, and deletes a turn\'s predictions with the turn', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003])).toEqual([1, 2, 3]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('api', 'e', 1, 'p', 'r')`).run();
+    expect(migrate(db, [m0001, m0002, m0003, m0004])).toEqual([4]);
     expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 1 });
     db.prepare(`INSERT INTO reward_models (model_id, version, base_model, created_at, ratings, head) VALUES ('m', 1, '/m', 1, 10, '{}')`).run();
     db.prepare('INSERT INTO reward_predictions (turn_id, reward_model_id, p, asked, created_at) VALUES (1, 1, 0.9, 0, 1)').run();

@@ -40,7 +40,7 @@ const RATED = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correct
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
 
 const CASE = `SELECT r.id AS rating_id, r.turn_id, r.kind, r.value, r.scale, r.tags, r.comment, r.correction, t.source,
-    length(t.response) AS response_len, length(t.prompt) AS prompt_len
+    length(rein_text(t.response)) AS response_len, length(rein_text(t.prompt)) AS prompt_len
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL`;
 
 export class Rounds {

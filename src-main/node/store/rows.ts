@@ -30,7 +30,7 @@ export type TurnSummaryRow = Omit<TurnRow, 'prompt' | 'response' | 'context' | '
 
 export const PREVIEW_CHARS = 200;
 export const TURN_SUMMARY_COLUMNS = `id, source, session, event_id, created_at, model, adapter_version, state,
-  substr(prompt, 1, ${PREVIEW_CHARS}) AS prompt_preview, substr(response, 1, ${PREVIEW_CHARS}) AS response_preview,
+  substr(rein_text(prompt), 1, ${PREVIEW_CHARS}) AS prompt_preview, substr(rein_text(response), 1, ${PREVIEW_CHARS}) AS response_preview,
   tokens IS NOT NULL AS on_policy`;
 
 export interface RatingRow {

@@ -8,8 +8,8 @@ import { defaultSettings } from '../../common/config.ts';
 import { presetConfig } from '../../common/training/presets.ts';
 import { createCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
-import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
-import { modelShape } from '../training/model.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
+import { modelShape } from '../model-files/base-model.ts';
 import { readSettings } from './settings.ts';
 import { Store } from './store.ts';
 

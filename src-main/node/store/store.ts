@@ -9,7 +9,9 @@ import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, Turn, Tur
 import { BadInputError, ConflictError, NotFoundError } from '../../common/errors.ts';
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
 import { Adapters } from './adapters.ts';
+import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
+import { Arena } from './arena.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import { RewardModels } from './reward.ts';
@@ -122,15 +124,24 @@ export class Store implements Sql {
   readonly adapters: Adapters;
   /** What a training round reads from ratings and turns (store/rounds.ts). */
   readonly rounds: Rounds;
+  /** Arena matches and the per-version statistics (store/arena.ts). */
+  readonly arena: Arena;
   /** The reward model's versions and predictions (store/reward.ts). */
   readonly rewardModels: RewardModels;
 
-  constructor(file: string, now: () => number = Date.now) {
+  /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
+  cipher: FieldCipher | null;
+
+  constructor(file: string, now: () => number = Date.now, cipher: FieldCipher | null = null) {
     this.db = openDatabase(file);
     this.now = now;
+    this.cipher = cipher;
+    // SQL that reads a sealed column's text (previews, search, lengths) goes through rein_text.
+    this.db.function('rein_text', { deterministic: true }, (v: unknown) => (isSealed(v) ? this.openField(v) : v));
     this.runs = new Runs(this);
     this.adapters = new Adapters(this);
     this.rounds = new Rounds(this);
+    this.arena = new Arena(this);
     this.rewardModels = new RewardModels(this);
   }
 
@@ -138,14 +149,100 @@ export class Store implements Sql {
     if (this.db.open) this.db.close();
   }
 
-  /** A statement prepared once per SQL text. */
+  /** A statement prepared once per SQL text. Rows it reads from turns and ratings come with their sealed text opened. */
   stmt<R = unknown>(sql: string): Statement<unknown[], R> {
     let s = this.cache.get(sql);
     if (s === undefined) {
       s = this.db.prepare(sql);
+      if (s.reader && /\b(turns|ratings)\b/.test(sql)) s = this.opening(s);
       this.cache.set(sql, s);
     }
     return s as Statement<unknown[], R>;
+  }
+
+  /** The text to store in a sealed column: an AES-GCM blob when encryption is on, else the text. */
+  seal(text: string): string | Buffer {
+    return this.cipher === null ? text : this.cipher.seal(text);
+  }
+
+  sealNullable(text: string | null): string | Buffer | null {
+    return text === null ? null : this.seal(text);
+  }
+
+  private openField(v: Buffer): string {
+    if (this.cipher === null) throw new EncryptionError('rein.db holds encrypted text and no key is loaded: set REIN_PASSPHRASE or REIN_PASSPHRASE_FILE');
+    return this.cipher.open(v);
+  }
+
+  private openRow<T>(row: T): T {
+    if (row !== null && typeof row === 'object') {
+      const r = row as Record<string, unknown>;
+      for (const c of SEALED_COLUMNS) {
+        const v = r[c];
+        if (isSealed(v)) r[c] = this.openField(v);
+      }
+    }
+    return row;
+  }
+
+  /** The statement with get/all/iterate opening sealed columns by name (cipher.ts SEALED_COLUMNS). */
+  private opening(s: Statement): Statement {
+    const open = <T>(row: T): T => this.openRow(row);
+    return new Proxy(s, {
+      get(target, prop) {
+        if (prop === 'get') return (...a: unknown[]) => open(target.get(...a));
+        if (prop === 'all') return (...a: unknown[]) => target.all(...a).map(open);
+        if (prop === 'iterate') {
+          return function* (...a: unknown[]) {
+            for (const r of target.iterate(...a)) yield open(r);
+          };
+        }
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  /**
+   * Re-seals every turn's and rating's text with `next` (null: stores it as plain text), in one transaction, then
+   * rewrites the file (VACUUM) and empties the WAL, so no page of the old form stays in rein.db or rein.db-wal.
+   */
+  resealAll(next: FieldCipher | null): { turns: number; ratings: number } {
+    const seal = (t: string | null): string | Buffer | null => (t === null || next === null ? t : next.seal(t));
+    const plain = (v: unknown): string | null => (v === null ? null : isSealed(v) ? this.openField(v) : (v as string));
+    const counts = this.write(() => {
+      let turns = 0;
+      let ratings = 0;
+      const upTurn = this.db.prepare('UPDATE turns SET prompt = ?, context = ?, response = ? WHERE id = ?');
+      const upRating = this.db.prepare('UPDATE ratings SET correction = ?, comment = ? WHERE id = ?');
+      const tBatch = this.db.prepare('SELECT id, prompt, context, response FROM turns WHERE id > ? ORDER BY id LIMIT 500');
+      const rBatch = this.db.prepare('SELECT id, correction, comment FROM ratings WHERE id > ? ORDER BY id LIMIT 500');
+      for (let after = 0; ; ) {
+        const rows = tBatch.all(after) as { id: number; prompt: unknown; context: unknown; response: unknown }[];
+        if (rows.length === 0) break;
+        for (const r of rows) upTurn.run(seal(plain(r.prompt)), seal(plain(r.context)), seal(plain(r.response)), r.id);
+        turns += rows.length;
+        after = rows.at(-1)!.id;
+      }
+      for (let after = 0; ; ) {
+        const rows = rBatch.all(after) as { id: number; correction: unknown; comment: unknown }[];
+        if (rows.length === 0) break;
+        for (const r of rows) upRating.run(seal(plain(r.correction)), seal(plain(r.comment)), r.id);
+        ratings += rows.length;
+        after = rows.at(-1)!.id;
+      }
+      return { turns, ratings };
+    });
+    this.cipher = next;
+    this.db.exec('VACUUM');
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+    return counts;
+  }
+
+  /** How many turns hold sealed text and how many plain (rein encryption status). */
+  sealedCounts(): { sealed: number; plain: number } {
+    const r = this.db.prepare(`SELECT sum(typeof(response) = 'blob') AS sealed, sum(typeof(response) = 'text') AS plain FROM turns`).get() as { sealed: number | null; plain: number | null };
+    return { sealed: r.sealed ?? 0, plain: r.plain ?? 0 };
   }
 
   /** Runs `fn` in one IMMEDIATE transaction (nested calls become savepoints). */
@@ -208,9 +305,9 @@ export class Store implements Sql {
         t.session,
         t.eventId,
         t.createdAt,
-        t.prompt,
-        JSON.stringify(t.context),
-        t.response,
+        this.seal(t.prompt),
+        this.seal(JSON.stringify(t.context)),
+        this.seal(t.response),
         t.model,
         t.tokens,
         t.logprobs,
@@ -260,7 +357,7 @@ export class Store implements Sql {
     if (q.until !== undefined) f.add('created_at < ?', q.until);
     if (q.search !== undefined && q.search.length > 0) {
       const like = `%${likeEscape(q.search)}%`;
-      f.add(`(prompt LIKE ? ESCAPE '\\' OR response LIKE ? ESCAPE '\\')`, like, like);
+      f.add(`(rein_text(prompt) LIKE ? ESCAPE '\\' OR rein_text(response) LIKE ? ESCAPE '\\')`, like, like);
     }
     const w = where.length > 0 ? `WHERE ${where.join(' AND ')}` : '';
     const total = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns ${w}`).get(...args)!.n;
@@ -370,7 +467,7 @@ export class Store implements Sql {
     const row = this.stmt<RatingRow>(
       `INSERT INTO ratings (turn_id, model_id, kind, value, scale, correction, tags, comment, rater, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    ).get(r.turn_id, r.model_id, r.kind, r.value, r.scale, r.correction, r.tags, r.comment, r.rater, now)!;
+    ).get(r.turn_id, r.model_id, r.kind, r.value, r.scale, this.sealNullable(r.correction), r.tags, this.sealNullable(r.comment), r.rater, now)!;
     this.emaApply(r.model_id, row.id, r.value, now);
     this.stmt(`UPDATE turns SET state = 'rated' WHERE id = ?`).run(r.turn_id);
     return row;
@@ -432,7 +529,7 @@ export class Store implements Sql {
     if (q.trained !== undefined) where.push(q.trained ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL');
     if (q.search !== undefined && q.search.length > 0) {
       const like = `%${likeEscape(q.search)}%`;
-      f.add(`(t.prompt LIKE ? ESCAPE '\\' OR t.response LIKE ? ESCAPE '\\' OR r.comment LIKE ? ESCAPE '\\')`, like, like, like);
+      f.add(`(rein_text(t.prompt) LIKE ? ESCAPE '\\' OR rein_text(t.response) LIKE ? ESCAPE '\\' OR rein_text(r.comment) LIKE ? ESCAPE '\\')`, like, like, like);
     }
     if (q.tag !== undefined) f.add('EXISTS (SELECT 1 FROM json_each(r.tags) WHERE json_each.value = ?)', q.tag);
     if (q.since !== undefined) f.add('r.created_at >= ?', q.since);
@@ -656,6 +753,8 @@ export class Store implements Sql {
       const runs = this.stmt('DELETE FROM runs WHERE model_id = ?').run(modelId).changes;
       this.stmt('DELETE FROM ema_events WHERE model_id = ?').run(modelId);
       this.stmt('DELETE FROM ema WHERE model_id = ?').run(modelId);
+      // The votes name versions that no longer exist; a new v1 must not inherit the old one's record.
+      this.stmt('DELETE FROM arena_matches WHERE model_id = ?').run(modelId);
       this.audit(actor, 'reset', `model:${modelId}`, { ratings, runs, adapters: adapters.length });
       return { ratings, runs, adapters, turnIds: turnIds.map((t) => t.turn_id) };
     });

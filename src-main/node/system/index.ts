@@ -1,29 +1,19 @@
 // The setup wizard's verbs (common/api.ts: detectAgents … sendTestTurn) as one thin service over the installers,
-// the model folders, the demo model and the capture server. core.ts wires each verb to one of these.
+// the model folders, the demo model and the capture server. compose.ts hands them to the core (core.ts CoreOptions.wizard).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import type { VerbOutputs, VerbParsed } from '../../common/api.ts';
-import type { Settings } from '../../common/config.ts';
 import { BadInputError, NotAvailableError, ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
+import type { WizardDeps, WizardHandlers } from '../core/core.ts';
 import { readOrCreateToken } from '../home.ts';
 import { SafetensorsFile } from '../engine/safetensors.ts';
-import { readServerInfo } from '../server/info.ts';
-import { installSmallLm } from '../training/small-lm/model.ts';
+import { readServerInfo } from '../capture-server/info.ts';
+import { installSmallLm } from '../demo/small-lm.ts';
 import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
-import { describeHfDir, discoverModels } from './models.ts';
+import { describeHfDir, discoverModels } from './model-discovery.ts';
 
-export interface SystemDeps {
-  home: ReinHome;
-  settings: () => Settings;
-  setSettings: (values: Record<string, unknown>) => Settings;
-  env?: NodeJS.ProcessEnv;
-}
-
-type SystemVerb = 'detectAgents' | 'detectHardware' | 'discoverModels' | 'planAgent' | 'connectAgent' | 'useModel' | 'useDemoModel' | 'sendTestTurn';
-export type SystemHandlers = { [V in SystemVerb]: (input: VerbParsed<V>) => Promise<VerbOutputs[V]> | VerbOutputs[V] };
 
 export function demoModelDir(home: ReinHome): string {
   return path.join(home.modelsDir, 'demo');
@@ -59,7 +49,7 @@ function pickedFolder(folder: string, env: NodeJS.ProcessEnv): string {
   return abs;
 }
 
-export function createSystemHandlers(d: SystemDeps): SystemHandlers {
+export function createSystemHandlers(d: WizardDeps): WizardHandlers {
   const env = d.env ?? process.env;
   return {
     detectAgents: () => detectAgents(d.home, env, localModelChoice(d.settings())),
@@ -80,7 +70,7 @@ export function createSystemHandlers(d: SystemDeps): SystemHandlers {
 
     useDemoModel: () => {
       const dir = demoModelDir(d.home);
-      // The committed small LM (training/small-lm), copied once per home: servable (byte-level BPE, GGUF) and
+      // The committed small LM (node/demo), copied once per home: servable (byte-level BPE, GGUF) and
       // pretrained on coding dialogues, so a second wizard run changes nothing.
       if (!existsSync(path.join(dir, 'config.json'))) installSmallLm(dir);
       const model = describeHfDir(dir, 'Rein demo model', 'demo');

@@ -4,12 +4,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCore } from '../core/core.ts';
+import { composeCore } from '../compose.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
-import { runServe } from '../serve.ts';
-import { installSmallLm } from '../training/small-lm/model.ts';
-import { SMALL_LM_DIR } from '../training/small-lm/model.ts';
+import { runServe } from '../headless.ts';
+import { installSmallLm } from '../demo/small-lm.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { linuxGpus } from './hardware.ts';
 
 let root: string;
@@ -35,7 +35,7 @@ afterEach(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const newCore = () => (core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'rein') }) }));
+const newCore = () => (core = composeCore({ home: resolveHome({ REIN_HOME: path.join(root, 'rein') }) }));
 
 describe('model discovery', () => {
   it('finds HF cache models at refs/main, picked folders and Ollama tags, and says why one cannot be trained', async () => {

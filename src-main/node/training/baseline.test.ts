@@ -8,15 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import { resolveHome } from '../home.ts';
-import { demoPrompt } from './small-lm/corpus.ts';
-import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { demoPrompt } from '../demo/corpus.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { captureAndRate, SAMPLE_OPTS, type SampledTurn } from './test-utils/rated-turns.ts';
 
 const N = 16;

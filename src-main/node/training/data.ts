@@ -14,8 +14,7 @@ import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { RatedTurnRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
-import { CLAUDE_SOURCE } from '../integrations/claude/handler.ts';
-import { CODEX_SOURCE } from '../integrations/codex/handler.ts';
+import { CLAUDE_SOURCE, CODEX_SOURCE } from '../../common/sources.ts';
 import { roundRewards } from './reward-mapper.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';

@@ -11,7 +11,7 @@ import { k3 } from '../../common/training/gate.ts';
 import { Engine } from '../engine/engine.ts';
 import type { TrainSequence } from './data.ts';
 import { evaluateGate } from './gate.ts';
-import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { sampleTurns } from './test-utils/rated-turns.ts';
 
 let root: string;

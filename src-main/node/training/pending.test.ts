@@ -13,8 +13,8 @@ import { Engine } from '../engine/engine.ts';
 import { resolveHome } from '../home.ts';
 import { activeModelId } from '../serving/producer.ts';
 import type { RoundMetrics } from './round.ts';
-import { styleRule } from './small-lm/corpus.ts';
-import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { styleRule } from '../demo/corpus.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { captureAndRate, SAMPLE_OPTS, sampleTurns, type SampledTurn } from './test-utils/rated-turns.ts';
 
 let root: string;

@@ -10,10 +10,10 @@ import { createCore, type ReinCore } from '../core/core.ts';
 import { Engine } from '../engine/engine.ts';
 import { resolveHome } from '../home.ts';
 import { readTrainingLock } from './lock.ts';
-import { styleRule } from './small-lm/corpus.ts';
-import { SMALL_LM_DIR } from './small-lm/model.ts';
+import { styleRule } from '../demo/corpus.ts';
+import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { captureAndRate, sampleTurns } from './test-utils/rated-turns.ts';
-import { modelAdaptersDir } from './versions.ts';
+import { modelAdaptersDir } from '../model-files/adapter-versions.ts';
 
 const rule = styleRule('tests');
 

@@ -13,7 +13,7 @@ import { ReinError } from '../../common/errors.ts';
 import { AdamW } from '../../common/engine/adamw.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { modelLinearParams } from '../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
@@ -25,12 +25,12 @@ import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
 import { encodeRound, lineageRuns, ratingBaselines, selectRound, shuffle, type RatedTurn, type SkippedTurn, type TrainSequence } from './data.ts';
 import { evaluateGate } from './gate.ts';
-import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from '../reward/gate.ts';
+import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from './data.ts';
-import { modelShape, resolveModelDir } from './model.ts';
+import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
-import { nextVersion, pruneInactive, writeVersion } from './versions.ts';
+import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
 
 export class CancelledError extends ReinError {
   constructor(runId: number) {

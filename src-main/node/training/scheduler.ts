@@ -16,8 +16,9 @@ import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { pidAlive } from '../pid.ts';
 import { acquireTrainingLock, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
-import { resolveModelDir } from './model.ts';
-import { removeStaleStaging } from './versions.ts';
+import { resolveModelDir } from '../model-files/base-model.ts';
+import { removeStaleStaging } from '../model-files/adapter-versions.ts';
+import { keysForChild } from '../store/keyring.ts';
 import type { WorkerMessage } from './worker.ts';
 
 export interface SchedulerDeps {
@@ -189,7 +190,7 @@ export class Scheduler {
     const proc = fork(this.d.workerPath ?? workerEntry, [this.d.home.dir, String(run.id)], {
       // Electron's binary (process.execPath, fork's default) runs as plain Node for the worker.
       execPath: process.execPath,
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' },
+      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', ...(this.d.store.cipher === null ? {} : keysForChild(this.d.store.cipher)) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'advanced',
     });

@@ -6,10 +6,11 @@
 import path from 'node:path';
 import type { TrainingProgress } from '../../common/domain.ts';
 import { resolveHome } from '../home.ts';
+import { openCipher } from '../store/keyring.ts';
 import { Store } from '../store/store.ts';
 import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { CancelledError, runRound } from './round.ts';
-import { retrainRewardModel } from '../reward/after-round.ts';
+import { retrainRewardModel } from './reward/after-round.ts';
 
 export type WorkerMessage =
   | { type: 'progress'; progress: TrainingProgress }
@@ -17,7 +18,9 @@ export type WorkerMessage =
   | { type: 'failed'; error: string; cancelled: boolean };
 
 function send(m: WorkerMessage): void {
-  if (process.send !== undefined && process.connected) process.send(m);
+  // The parent may go between the check and the write (a `rein train` CLI exits once the round started): with a
+  // callback the EPIPE comes to it, not as an unhandled 'error' event that killed the worker mid-round.
+  if (process.send !== undefined && process.connected) process.send(m, undefined, {}, () => undefined);
 }
 
 async function main(): Promise<number> {
@@ -28,7 +31,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const home = resolveHome({ REIN_HOME: path.resolve(homeDir) });
-  const store = new Store(home.dbPath);
+  // The keys of an encrypted home come from the parent (REIN_DATA_KEYS, removed from this environment as read).
+  const store = new Store(home.dbPath, Date.now, openCipher(home));
   writeTrainingLock(home, { pid: process.pid, runId });
   const abort = new AbortController();
   process.on('message', (m: unknown) => {

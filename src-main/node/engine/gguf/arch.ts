@@ -7,9 +7,9 @@
 // reorders the rows of q_proj and k_proj (weights and biases) per head so that row h·D + 2j + s comes from
 // h·D + s·D/2 + j; then llama.cpp's pairs are HF's (j, j + D/2). Qwen2/Qwen3 use llama.cpp's NEOX rope (halves,
 // like HF) and need no permutation.
-import { isGemma, isMoe } from '../../../common/engine/models/registry.ts';
-import type { ModelConfig } from '../../../common/engine/models/registry.ts';
-import type { ResolvedParam } from '../../../common/engine/models/params.ts';
+import { isGemma, isMoe } from '../../../common/engine/families/registry.ts';
+import type { ModelConfig } from '../../../common/engine/families/registry.ts';
+import type { ResolvedParam } from '../../../common/engine/families/params.ts';
 import { GgufError, f32, str, u32 } from './format.ts';
 import type { GgufValue } from './format.ts';
 
@@ -30,7 +30,7 @@ export const GGUF_TENSOR_NAMES: Record<string, string> = {
   norm: 'output_norm',
   lm_head: 'output',
   // Gemma 2/3 (gguf-py tensor_mapping: post_attention_layernorm → ATTN_POST_NORM, pre_feedforward_layernorm →
-  // FFN_NORM, post_feedforward_layernorm → FFN_POST_NORM); models/gemma.ts names them by position.
+  // FFN_NORM, post_feedforward_layernorm → FFN_POST_NORM); families/gemma.ts names them by position.
   post_attention_norm: 'blk.{i}.post_attention_norm',
   pre_feedforward_layernorm: 'blk.{i}.ffn_norm',
   post_feedforward_layernorm: 'blk.{i}.post_ffw_norm',

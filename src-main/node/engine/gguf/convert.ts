@@ -5,9 +5,9 @@
 // llama-quantize do. A weight whose rows are not a whole number of the type's blocks falls back as llama-quantize's
 // llama_tensor_get_type does (a K-quant to a 32-block legacy quant, then to F16); the result lists each one.
 import path from 'node:path';
-import { isGemma } from '../../../common/engine/models/registry.ts';
-import { numel } from '../../../common/engine/models/params.ts';
-import type { ResolvedParam } from '../../../common/engine/models/params.ts';
+import { isGemma } from '../../../common/engine/families/registry.ts';
+import { numel } from '../../../common/engine/families/params.ts';
+import type { ResolvedParam } from '../../../common/engine/families/params.ts';
 import { loadHfModel } from '../hf.ts';
 import { FILE_TYPE, GgufError, str, u32, writeGguf } from './format.ts';
 import type { GgmlType, GgufTensor, GgufValue, WriteProgress } from './format.ts';

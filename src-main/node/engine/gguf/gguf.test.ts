@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gguf } from '@huggingface/gguf';
-import { llamaLinearParams, parseLlamaConfig } from '../../../common/engine/models/llama.ts';
+import { llamaLinearParams, parseLlamaConfig } from '../../../common/engine/families/llama.ts';
 import { fromBase, loraSpec } from '../../../common/engine/lora.ts';
 import { Rng } from '../../../common/engine/rng.ts';
 import { f16ToF32 } from '../safetensors.ts';

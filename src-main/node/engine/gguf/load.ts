@@ -4,8 +4,8 @@
 // in HF's order (arch.ts), and the tokenizer and chat template come from tokenizer.* metadata (vocab.ts).
 // The result is an HfModel, so everything that loads an HF directory loads a GGUF the same way.
 // Read: llama (Llama 2/3, Mistral), qwen2, qwen3. Anything else is refused by name before any weight is read.
-import { ModelConfigError, numel } from '../../../common/engine/models/params.ts';
-import { modelParams, parseModelConfig } from '../../../common/engine/models/registry.ts';
+import { ModelConfigError, numel } from '../../../common/engine/families/params.ts';
+import { modelParams, parseModelConfig } from '../../../common/engine/families/registry.ts';
 import type { HfModel } from '../hf.ts';
 import { ReinTokenizer } from '../tokenizer.ts';
 import { GgufError } from './format.ts';

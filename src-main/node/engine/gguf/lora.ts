@@ -6,8 +6,8 @@
 // (alpha/r)·B·A·x, so the tensors go in unchanged. rsLoRA's alpha/√r is expressed as alpha' = alpha·√r.
 // Where the base model's q/k rows are permuted for llama.cpp (arch.ts), ΔW = B·A must be permuted the same way,
 // which permutes the rows of B and leaves A alone.
-import { modelLinearParams } from '../../../common/engine/models/registry.ts';
-import type { ModelConfig } from '../../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../../common/engine/families/registry.ts';
+import type { ModelConfig } from '../../../common/engine/families/registry.ts';
 import type { LoraAdapter } from '../../../common/engine/lora.ts';
 import { loadPeftAdapter } from '../peft.ts';
 import { GgufError, f32, str, writeGguf } from './format.ts';

@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelLinearParams } from '../../../common/engine/models/registry.ts';
+import { modelLinearParams } from '../../../common/engine/families/registry.ts';
 import { Rng } from '../../../common/engine/rng.ts';
 import { Engine } from '../engine.ts';
 import { hfToGguf } from '../gguf/convert.ts';

@@ -2,6 +2,7 @@
 // turn; UserPromptSubmit and UserPromptExpansion answer `/rl …` with a block decision so no model request is made.
 // The reply is a 2xx JSON object (`{}` lets Claude go on) except for a turn that was not stored: that error is raised,
 // and the server answers non-2xx, which Claude Code reports as a non-blocking hook error (issue #21 item 4).
+import { CLAUDE_SOURCE } from '../../../common/sources.ts';
 import { z } from 'zod';
 import type { ContextMessage } from '../../../common/domain.ts';
 import { parseRl, parseRlArgs } from '../../../common/rl-command.ts';
@@ -13,8 +14,6 @@ import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap, stableHash } from '../shared/text.ts';
 import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
 import type { TranscriptTurn } from './transcript.ts';
-
-export const CLAUDE_SOURCE = 'claude-code';
 
 const Common = {
   session_id: z.string().min(1).max(512),

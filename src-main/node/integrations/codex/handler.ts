@@ -6,6 +6,7 @@
 // The answer is a JSON object: `{}` to go on, or a block decision for `/rl`. A turn that was not stored is never
 // answered 2xx: its error is raised, the server answers non-2xx, and the hook entry spools the post and sends it
 // again (codex/hook-entry.mjs; issue #21 item 4).
+import { CODEX_SOURCE } from '../../../common/sources.ts';
 import { z } from 'zod';
 import { parseRl } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
@@ -13,8 +14,6 @@ import type { HookLog } from '../shared/log.ts';
 import { refusedForGood } from '../shared/capture.ts';
 import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap } from '../shared/text.ts';
-
-export const CODEX_SOURCE = 'codex';
 
 export const NotifyPayload = z.looseObject({
   type: z.literal('agent-turn-complete'),

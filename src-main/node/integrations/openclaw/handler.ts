@@ -1,13 +1,12 @@
 // `POST /hooks/openclaw`: what the OpenClaw plugin (resources/openclaw-plugin) sends. The plugin pairs a chat's
 // message with the agent's reply and decides who may rate (it knows the chat); the core side parses `/rl`, runs
 // it and words the answer, with one parser for every agent.
+import { OPENCLAW_SOURCE } from '../../../common/sources.ts';
 import { z } from 'zod';
 import { parseRlArgs } from '../../../common/rl-command.ts';
 import type { Core } from '../../core/types.ts';
 import type { HookLog } from '../shared/log.ts';
 import { ratingLabel, progressLine, runRl } from '../shared/rl.ts';
-
-export const OPENCLAW_SOURCE = 'openclaw';
 
 const key = z.string().min(1).max(512);
 export const OpenClawPost = z.discriminatedUnion('kind', [

@@ -1,7 +1,8 @@
 // The ordered list of frozen migrations. Append only.
 import * as m0001 from './0001-init.ts';
 import * as m0002 from './0002-turn-policy.ts';
-import * as m0003 from './0003-reward-models.ts';
+import * as m0003 from './0003-arena.ts';
+import * as m0004 from './0004-reward-models.ts';
 
 export interface Migration {
   version: number;
@@ -9,4 +10,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003];
+export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003, m0004];

@@ -1,12 +1,12 @@
 // On-policy turns of the small LM for round tests that need a round's mechanics (kill -9, a poison turn, rollback),
 // not its learning: answers sampled with the engine (temperature 1, full distribution) to training prompts, stored
 // through the core with their tokens and μ, and rated by a corpus style rule. The learning curve itself samples
-// through the serve-model stack (small-lm/learning.ts).
+// through the serve-model stack (node/demo/learning.ts).
 import { Rng } from '../../../common/engine/rng.ts';
 import type { ReinCore } from '../../core/core.ts';
 import type { Engine } from '../../engine/engine.ts';
 import { activeModelId } from '../../serving/producer.ts';
-import { TRAINING_PROMPTS } from '../small-lm/learning.ts';
+import { TRAINING_PROMPTS } from '../../demo/learning.ts';
 
 /** How these turns are sampled: the full distribution at temperature 1, so μ is the engine's plain logprob. */
 export const SAMPLE_OPTS = { temperature: 1, topP: 1 } as const;

@@ -1,0 +1,417 @@
+// Llama-family decoder: HF LlamaForCausalLM (Llama 2, Llama 3.x with rope_scaling "llama3"),
+// Qwen2ForCausalLM (Qwen2 / Qwen2.5: q/k/v biases), Qwen3ForCausalLM (Qwen3: RMSNorm over each q/k head before
+// RoPE, no biases) and MistralForCausalLM (Llama's layer with an optional sliding attention window). Read top to
+// bottom: dimension legend, config, parameter table, forward.
+//
+// Dimension legend
+//   T    tokens in the sequence (batch 1 per sequence; activations are 2-D [T, H])
+//   H    hidden size                      (config.json hidden_size)
+//   V    vocabulary size                  (vocab_size)
+//   I    MLP intermediate size            (intermediate_size)
+//   L    decoder layers                   (num_hidden_layers)
+//   NH   query heads                      (num_attention_heads)
+//   KVH  key/value heads, NH % KVH == 0   (num_key_value_heads; GQA when KVH < NH)
+//   D    head dimension                   (head_dim, default H / NH)
+//   Q    query projection width  = NH · D
+//   KV   key/value projection width = KVH · D
+//   W    sliding attention window (Mistral sliding_window): query i sees keys j with i − W < j ≤ i
+import { z } from 'zod';
+import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
+import type { ParamRow, ResolvedParam } from './params.ts';
+import { Graph } from '../ir.ts';
+import type { Tensor } from '../ir.ts';
+import * as op from '../ops.ts';
+import { grad } from '../autodiff.ts';
+import { rmsNorm, rope, type FloatDType, type HeadGrad } from '../composites.ts';
+import { loraLinear, type LayerLora } from '../lora.ts';
+
+export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
+export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
+
+/**
+ * RoPE frequency scaling. 'llama3' is Llama 3.1+'s wavelength-dependent scaling (HF
+ * modeling_rope_utils._compute_llama3_parameters); 'linear' divides positions by `factor`.
+ */
+export type RopeScaling =
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    }
+  | { type: 'linear'; factor: number };
+
+export interface LlamaConfig {
+  architecture: LlamaArchitecture;
+  vocabSize: number; // V
+  hiddenSize: number; // H
+  intermediateSize: number; // I
+  numLayers: number; // L
+  numHeads: number; // NH
+  numKvHeads: number; // KVH
+  headDim: number; // D
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: RopeScaling | null;
+  maxPositionEmbeddings: number;
+  /** No lm_head.weight in the files: logits use embed_tokens.weight. */
+  tieWordEmbeddings: boolean;
+  /** Biases on q/k/v (Qwen2 always; Llama when attention_bias). */
+  qkvBias: boolean;
+  /** Bias on o_proj (Llama attention_bias only; Qwen2's o_proj has none). */
+  oBias: boolean;
+  /** Biases on gate/up/down (Llama mlp_bias). */
+  mlpBias: boolean;
+  /** Qwen3: RMSNorm with its own [D] weight over each query and key head, before RoPE (HF Qwen3Attention). */
+  qkNorm: boolean;
+  /** Mistral: keys older than this many positions are masked (HF sliding_window); null for full causal attention. */
+  slidingWindow: number | null;
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+}
+
+export type LlamaDim = 'V' | 'H' | 'I' | 'Q' | 'KV' | 'D';
+
+export function llamaDims(c: LlamaConfig): Record<LlamaDim, number> {
+  return { V: c.vocabSize, H: c.hiddenSize, I: c.intermediateSize, Q: c.numHeads * c.headDim, KV: c.numKvHeads * c.headDim, D: c.headDim };
+}
+
+const posInt = z.number().int().positive();
+const tokenId = z.number().int().nonnegative();
+const ropeScalingSchema = z.looseObject({
+  rope_type: z.string().optional(),
+  type: z.string().optional(),
+  factor: z.number().positive().optional(),
+  low_freq_factor: z.number().positive().optional(),
+  high_freq_factor: z.number().positive().optional(),
+  original_max_position_embeddings: posInt.optional(),
+});
+const hfConfigSchema = z.looseObject({
+  architectures: z.array(z.string()).min(1),
+  vocab_size: posInt,
+  hidden_size: posInt,
+  intermediate_size: posInt,
+  num_hidden_layers: posInt.max(MAX_LAYERS),
+  num_attention_heads: posInt,
+  num_key_value_heads: posInt.optional(),
+  head_dim: posInt.nullish(),
+  hidden_act: z.string().optional(),
+  rms_norm_eps: z.number().positive().max(1),
+  rope_theta: z.number().positive().optional(),
+  rope_scaling: ropeScalingSchema.nullish(),
+  max_position_embeddings: posInt.optional(),
+  tie_word_embeddings: z.boolean().optional(),
+  attention_bias: z.boolean().optional(),
+  mlp_bias: z.boolean().optional(),
+  use_sliding_window: z.boolean().optional(),
+  sliding_window: posInt.nullish(),
+  bos_token_id: tokenId.nullish(),
+  eos_token_id: z.union([tokenId, z.array(tokenId)]).nullish(),
+});
+
+/** Parse an HF config.json object. Throws ModelConfigError naming the field that is missing or wrong. */
+export function parseLlamaConfig(json: unknown): LlamaConfig {
+  const arch = (json as { architectures?: unknown } | null)?.architectures;
+  const archName = Array.isArray(arch) && typeof arch[0] === 'string' ? arch[0] : undefined;
+  if (archName === undefined) throw new ModelConfigError('config.json has no "architectures" list', 'architectures');
+  if (!(LLAMA_ARCHITECTURES as readonly string[]).includes(archName)) {
+    throw new ModelConfigError(
+      `unsupported architecture ${archName}; supported: ${LLAMA_ARCHITECTURES.join(', ')}`,
+      'architectures',
+      { architecture: archName },
+    );
+  }
+  const parsed = hfConfigSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join('.');
+    throw new ModelConfigError(`config.json field "${field}": ${issue.message}`, field);
+  }
+  const j = parsed.data;
+  const architecture = archName as LlamaArchitecture;
+  if (j.hidden_act !== undefined && j.hidden_act !== 'silu') {
+    throw new ModelConfigError(`hidden_act "${j.hidden_act}" is not supported (only silu)`, 'hidden_act');
+  }
+  if (j.use_sliding_window === true) {
+    throw new ModelConfigError('use_sliding_window is not supported (Qwen2 sliding-window attention)', 'use_sliding_window');
+  }
+  const numKvHeads = j.num_key_value_heads ?? j.num_attention_heads;
+  if (j.num_attention_heads % numKvHeads !== 0) {
+    throw new ModelConfigError(
+      `num_attention_heads (${j.num_attention_heads}) is not a multiple of num_key_value_heads (${numKvHeads})`,
+      'num_key_value_heads',
+    );
+  }
+  let headDim = j.head_dim ?? undefined;
+  if (headDim === undefined) {
+    if (j.hidden_size % j.num_attention_heads !== 0) {
+      throw new ModelConfigError(
+        `hidden_size (${j.hidden_size}) is not a multiple of num_attention_heads (${j.num_attention_heads}) and head_dim is not given`,
+        'head_dim',
+      );
+    }
+    headDim = j.hidden_size / j.num_attention_heads;
+  }
+  const isQwen2 = architecture === 'Qwen2ForCausalLM';
+  const isQwen3 = architecture === 'Qwen3ForCausalLM';
+  if (isQwen3 && j.attention_bias === true) throw new ModelConfigError('Qwen3 attention_bias is not supported', 'attention_bias');
+  const eos = j.eos_token_id;
+  return {
+    architecture,
+    vocabSize: j.vocab_size,
+    hiddenSize: j.hidden_size,
+    intermediateSize: j.intermediate_size,
+    numLayers: j.num_hidden_layers,
+    numHeads: j.num_attention_heads,
+    numKvHeads,
+    headDim,
+    rmsNormEps: j.rms_norm_eps,
+    ropeTheta: j.rope_theta ?? 10000,
+    ropeScaling: parseRopeScaling(j.rope_scaling ?? null),
+    maxPositionEmbeddings: j.max_position_embeddings ?? 2048,
+    tieWordEmbeddings: j.tie_word_embeddings ?? false,
+    qkvBias: isQwen2 || j.attention_bias === true,
+    oBias: !isQwen2 && j.attention_bias === true,
+    mlpBias: !isQwen2 && !isQwen3 && j.mlp_bias === true,
+    qkNorm: isQwen3,
+    // Only Mistral applies sliding_window unconditionally; Qwen2/3 gate it behind use_sliding_window (refused above).
+    slidingWindow: architecture === 'MistralForCausalLM' ? (j.sliding_window ?? null) : null,
+    bosTokenId: j.bos_token_id ?? null,
+    eosTokenIds: eos === undefined || eos === null ? [] : Array.isArray(eos) ? eos : [eos],
+  };
+}
+
+function parseRopeScaling(rs: z.infer<typeof ropeScalingSchema> | null): RopeScaling | null {
+  if (rs === null) return null;
+  const kind = rs.rope_type ?? rs.type;
+  const need = (v: number | undefined, f: string): number => {
+    if (v === undefined) throw new ModelConfigError(`rope_scaling.${f} is required for rope_type "${kind}"`, `rope_scaling.${f}`);
+    return v;
+  };
+  if (kind === 'default') return null;
+  if (kind === 'llama3') {
+    return {
+      type: 'llama3',
+      factor: need(rs.factor, 'factor'),
+      lowFreqFactor: need(rs.low_freq_factor, 'low_freq_factor'),
+      highFreqFactor: need(rs.high_freq_factor, 'high_freq_factor'),
+      originalMaxPositionEmbeddings: need(rs.original_max_position_embeddings, 'original_max_position_embeddings'),
+    };
+  }
+  if (kind === 'linear') return { type: 'linear', factor: need(rs.factor, 'factor') };
+  throw new ModelConfigError(`rope_scaling type "${String(kind)}" is not supported (llama3, linear)`, 'rope_scaling.rope_type');
+}
+
+// The parameter table. HF layout: linear weights are [out, in] and used as y = x·Wᵀ (Gemm transB=1).
+// Rows in the order HF writes them; `init` is what the tiny random model uses (normal = N(0, 0.02²)).
+export const LLAMA_PARAMS: readonly ParamRow<LlamaConfig, LlamaDim>[] = [
+  { name: 'embed_tokens', scope: 'model', hfKey: 'model.embed_tokens.weight', shape: ['V', 'H'], kind: 'embedding', init: 'normal' },
+  { name: 'input_layernorm', scope: 'layer', hfKey: 'model.layers.{i}.input_layernorm.weight', shape: ['H'], kind: 'norm', init: 'ones' },
+  { name: 'q_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.q_proj.weight', shape: ['Q', 'H'], kind: 'linear', init: 'normal' },
+  { name: 'q_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.q_proj.bias', shape: ['Q'], kind: 'bias', init: 'normal', when: (c) => c.qkvBias },
+  { name: 'k_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.k_proj.weight', shape: ['KV', 'H'], kind: 'linear', init: 'normal' },
+  { name: 'k_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.k_proj.bias', shape: ['KV'], kind: 'bias', init: 'normal', when: (c) => c.qkvBias },
+  { name: 'v_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.v_proj.weight', shape: ['KV', 'H'], kind: 'linear', init: 'normal' },
+  { name: 'v_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.v_proj.bias', shape: ['KV'], kind: 'bias', init: 'normal', when: (c) => c.qkvBias },
+  { name: 'o_proj', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.o_proj.weight', shape: ['H', 'Q'], kind: 'linear', init: 'normal' },
+  { name: 'q_norm', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.q_norm.weight', shape: ['D'], kind: 'norm', init: 'ones', when: (c) => c.qkNorm },
+  { name: 'k_norm', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.k_norm.weight', shape: ['D'], kind: 'norm', init: 'ones', when: (c) => c.qkNorm },
+  { name: 'o_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.self_attn.o_proj.bias', shape: ['H'], kind: 'bias', init: 'normal', when: (c) => c.oBias },
+  { name: 'post_attention_layernorm', scope: 'layer', hfKey: 'model.layers.{i}.post_attention_layernorm.weight', shape: ['H'], kind: 'norm', init: 'ones' },
+  { name: 'gate_proj', scope: 'layer', hfKey: 'model.layers.{i}.mlp.gate_proj.weight', shape: ['I', 'H'], kind: 'linear', init: 'normal' },
+  { name: 'gate_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.mlp.gate_proj.bias', shape: ['I'], kind: 'bias', init: 'normal', when: (c) => c.mlpBias },
+  { name: 'up_proj', scope: 'layer', hfKey: 'model.layers.{i}.mlp.up_proj.weight', shape: ['I', 'H'], kind: 'linear', init: 'normal' },
+  { name: 'up_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.mlp.up_proj.bias', shape: ['I'], kind: 'bias', init: 'normal', when: (c) => c.mlpBias },
+  { name: 'down_proj', scope: 'layer', hfKey: 'model.layers.{i}.mlp.down_proj.weight', shape: ['H', 'I'], kind: 'linear', init: 'normal' },
+  { name: 'down_proj.bias', scope: 'layer', hfKey: 'model.layers.{i}.mlp.down_proj.bias', shape: ['H'], kind: 'bias', init: 'normal', when: (c) => c.mlpBias },
+  { name: 'norm', scope: 'model', hfKey: 'model.norm.weight', shape: ['H'], kind: 'norm', init: 'ones' },
+  { name: 'lm_head', scope: 'model', hfKey: 'lm_head.weight', shape: ['V', 'H'], kind: 'linear', init: 'normal', when: (c) => !c.tieWordEmbeddings },
+];
+
+/** Every weight of the model, in file order, with numeric shapes and HF keys. */
+export function llamaParams(c: LlamaConfig): ResolvedParam[] {
+  return resolveParams(LLAMA_PARAMS, c, llamaDims(c), c.numLayers);
+}
+
+/** The weights of one decoder layer (the per-layer graph's weight inputs), in table order. */
+export function llamaLayerParams(c: LlamaConfig, layer: number): ResolvedParam[] {
+  return llamaParams(c).filter((p) => p.layer === layer);
+}
+
+/** The linear weights inside the decoder layers: what LoRA may target (lm_head is never a LoRA target). */
+export function llamaLinearParams(c: LlamaConfig): ResolvedParam[] {
+  return llamaParams(c).filter((p) => p.kind === 'linear' && p.layer !== null);
+}
+
+// Forward. One decoder-layer graph serves every layer (its weights are graph inputs, fed layer by layer by the driver
+// in node/engine/driver.ts); the embedding lookup is a row copy in the driver; the final norm + lm_head +
+// log-softmax + target gather is its own graph, run over chunks of tokens so [T, V] never exists whole.
+// T is a symbol, bound per shape bucket when a graph is emitted.
+
+/**
+ * The decoder-layer graph. Inputs: 'x' [T, H]; 'rope_cos', 'rope_sin' [T, D/2] (ropeTables); 'mask' [T, T], 0 on and
+ * below the diagonal and −∞ above (causalMask); the layer's weights under their parameter-table names ('q_proj',
+ * 'q_proj.bias', 'input_layernorm', …); with LoRA, '<module>.lora_A' [r, in] and '<module>.lora_B' [out, r].
+ * Output: 'y' [T, H].
+ */
+/** A config with Llama's fields under another architecture name (families/moe.ts reuses the attention block). */
+export type LlamaLike = Omit<LlamaConfig, 'architecture'> & { architecture: string };
+
+/**
+ * A family that keeps this attention block and replaces the MLP (families/moe.ts): its layer weights (graph inputs)
+ * and its MLP, given the normed input h2 [T, H], the LoRA-aware linear and the weight inputs; returns [T, H].
+ */
+export interface LayerVariant {
+  name: string;
+  params: readonly ResolvedParam[];
+  mlp: (h2: Tensor, linear: (h: Tensor, m: string) => Tensor, w: Readonly<Record<string, Tensor>>) => Tensor;
+}
+
+export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora | null, variant?: LayerVariant): Graph {
+  const g = new Graph(`${variant?.name ?? 'llama'}_layer${lora === null ? '' : '_lora'}`);
+  const T = 'T';
+  const H = c.hiddenSize;
+  const D = c.headDim;
+  const NH = c.numHeads;
+  const KVH = c.numKvHeads;
+  const G = NH / KVH; // query heads per key/value head
+
+  const x = g.input('x', dtype, [T, H]); // [T, H]
+  const cos = g.input('rope_cos', dtype, [T, D / 2]); // [T, D/2]
+  const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
+  const mask = g.input('mask', dtype, [T, T]); // [T, T]
+  const w: Record<string, Tensor> = {};
+  for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
+  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph');
+
+  // Attention block.
+  const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
+  const v0 = linear(h, 'v_proj'); // [T, KVH·D]
+  let q0: Tensor; // [T, NH, D]
+  let k0: Tensor; // [T, KVH, D]
+  if (c.qkNorm) {
+    // Qwen3: per-head RMSNorm of q and k before RoPE; the softmax scale comes after the norm (RoPE is linear).
+    q0 = op.mul(rmsNorm(op.reshape(linear(h, 'q_proj'), [T, NH, D]), w['q_norm']!, c.rmsNormEps), 1 / Math.sqrt(D));
+    k0 = rmsNorm(op.reshape(linear(h, 'k_proj'), [T, KVH, D]), w['k_norm']!, c.rmsNormEps);
+  } else {
+    q0 = op.reshape(op.mul(linear(h, 'q_proj'), 1 / Math.sqrt(D)), [T, NH, D]); // softmax scale folded into q
+    k0 = op.reshape(linear(h, 'k_proj'), [T, KVH, D]);
+  }
+  const q1 = rope(q0, cos, sin, 'half'); // [T, NH, D]
+  const k1 = rope(k0, cos, sin, 'half'); // [T, KVH, D]
+  // GQA without repeating k/v (HF repeat_kv: query head n reads kv head ⌊n/G⌋): group the G query heads of each kv
+  // head into the rows of one batched matmul.
+  const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
+  const kT = op.transpose(k1, [1, 2, 0]); // [KVH, D, T]
+  const v = op.transpose(op.reshape(v0, [T, KVH, D]), [1, 0, 2]); // [KVH, T, D]
+  const scores = op.add(op.reshape(op.matmul(q, kT), [KVH, G, T, T]), mask); // [KVH, G, T, T], causal
+  const probs = op.reshape(op.softmax(scores, 3), [KVH, `${G}*T`, T]); // [KVH, G·T, T]
+  const att = op.reshape(op.matmul(probs, v), [KVH, G, T, D]); // [KVH, G, T, D]
+  const o = op.reshape(op.transpose(att, [2, 0, 1, 3]), [T, NH * D]); // [T, NH·D], head n = kvh·G + g
+  const x1 = op.add(x, linear(o, 'o_proj')); // [T, H]
+
+  // MLP block: SwiGLU, down(silu(gate(h)) · up(h)).
+  const h2 = rmsNorm(x1, w['post_attention_layernorm']!, c.rmsNormEps); // [T, H]
+  if (variant !== undefined) {
+    g.output('y', op.add(x1, variant.mlp(h2, linear, w))); // [T, H]
+    return g;
+  }
+  const gate = linear(h2, 'gate_proj'); // [T, I]
+  const act = op.mul(op.mul(gate, op.sigmoid(gate)), linear(h2, 'up_proj')); // [T, I]
+  g.output('y', op.add(x1, linear(act, 'down_proj'))); // [T, H]
+  return g;
+}
+
+/**
+ * The head graph over a chunk of T tokens: final RMSNorm, lm_head, log-softmax, and the log-probability of each
+ * target. Inputs: 'h' [T, H] (the last layer's output), 'norm' [H], 'lm_head' [V, H] (embed_tokens when tied),
+ * 'targets' [T] int64. Outputs: 'logp' [T]; unless `withGrad` is 'none', also 'dlogp_dh' [T, H], the gradient of
+ * Σ logp toward h. Because logp_t depends on h_t alone (the norm is per token), row t of it is ∂logp_t/∂h_t, so the
+ * backward of any loss of the logps is dLoss/dh_t = dLoss/dlogp_t · dlogp_dh_t: the lm_head backward happens in the
+ * same pass as its forward, and no [T, V] value outlives the chunk.
+ *
+ * 'fused' is a performance exception (house style 6; llama.test.ts proves it equals 'symbolic'): with p = softmax,
+ * ∂logp_t/∂hn_t = W[target_t] − p_t·W, so one Exp over [T, V] and a Gemm whose C input is the gathered rows replace
+ * the symbolic chain's scatter of a one-hot, reduce, exp, mul and sub over [T, V].
+ */
+export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad): Graph {
+  const g = new Graph(withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`);
+  const T = 'T';
+  const H = c.hiddenSize;
+  const V = c.vocabSize;
+  const h = g.input('h', dtype, [T, H]); // [T, H]
+  const norm = g.input('norm', dtype, [H]); // [H]
+  const W = g.input('lm_head', dtype, [V, H]); // [V, H]
+  const targets = g.input('targets', 'int64', [T]); // [T]
+  const hn = rmsNorm(h, norm, c.rmsNormEps); // [T, H]
+  const logits = op.gemm(hn, W, { transB: true }); // [T, V]
+  const lsm = op.logSoftmax(logits, 1); // [T, V]
+  const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
+  g.output('logp', logp);
+  if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  if (withGrad === 'fused') {
+    const dhn = op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0)); // [T, H] = W[targets] − p·W
+    g.output('dlogp_dh', grad([hn], [h], [dhn])[0]!); // [T, H], through the norm by the autodiff
+  }
+  return g;
+}
+
+/** Final norm, lm_head and log-softmax over the whole vocabulary, for sampling: 'h' [T, H] → 'logp_all' [T, V]. */
+export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType): Graph {
+  const g = new Graph('llama_logits');
+  const h = g.input('h', dtype, ['T', c.hiddenSize]); // [T, H]
+  const norm = g.input('norm', dtype, [c.hiddenSize]); // [H]
+  const W = g.input('lm_head', dtype, [c.vocabSize, c.hiddenSize]); // [V, H]
+  g.output('logp_all', op.logSoftmax(op.gemm(rmsNorm(h, norm, c.rmsNormEps), W, { transB: true }), 1)); // [T, V]
+  return g;
+}
+
+/**
+ * RoPE angle tables for positions 0..T-1: cos and sin of p·inv_freq_i, i < D/2, row-major [T, D/2], in float64.
+ * inv_freq_i = θ^(−2i/D) (HF _compute_default_rope_parameters), with Llama 3 scaling per HF
+ * _compute_llama3_parameters: wavelengths above original/low_freq_factor are divided by factor, those below
+ * original/high_freq_factor kept, and the band between interpolated smoothly; 'linear' divides positions by factor.
+ */
+export function ropeTables(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, T: number): { cos: Float64Array; sin: Float64Array } {
+  const half = c.headDim / 2;
+  const inv = new Float64Array(half);
+  for (let i = 0; i < half; i++) inv[i] = 1 / Math.pow(c.ropeTheta, (2 * i) / c.headDim);
+  const rs: RopeScaling | null = c.ropeScaling;
+  if (rs?.type === 'linear') for (let i = 0; i < half; i++) inv[i]! /= rs.factor;
+  if (rs?.type === 'llama3') {
+    const lowWavelen = rs.originalMaxPositionEmbeddings / rs.lowFreqFactor;
+    const highWavelen = rs.originalMaxPositionEmbeddings / rs.highFreqFactor;
+    for (let i = 0; i < half; i++) {
+      const wavelen = (2 * Math.PI) / inv[i]!;
+      if (wavelen > lowWavelen) inv[i]! /= rs.factor;
+      else if (wavelen >= highWavelen) {
+        const smooth = (rs.originalMaxPositionEmbeddings / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+        inv[i] = (1 - smooth) * (inv[i]! / rs.factor) + smooth * inv[i]!;
+      }
+    }
+  }
+  const cos = new Float64Array(T * half);
+  const sin = new Float64Array(T * half);
+  for (let t = 0; t < T; t++) {
+    for (let i = 0; i < half; i++) {
+      const a = t * inv[i]!;
+      cos[t * half + i] = Math.cos(a);
+      sin[t * half + i] = Math.sin(a);
+    }
+  }
+  return { cos, sin };
+}
+
+/**
+ * The additive causal mask [T, T]: 0 where key ≤ query, −∞ above the diagonal; with a sliding window W (Mistral),
+ * also −∞ where query − key ≥ W (HF sliding_window_causal keeps q_idx − kv_idx < sliding_window).
+ */
+export function causalMask(T: number, window: number | null = null): Float64Array {
+  const m = new Float64Array(T * T);
+  for (let i = 0; i < T; i++) {
+    for (let j = i + 1; j < T; j++) m[i * T + j] = -Infinity;
+    if (window !== null) for (let j = 0; j <= i - window; j++) m[i * T + j] = -Infinity;
+  }
+  return m;
+}
