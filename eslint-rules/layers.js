@@ -50,7 +50,6 @@ export const NODE_ROOMS = [
   ['core-lock'], // one running core per home (a pid lock)
   ['store', 'engine'], // SQLite (all SQL), and the training engine (ONNX graphs, GGUF, tokenizers)
   ['model-files'], // a base model's folder and the adapter versions on disk
-  ['reward'], // the reward model: features from the frozen base, its head, the ask decision and its gate metric
   ['training'], // rounds, the scheduler and its worker
   ['core'], // the verbs: one call, typed events (core.ts), and the Core contract (types.ts)
   ['integrations', 'capture-server'], // agents' hook handlers; the capture HTTP server

@@ -27,7 +27,7 @@ import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { minimumPending } from '../../common/training/schedule.ts';
 import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
-import { createRewardService } from '../reward/service.ts';
+import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool } from './spool.ts';
 import type { Core } from './types.ts';
@@ -599,6 +599,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     emit: (streamId, text) => emit('chatToken', { streamId, text }),
   });
 
+  // The reward model's verbs (training/reward/service.ts); it loads the engine only when a turn is scored.
   const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
 
   const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };

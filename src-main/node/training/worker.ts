@@ -10,7 +10,7 @@ import { openCipher } from '../store/keyring.ts';
 import { Store } from '../store/store.ts';
 import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { CancelledError, runRound } from './round.ts';
-import { retrainRewardModel } from '../reward/after-round.ts';
+import { retrainRewardModel } from './reward/after-round.ts';
 
 export type WorkerMessage =
   | { type: 'progress'; progress: TrainingProgress }

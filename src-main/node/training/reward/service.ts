@@ -2,14 +2,14 @@
 // needs the base's forward pass: one Engine is loaded on first use, kept for the model directory it was loaded from
 // and closed with the core. The engine (onnxruntime-node) is imported only then, so a CLI call or a core that never
 // scores does not load it.
-import type { VerbOutputs } from '../../common/api.ts';
-import type { Settings } from '../../common/config.ts';
-import type { ContextMessage } from '../../common/domain.ts';
-import { askDecision, rewardModelLine } from '../../common/training/reward.ts';
-import type { Engine } from '../engine/engine.ts';
-import type { Store } from '../store/store.ts';
-import { turnMessages } from '../../common/sources.ts';
-import { resolveModelDir } from '../model-files/base-model.ts';
+import type { VerbOutputs } from '../../../common/api.ts';
+import type { Settings } from '../../../common/config.ts';
+import type { ContextMessage } from '../../../common/domain.ts';
+import { askDecision, rewardModelLine } from '../../../common/training/reward.ts';
+import type { Engine } from '../../engine/engine.ts';
+import type { Store } from '../../store/store.ts';
+import { turnMessages } from '../../../common/sources.ts';
+import { resolveModelDir } from '../../model-files/base-model.ts';
 
 
 export interface RewardDeps {
@@ -38,7 +38,7 @@ export function createRewardService(d: RewardDeps): RewardService {
       loaded = null;
       if (old !== null) await old.engine.close();
       // One ORT thread: scoring a turn is a single forward pass, and the trainer worker may be using the cores.
-      const { Engine } = await import('../engine/engine.ts');
+      const { Engine } = await import('../../engine/engine.ts');
       const engine = Engine.load(dir, { dtype: 'float32', threads: 1 });
       loaded = { dir, engine };
       return engine;

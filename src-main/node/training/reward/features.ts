@@ -1,9 +1,9 @@
 // The reward model's features: the frozen base's last decoder-layer output, run on ONNX Runtime through the
 // engine's driver, mean-pooled over the answer's tokens (the prompt conditions them but is not pooled).
 //   T = tokens, H = hidden
-import type { ContextMessage } from '../../common/domain.ts';
-import { BadInputError } from '../../common/errors.ts';
-import type { Engine } from '../engine/engine.ts';
+import type { ContextMessage } from '../../../common/domain.ts';
+import { BadInputError } from '../../../common/errors.ts';
+import type { Engine } from '../../engine/engine.ts';
 
 /** The longest sequence a feature reads: the answer's start is kept, the prompt is cut from the left. */
 export const FEATURE_MAX_TOKENS = 256;

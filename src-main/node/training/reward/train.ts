@@ -3,12 +3,12 @@
 // a pair). Features are the frozen base's pooled last hidden state on ORT (features.ts); the head is a logistic
 // regression fitted in TS on them (common/training/reward.ts). A fixed fifth of the ratings (by rating id, so the
 // same ones in every version) is held out: never fitted, scored for the AUROC and the pair accuracy shown.
-import type { ContextMessage } from '../../common/domain.ts';
-import { auroc, fitRewardHead, pairAccuracy, predictReward, rewardLabel, type RewardExample, type RewardHead } from '../../common/training/reward.ts';
-import { Engine } from '../engine/engine.ts';
-import type { Store } from '../store/store.ts';
-import type { StoredRewardModel } from '../store/reward.ts';
-import { turnMessages } from '../../common/sources.ts';
+import type { ContextMessage } from '../../../common/domain.ts';
+import { auroc, fitRewardHead, pairAccuracy, predictReward, rewardLabel, type RewardExample, type RewardHead } from '../../../common/training/reward.ts';
+import { Engine } from '../../engine/engine.ts';
+import type { Store } from '../../store/store.ts';
+import type { StoredRewardModel } from '../../store/reward.ts';
+import { turnMessages } from '../../../common/sources.ts';
 import { answerFeatures } from './features.ts';
 
 /** One rating in five is held out, picked by its id (Knuth's multiplicative hash), so it stays held out in every version. */

@@ -1,8 +1,8 @@
 // The after-round hook the trainer worker runs (training/worker.ts): a new reward-model version from every live
 // rating, read from the round's model. Its outcome goes to `log` (the worker's stderr, where the core's logs go);
 // a failure never fails the round, which is already recorded.
-import type { Store } from '../store/store.ts';
-import { resolveModelDir } from '../model-files/base-model.ts';
+import type { Store } from '../../store/store.ts';
+import { resolveModelDir } from '../../model-files/base-model.ts';
 import { trainRewardModel } from './train.ts';
 
 export async function retrainRewardModel(store: Store, runId: number, log: (line: string) => void): Promise<void> {

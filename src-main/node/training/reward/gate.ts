@@ -2,11 +2,11 @@
 // parent sample on the round's held-out prompts, with the same sampling seed per prompt on both sides (common random
 // numbers), and the paired mean difference candidate − parent is reported with its 95% interval. It blocks a
 // candidate only with reward.gateBlocks, and then only when the interval lies wholly below 0.
-import type { ContextMessage } from '../../common/domain.ts';
-import type { LoraAdapter } from '../../common/engine/lora.ts';
-import { meanEstimate } from '../../common/training/intervals.ts';
-import type { Engine } from '../engine/engine.ts';
-import type { StoredRewardModel } from '../store/reward.ts';
+import type { ContextMessage } from '../../../common/domain.ts';
+import type { LoraAdapter } from '../../../common/engine/lora.ts';
+import { meanEstimate } from '../../../common/training/intervals.ts';
+import type { Engine } from '../../engine/engine.ts';
+import type { StoredRewardModel } from '../../store/reward.ts';
 import { scoreAnswer } from './train.ts';
 
 export interface RewardGateMetrics {
