@@ -197,33 +197,44 @@ export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
 }
 
 /**
- * Causal grouped-query attention. q [T, nh·hd], k and v [T, nkv·hd] (the projections' outputs) -> [T, nh·hd].
- * Query head n reads key/value head ⌊n / rep⌋ (HF `repeat_kv`). Instead of repeating k and v (a rep× copy and a
- * ReduceSum in the backward), the rep query heads of each kv head become rows of one batched MatMul.
+ * The attention every family shares. q [T, nh, hd] with RoPE applied and the softmax scale folded in, k [T, nkv, hd]
+ * with RoPE applied, v [T, nkv·hd], mask [T, T] additive (causal, sliding window or padding: the caller's) ->
+ * [T, nh·hd]. Query head n reads key/value head ⌊n / rep⌋ (HF `repeat_kv`): instead of repeating k and v (a rep× copy
+ * and a ReduceSum in the backward), the rep query heads of each kv head become rows of one batched MatMul. `softcap`
+ * (Gemma 2) caps the scores before the mask.
  */
-export function causalAttention(q: Tensor, k: Tensor, v: Tensor, o: AttentionOpts): Tensor {
+export function groupedAttention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, o: { nHeads: number; nKvHeads: number; headDim: number; softcap?: number | null }): Tensor {
   const { nHeads: nh, nKvHeads: nkv, headDim: hd } = o;
   if (!Number.isInteger(nh / nkv)) throw new GraphError('attention', `n_heads ${nh} is not a multiple of n_kv_heads ${nkv}`);
   const rep = nh / nkv;
   const t = q.shape[0]!;
   const rt = dimMul(rep, t);
+  const qg = op.reshape(op.transpose(op.reshape(q, [t, nkv, rep, hd]), [1, 2, 0, 3]), [nkv, rt, hd]); // [nkv, rep·T, hd]
+  const kT = op.transpose(k, [1, 2, 0]); // [nkv, hd, T]
+  const vt = op.transpose(op.reshape(v, [t, nkv, hd]), [1, 0, 2]); // [nkv, T, hd]
+  let scores = op.reshape(op.matmul(qg, kT), [nkv, rep, t, t]); // [nkv, rep, T, T]
+  if (o.softcap !== undefined && o.softcap !== null) scores = softcap(scores, o.softcap);
+  const probs = op.reshape(op.softmax(op.add(scores, mask), 3), [nkv, rt, t]); // [nkv, rep·T, T]
+  const out = op.reshape(op.matmul(probs, vt), [nkv, rep, t, hd]); // [nkv, rep, T, hd]
+  return op.reshape(op.transpose(out, [2, 0, 1, 3]), [t, dimMul(nh, hd)]); // [T, nh·hd], head n = kvh·rep + g
+}
+
+/**
+ * Causal grouped-query attention from the projections' outputs: q [T, nh·hd], k and v [T, nkv·hd] -> [T, nh·hd].
+ * RoPE (when given), the scale and the causal mask (with padded keys masked) around groupedAttention.
+ */
+export function causalAttention(q: Tensor, k: Tensor, v: Tensor, o: AttentionOpts): Tensor {
+  const { nHeads: nh, nKvHeads: nkv, headDim: hd } = o;
+  const t = q.shape[0]!;
   let qh = op.reshape(q, [t, nh, hd]); // [T, nh, hd]
   let kh = op.reshape(k, [t, nkv, hd]); // [T, nkv, hd]
-  const vh = op.reshape(v, [t, nkv, hd]);
   if (o.rope !== undefined) {
     qh = rope(qh, o.rope.cos, o.rope.sin, o.rope.layout);
     kh = rope(kh, o.rope.cos, o.rope.sin, o.rope.layout);
   }
-  const scale = o.scale ?? 1 / Math.sqrt(hd);
-  const qg = op.reshape(op.transpose(op.reshape(qh, [t, nkv, rep, hd]), [1, 2, 0, 3]), [nkv, rt, hd]); // [nkv, rep·T, hd]
-  const kT = op.transpose(kh, [1, 2, 0]); // [nkv, hd, T]
-  const vt = op.transpose(vh, [1, 0, 2]); // [nkv, T, hd]
-  let scores = op.reshape(op.mul(op.matmul(qg, kT), scale), [nkv, rep, t, t]); // [nkv, rep, T, T]
-  scores = op.add(scores, causalMask(q.graph, q.dtype, t));
-  if (o.keyValid !== undefined) scores = op.add(scores, op.reshape(op.mul(op.sub(o.keyValid, 1), -MASKED), [1, t]));
-  const probs = op.reshape(op.softmax(scores, -1), [nkv, rt, t]); // [nkv, rep·T, T]
-  const out = op.reshape(op.matmul(probs, vt), [nkv, rep, t, hd]); // [nkv, rep, T, hd]
-  return op.reshape(op.transpose(out, [2, 0, 1, 3]), [t, dimMul(nh, hd)]); // [T, nh·hd], head n = kvh·rep + g
+  let mask = causalMask(q.graph, q.dtype, t); // [T, T]
+  if (o.keyValid !== undefined) mask = op.add(mask, op.reshape(op.mul(op.sub(o.keyValid, 1), -MASKED), [1, t]));
+  return groupedAttention(op.mul(qh, o.scale ?? 1 / Math.sqrt(hd)), kh, v, mask, o);
 }
 
 /** Token embedding: rows of table [V, H] at ids [T] -> [T, H]. */

@@ -33,7 +33,7 @@ import type { LlamaConfig } from './llama.ts';
 import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { causalMaskTable, geglu, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { causalMaskTable, geglu, groupedAttention, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -215,7 +215,6 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   const D = c.headDim;
   const NH = c.numHeads;
   const KVH = c.numKvHeads;
-  const G = NH / KVH;
   const eps = c.rmsNormEps;
 
   const x = g.input('x', dtype, [T, H]); // [T, H]
@@ -240,15 +239,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   // The score scale folded into q (RoPE is linear, so before or after it is the same; llama.cpp scales after).
   const q1 = op.mul(rope(q0, cos, sin, 'half'), 1 / Math.sqrt(c.queryPreAttnScalar)); // [T, NH, D]
   const k1 = rope(k0, cos, sin, 'half'); // [T, KVH, D]
-  // GQA as in llama.ts: the G query heads of each kv head are the rows of one batched matmul.
-  const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
-  const kT = op.transpose(k1, [1, 2, 0]); // [KVH, D, T]
-  const v = op.transpose(op.reshape(v0, [T, KVH, D]), [1, 0, 2]); // [KVH, T, D]
-  let scores = op.reshape(op.matmul(q, kT), [KVH, G, T, T]); // [KVH, G, T, T]
-  if (c.attnLogitSoftcapping !== null) scores = softcap(scores, c.attnLogitSoftcapping); // Gemma 2, before the mask
-  const probs = op.reshape(op.softmax(op.add(scores, mask), 3), [KVH, `${G}*T`, T]); // [KVH, G·T, T]
-  const att = op.reshape(op.matmul(probs, v), [KVH, G, T, D]); // [KVH, G, T, D]
-  const o = op.reshape(op.transpose(att, [2, 0, 1, 3]), [T, NH * D]); // [T, NH·D]
+  const o = groupedAttention(q1, k1, v0, mask, { nHeads: NH, nKvHeads: KVH, headDim: D, softcap: c.attnLogitSoftcapping }); // [T, NH·D]
   const x1 = op.add(x, norm(linear(o, 'o_proj'), 'post_attention_norm')); // [T, H]
 
   // MLP block: GeGLU between two norms.

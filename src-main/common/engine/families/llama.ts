@@ -22,7 +22,7 @@ import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
-import { rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { groupedAttention, rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
@@ -261,7 +261,6 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   const D = c.headDim;
   const NH = c.numHeads;
   const KVH = c.numKvHeads;
-  const G = NH / KVH; // query heads per key/value head
 
   const x = g.input('x', dtype, [T, H]); // [T, H]
   const cos = g.input('rope_cos', dtype, [T, D / 2]); // [T, D/2]
@@ -286,15 +285,7 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   }
   const q1 = rope(q0, cos, sin, 'half'); // [T, NH, D]
   const k1 = rope(k0, cos, sin, 'half'); // [T, KVH, D]
-  // GQA without repeating k/v (HF repeat_kv: query head n reads kv head ⌊n/G⌋): group the G query heads of each kv
-  // head into the rows of one batched matmul.
-  const q = op.reshape(op.transpose(op.reshape(q1, [T, KVH, G, D]), [1, 2, 0, 3]), [KVH, `${G}*T`, D]); // [KVH, G·T, D]
-  const kT = op.transpose(k1, [1, 2, 0]); // [KVH, D, T]
-  const v = op.transpose(op.reshape(v0, [T, KVH, D]), [1, 0, 2]); // [KVH, T, D]
-  const scores = op.add(op.reshape(op.matmul(q, kT), [KVH, G, T, T]), mask); // [KVH, G, T, T], causal
-  const probs = op.reshape(op.softmax(scores, 3), [KVH, `${G}*T`, T]); // [KVH, G·T, T]
-  const att = op.reshape(op.matmul(probs, v), [KVH, G, T, D]); // [KVH, G, T, D]
-  const o = op.reshape(op.transpose(att, [2, 0, 1, 3]), [T, NH * D]); // [T, NH·D], head n = kvh·G + g
+  const o = groupedAttention(q1, k1, v0, mask, { nHeads: NH, nKvHeads: KVH, headDim: D }); // [T, NH·D], causal
   const x1 = op.add(x, linear(o, 'o_proj')); // [T, H]
 
   // MLP block: SwiGLU, down(silu(gate(h)) · up(h)).
