@@ -4,7 +4,6 @@
 // request names its source (chat or arena) and event id, so the stored turn is found again and handed back to rate.
 // The serve stack (serving/stack.ts) starts on the first chat and restarts when the model or upstream settings change.
 import { randomUUID } from 'node:crypto';
-import os from 'node:os';
 import type { ChatAnswer } from '../../common/api.ts';
 import { versionModelName } from '../../common/chat/arena.ts';
 import { NotAvailableError, ReinError } from '../../common/errors.ts';
@@ -16,8 +15,6 @@ import type { ServeStack } from './stack.ts';
 /** Settings whose change means another model or upstream: the stack is started again on the next chat. */
 const RESTART_KEYS = ['model.active', 'proxy.upstream', 'proxy.upstreamKind', 'proxy.baseModelName', 'serving.modelGguf', 'serving.contextSize'];
 
-/** llama.cpp threads: half the cores, at most 4, so a training round beside it still gets the rest. */
-const THREADS = Math.max(1, Math.min(4, Math.floor(os.availableParallelism() / 2)));
 
 export function createChatService(deps: ChatDeps): ChatService {
   const log = deps.log ?? ((line: string) => process.stderr.write(line + '\n'));
@@ -32,7 +29,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     if (stack === null) {
       const token = readOrCreateToken(deps.home);
       // Loaded on the first chat: the stack brings llama.cpp, which a CLI command that never chats should not load.
-      stack = import('./stack.ts').then(({ startServeStack }) => startServeStack({ core: deps.core(), token, port: 0, threads: THREADS, log }));
+      stack = import('./stack.ts').then(({ startServeStack }) => startServeStack({ core: deps.core(), token, port: 0, log }));
       // A failed start (no model yet) is tried again by the next chat.
       stack.catch(() => (stack = null));
     }

@@ -16,7 +16,7 @@ export interface ServeStackOptions {
   upstream?: string;
   /** The proxy waits this long without a chat in flight before it stores a turn (default: the proxy's). */
   captureQuietMs?: number;
-  /** CPU threads of the model server (default: llama.cpp's). */
+  /** CPU threads of the model server (default: embedded.ts SERVING_THREADS). */
   threads?: number;
   log: (line: string) => void;
 }
