@@ -188,7 +188,7 @@ let before: Awaited<ReturnType<typeof ask>>;
 let trained: LoraAdapter;
 
 describe('model server behind the proxy: chat, rate, train, serve the new version', () => {
-  it('stores on-policy turns whose μ is the engine\'s tempered, truncated logprob (T 0.7, top_p 0.9), streaming and not; the served top-20 equal the engine rows', { timeout: 60_000 }, async () => {
+  it('stores on-policy turns whose μ is the engine\'s tempered, truncated logprob (T 0.7, top_p 0.9), streaming and not; the served top-20 equal the engine rows', { timeout: 180_000 }, async () => {
     before = await ask(PROBE);
     expect(before.version).toBe('0');
     expect(before.turn.onPolicy).toBe(true);

@@ -376,7 +376,10 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
   const version = adapter?.version ?? 0;
   const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir);
   const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
-  const maxTokens = Math.min(Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? 256) || 256, contextSize - prompt.length);
+  // No max_tokens: up to the end of the context, as OpenAI's API means it (Codex sends none on the Responses API, and a
+  // cap of our own would end its answers as incomplete).
+  const cap = Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? Infinity) || Infinity;
+  const maxTokens = Math.min(cap, contextSize - prompt.length);
   if (maxTokens <= 0) throw new ContextLengthError(prompt.length, contextSize);
   const temperature = typeof chat.temperature === 'number' ? chat.temperature : 1;
   const topP = typeof chat.top_p === 'number' ? chat.top_p : 1;
