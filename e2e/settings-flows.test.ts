@@ -99,7 +99,7 @@ describe('settings, errors beside the control, and consent', () => {
       expect(shown, d.key).toContain(d.help.replaceAll('`', ''));
     }
     const sections = await page.locator('section.settings h2').allTextContents();
-    expect(sections).toEqual(['Capture', 'Popup', 'Training', 'Versions and publishing', 'Server and proxy', 'Model', 'App']);
+    expect(sections).toEqual(['Capture', 'Popup', 'Training', 'Reward model', 'Versions and publishing', 'Server and proxy', 'Model', 'App']);
     // Publishing, the proxy and training are all there.
     for (const key of ['publish.ollama', 'publish.vllm', 'proxy.upstream', 'proxy.port', 'training.preset', 'training.custom', 'training.threshold']) {
       expect(await row(key).count(), key).toBe(1);

@@ -261,3 +261,14 @@ async function scenario() {
   click('Quit Rein');
 }
 setTimeout(() => void scenario(), 0);
+
+// No OS keychain in the stand-in (as on a Linux session without a secret service): keychain.ts then returns null.
+export const safeStorage = {
+  isEncryptionAvailable: () => false,
+  encryptString: () => {
+    throw new Error('safeStorage is not available in the stand-in electron module');
+  },
+  decryptString: () => {
+    throw new Error('safeStorage is not available in the stand-in electron module');
+  },
+};

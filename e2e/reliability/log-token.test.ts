@@ -33,6 +33,9 @@ test('neither a rejected request nor an internal error writes the query string t
   other.close();
   const internal = await serve.post(`/api/listTurns?token=${secret}`, {});
   expect(internal.status).toBe(500);
+  // The log line is written before the 500 goes out, but it reaches us through the child's stderr pipe, which may be
+  // read after the HTTP reply: wait for it (at most 5 s).
+  for (const end = Date.now() + 5000; Date.now() < end && !serve.output().includes('/api/listTurns'); ) await new Promise((r) => setTimeout(r, 50));
   const log = serve.output();
   const lines = log.split('\n').filter((l) => /\/api\/(status|exportData|listTurns)/.test(l));
   console.log(`server log lines for the three requests: ${lines.length}; token occurrences in the log: ${log.split(secret).length - 1}`);

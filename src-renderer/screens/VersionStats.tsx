@@ -3,7 +3,7 @@
 // versions in the order they were made. A win rate counts decisive votes (ties and both-bad are listed beside it).
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { CartesianGrid, ErrorBar, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HeadToHead, VersionStats as Stats } from '../../src-main/common/chat/arena.ts';
 import type { RateEstimate } from '../../src-main/common/training/intervals.ts';
 import { useRein } from '../store/react.tsx';
@@ -64,7 +64,6 @@ function BetterChart(props: { stats: Stats[] }) {
             <YAxis domain={[0, 1]} tickFormatter={pct} {...axis} />
             <ReferenceLine y={0.5} stroke="var(--muted)" strokeDasharray="4 4" />
             <Tooltip contentStyle={{ background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' }} formatter={(v) => (v === null ? '—' : pct(Number(v)))} />
-            <Legend verticalAlign="top" height={28} />
             <Line dataKey="parent" name="Win rate vs parent" stroke="var(--accent)" strokeWidth={2} connectNulls isAnimationActive={false}>
               <ErrorBar dataKey="parentErr" width={4} stroke="var(--accent)" />
             </Line>
@@ -77,6 +76,12 @@ function BetterChart(props: { stats: Stats[] }) {
           </LineChart>
         </ResponsiveContainer>
       </div>
+      {/* An HTML legend that wraps at any width (recharts' own kept its first width when the window narrowed). */}
+      <ul className="chart-legend small" data-testid="better-legend">
+        <li><span className="swatch line" style={{ borderColor: 'var(--accent)' }} />Win rate vs parent</li>
+        <li><span className="swatch dashed" style={{ borderColor: 'var(--good)' }} />Win rate vs base</li>
+        <li><span className="swatch line" style={{ borderColor: 'var(--bad)' }} />Good-rate in use</li>
+      </ul>
       <p className="sr-only">Did it get better? {summary}</p>
     </figure>
   );

@@ -88,6 +88,7 @@ export const SETTING_GROUPS: { group: string; title: string; blurb: string }[] =
   { group: 'capture', title: 'Capture', blurb: 'Which answers are stored, and for how long they can be rated.' },
   { group: 'popup', title: 'Popup', blurb: 'The Good / Bad question after each answer.' },
   { group: 'training', title: 'Training', blurb: 'When rounds start, how hard they push, and how ratings become rewards.' },
+  { group: 'reward', title: 'Reward model', blurb: 'When the popup asks, and how the reward model weighs in on the gate and training.' },
   { group: 'adapters', title: 'Versions and publishing', blurb: 'Which trained versions are kept, and where each new one is published.' },
   { group: 'server', title: 'Server and proxy', blurb: 'The local capture server, and the OpenAI-compatible proxy for other clients.' },
   { group: 'model', title: 'Model', blurb: 'The model being trained and served.' },

@@ -27,7 +27,11 @@ function list(dir: string): string[] {
 }
 
 function isFile(p: string): boolean {
-  return statSync(p, { throwIfNoEntry: false })?.isFile() === true;
+  try {
+    return statSync(p, { throwIfNoEntry: false })?.isFile() === true;
+  } catch {
+    return false; // a symlink loop or an unreadable path is not a model file
+  }
 }
 
 function dirBytes(dir: string): number {
@@ -230,7 +234,13 @@ export function describeSource(source: string, env: NodeJS.ProcessEnv = process.
   const abs = source === '~' ? home : source.startsWith('~/') ? path.join(home, source.slice(2)) : source;
   if (!path.isAbsolute(abs)) throw new BadInputError(`${source} is not an absolute path (start it with / or ~/), nor ollama:<name>:<tag>`, 'source');
   if (abs.includes('\0')) throw new BadInputError(`${JSON.stringify(source)} holds a NUL character, which no path can`, 'source');
-  const st = statSync(abs, { throwIfNoEntry: false });
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(abs, { throwIfNoEntry: false });
+  } catch (e) {
+    // ELOOP (a symlink loop), EACCES, ENAMETOOLONG: the path cannot be read, which is the caller's to fix.
+    throw new BadInputError(`${abs} cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): a model is a .gguf file or an HF folder`, 'source');
+  }
   if (!st) throw new BadInputError(`there is no file or folder at ${abs}`, 'source');
   if (st.isFile()) {
     if (!abs.toLowerCase().endsWith('.gguf')) throw new BadInputError(`${abs} is a file but not a .gguf; a model is a .gguf file or an HF folder (config.json, safetensors, tokenizer.json)`, 'source');

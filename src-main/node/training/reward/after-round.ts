@@ -1,6 +1,6 @@
 // The after-round hook the trainer worker runs (training/worker.ts): a new reward-model version from every live
-// rating, read from the round's model. Its outcome goes to `log` (the worker's stderr, where the core's logs go);
-// a failure never fails the round, which is already recorded.
+// rating, read from the round's model. Its outcome is stored; a failure goes to `log` (the worker's stderr, where the
+// core's logs go) and never fails the round, which is already recorded.
 import type { Store } from '../../store/store.ts';
 import { resolveModelDir } from '../../model-files/base-model.ts';
 import { trainRewardModel } from './train.ts';
@@ -9,13 +9,8 @@ export async function retrainRewardModel(store: Store, runId: number, log: (line
   const run = store.runs.get(runId);
   if (run === null) return;
   try {
-    const m = await trainRewardModel({ store, modelId: run.modelId, modelDir: resolveModelDir(store, run.modelId, 'trainRewardModel'), runId });
-    const a = m?.metrics.auroc ?? null;
-    log(
-      m === null
-        ? 'rein: reward model not trained yet (the ratings need both a preferred and a not-preferred answer)'
-        : `rein: reward model v${m.version}: ${m.ratings} examples, held-out AUROC ${a === null ? 'n/a' : `${a.value.toFixed(2)} [${a.ci[0].toFixed(2)}, ${a.ci[1].toFixed(2)}]`}`,
-    );
+    // Its outcome is recorded (rewardStatus, the Training screen, `rein reward status`); only a failure is logged.
+    await trainRewardModel({ store, modelId: run.modelId, modelDir: resolveModelDir(store, run.modelId, 'trainRewardModel'), runId });
   } catch (e) {
     log(`rein: reward model not retrained after run ${runId}: ${(e as Error).message}`);
   }
