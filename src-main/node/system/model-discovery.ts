@@ -26,6 +26,14 @@ function list(dir: string): string[] {
   }
 }
 
+function isDir(p: string): boolean {
+  try {
+    return statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+  } catch {
+    return false; // a symlink loop or an unreadable entry is skipped, never a failed scan
+  }
+}
+
 function isFile(p: string): boolean {
   try {
     return statSync(p, { throwIfNoEntry: false })?.isFile() === true;
@@ -70,7 +78,12 @@ function ggufNoun(e: unknown, file: string): string {
  * and of the shape the metadata implies, and a byte-level BPE tokenizer in the metadata.
  */
 export function describeGguf(file: string, o: { name?: string; source: ModelSource; id?: string }): LocalModel {
-  const bytes = statSync(file, { throwIfNoEntry: false })?.size ?? null;
+  let bytes: number | null;
+  try {
+    bytes = statSync(file, { throwIfNoEntry: false })?.size ?? null;
+  } catch {
+    bytes = null;
+  }
   const base: LocalModel = { id: o.id ?? file, name: o.name ?? path.basename(file, '.gguf'), path: file, source: o.source, format: 'gguf', arch: null, type: null, params: null, trainable: false, why: null, bytes, added: false, active: false };
   let f: GgufFile;
   try {
@@ -179,7 +192,7 @@ export function folderModels(folder: string, source: ModelSource = 'folder', dep
       const p = path.join(dir, e);
       const name = rel === '' ? e : `${rel}/${e}`;
       if (isGgufName(e) && isFile(p)) out.push(describeGguf(p, { name, source }));
-      else if (left > 0 && statSync(p, { throwIfNoEntry: false })?.isDirectory() === true) {
+      else if (left > 0 && isDir(p)) {
         if (existsSync(path.join(p, 'config.json'))) out.push(describeHfDir(p, name, source));
         else walk(p, name, left - 1);
       }
