@@ -3,7 +3,7 @@
 // versions in the order they were made. A win rate counts decisive votes (ties and both-bad are listed beside it).
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HeadToHead, VersionStats as Stats } from '../../src-main/common/chat/arena.ts';
 import type { RateEstimate } from '../../src-main/common/training/intervals.ts';
 import { useRein } from '../store/react.tsx';
@@ -56,9 +56,9 @@ function BetterChart(props: { stats: Stats[] }) {
     .join('. ');
   return (
     <figure className="chart" data-testid="better-chart">
-      <div aria-hidden="true">
-        <ResponsiveContainer width="100%" height={240}>
-          <LineChart data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
+      {/* Drawn at a fixed size and scaled by CSS (its viewBox): it fits any width without waiting for a resize. */}
+      <div aria-hidden="true" className="chart-scale">
+        <LineChart width={720} height={240} data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
             <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
             <XAxis dataKey="name" {...axis} label={{ value: 'Version (oldest first)', position: 'insideBottom', offset: -12, fill: 'var(--muted)', fontSize: 12 }} />
             <YAxis domain={[0, 1]} tickFormatter={pct} {...axis} />
@@ -73,8 +73,7 @@ function BetterChart(props: { stats: Stats[] }) {
             <Line dataKey="good" name="Good-rate in use" stroke="var(--bad)" strokeWidth={2} connectNulls isAnimationActive={false}>
               <ErrorBar dataKey="goodErr" width={4} stroke="var(--bad)" />
             </Line>
-          </LineChart>
-        </ResponsiveContainer>
+        </LineChart>
       </div>
       {/* An HTML legend that wraps at any width (recharts' own kept its first width when the window narrowed). */}
       <ul className="chart-legend small" data-testid="better-legend">

@@ -129,7 +129,15 @@ export class Scheduler {
   }
 
   get runningRunId(): number | null {
-    return this.child?.runId ?? null;
+    return this.busy() ? this.child!.runId : null;
+  }
+
+  /**
+   * Whether a round runs: a worker that has reported its outcome ('done') is only retraining the reward model
+   * (worker.ts, training lock already released), which never holds up the next round.
+   */
+  private busy(): boolean {
+    return this.child !== null && !this.child.done;
   }
 
   /**
@@ -139,7 +147,7 @@ export class Scheduler {
   maybeAutoStart(): void {
     if (this.closed) return;
     const s = this.d.settings();
-    if (!s['training.auto'] || this.child !== null) return this.setWake(null);
+    if (!s['training.auto'] || this.busy()) return this.setWake(null);
     const modelId = this.d.modelId();
     const now = this.timers.now();
     const threshold = s['training.threshold'];
@@ -177,7 +185,7 @@ export class Scheduler {
   start(trigger: RunView['trigger'], fromVersion?: number): RunView {
     const modelId = this.d.modelId();
     resolveModelDir(this.d.store, modelId); // fail before creating a run when the model has no directory
-    if (this.child !== null) throw new ConflictError(`training run ${this.child.runId} is already running`, { runId: this.child.runId });
+    if (this.busy()) throw new ConflictError(`training run ${this.child!.runId} is already running`, { runId: this.child!.runId });
     acquireTrainingLock(this.d.home, { pid: process.pid, runId: null });
     let run: RunView;
     try {
@@ -245,8 +253,10 @@ export class Scheduler {
       removeStaleStaging(this.d.home);
     }
     if (s.proc.pid !== undefined) releaseTrainingLock(this.d.home, s.proc.pid);
+    // A worker that outlived its round (the reward model's retrain) must not free the lock of the round after it.
+    if (this.child !== s) return;
     releaseTrainingLock(this.d.home, process.pid);
-    if (this.child === s) this.child = null;
+    this.child = null;
     const waiters = this.exitWaiters;
     this.exitWaiters = [];
     for (const w of waiters) w();

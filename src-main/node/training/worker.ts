@@ -42,9 +42,12 @@ async function main(): Promise<number> {
   process.on('disconnect', () => undefined);
   try {
     const r = await runRound({ home, store, runId, signal: abort.signal, progress: (progress) => send({ type: 'progress', progress }) });
+    // The round is recorded: free the training lock before the reward model's retrain, so the next round may start
+    // while this process finishes it (the scheduler counts a worker that sent 'done' as no longer running).
+    releaseTrainingLock(home, process.pid);
     send({ type: 'done', version: r.version, status: r.status, previousActive: r.previousActive });
     // The reward model learns from every rating after each round, accepted or rejected (the scheduler's idle()
-    // waits for it: the worker exits after). Its failure never fails the round, which is already recorded.
+    // waits for this process to exit). Its failure never fails the round, which is already recorded.
     await retrainRewardModel(store, runId, (line) => process.stderr.write(`${line}\n`));
     return 0;
   } catch (e) {
