@@ -268,8 +268,8 @@ export class Scheduler {
 
   /** Asks the running round to stop; it is killed if it has not stopped within `graceMs`. */
   cancel(graceMs = 10_000): boolean {
-    const s = this.child;
-    if (s === null) return false;
+    if (!this.busy()) return false;
+    const s = this.child!;
     s.proc.send({ type: 'cancel' });
     const t = setTimeout(() => {
       if (this.child === s) s.proc.kill('SIGKILL');
