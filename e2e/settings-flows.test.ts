@@ -219,8 +219,9 @@ describe('settings, errors beside the control, and consent', () => {
     await page.getByTestId('tag-filter').selectOption('wrong');
     await expect.poll(() => page.getByTestId('ratings-total').textContent()).toBe('1 found');
     expect(await page.getByTestId('rating-comment').allTextContents()).toEqual(['“it broke the build”']);
-    await page.getByTestId('rating-rows').locator('li button').first().click();
-    expect(await page.getByTestId('detail-comment').textContent()).toBe('it broke the build');
+    await page.getByTestId('rating-rows').locator('li', { hasText: 'it broke the build' }).locator('button').click();
+    // The detail may first draw a copy of the turn cached before its comment was written; the fresh one follows.
+    await expect.poll(() => page.getByTestId('detail-comment').textContent({ timeout: 1000 }).catch(() => null)).toBe('it broke the build');
     await page.getByTestId('turn-detail').getByRole('button', { name: 'wrong' }).waitFor();
     await page.getByTestId('ratings-search').fill('broke the build');
     await expect.poll(() => page.getByTestId('ratings-total').textContent()).toBe('1 found');

@@ -244,6 +244,15 @@ describe('rate, undo and re-rate', () => {
     expect(r3.status.turns.unrated).toBe(0);
   });
 
+  it('never picks an arena answer: its vote rates it', async () => {
+    const core = newCore();
+    const chat = await capture(core, { session: 'A' });
+    await capture(core, { session: 'A', source: 'arena' });
+    await capture(core, { source: 'arena' });
+    expect((await core.call('rate', { session: 'A', value: 'good' }, 'cli')).rating.turnId).toBe(chat);
+    await expect(core.call('rate', { value: 'good' }, 'cli')).rejects.toThrow(/no unrated turn/);
+  });
+
   it('skips ignored and expired turns', async () => {
     const core = newCore();
     await core.call('setSettings', { values: { 'capture.expireHours': 1 } }, 'test');

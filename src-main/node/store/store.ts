@@ -94,8 +94,9 @@ interface EmaEventRow {
 
 /** The hot queries, named so that the migration test can check each one's plan uses an index. */
 export const Q = {
-  newestRateableGlobal: `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
-  newestRateableSession: `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`,
+  // An arena answer is rated by its vote (a tie leaves both unrated on purpose): "rate the newest" never picks one.
+  newestRateableGlobal: `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? AND source != 'arena' ORDER BY created_at DESC, id DESC LIMIT 1`,
+  newestRateableSession: `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? AND source != 'arena' ORDER BY created_at DESC, id DESC LIMIT 1`,
   newestLiveRating: 'SELECT * FROM ratings WHERE undone_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1',
   pendingCount: 'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL',
   liveRatingOfTurn: 'SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1',
