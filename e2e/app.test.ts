@@ -3,29 +3,21 @@
 // Train now with live progress to a new version in the history, rollback, and the status showing the earlier
 // version; delete and re-rate in the ratings history. Screenshots of each screen go to e2e/artifacts/app-*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, collectProblems, launchChromium, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import type { Page } from 'playwright-core';
+import { artifactPath, closeApp, openApp } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  [serve, browser] = await Promise.all([startServe(), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  collectProblems(page, problems);
+  app = await openApp({ problems });
+  ({ serve, page } = app);
 });
 
-afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  expect(await serve?.stop()).toBe(0);
-});
+afterAll(() => closeApp(app));
 
 const shot = (name: string) => page.screenshot({ path: artifactPath(`app-${name}.png`), fullPage: true });
 let n = 0;

@@ -6,49 +6,27 @@
 // follows training.schedule; and the 390 px layout (header in two rows, one scrolling tab row, badges on one line).
 // Screenshots at 1440 and 390 px, light and dark, go to e2e/artifacts/cwl-*.png; axe runs on every screen shown.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import type { Page } from 'playwright-core';
+import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openTab, overflowing } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 
 beforeAll(async () => {
-  [serve, browser] = await Promise.all([startServe(), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  collectProblems(page, problems);
+  app = await openApp({ problems });
+  ({ serve, page } = app);
 });
 
-afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  expect(await serve?.stop()).toBe(0);
-});
+afterAll(() => closeApp(app));
 
 const shot = (name: string) => page.screenshot({ path: artifactPath(`cwl-${name}.png`), fullPage: true });
-const tab = (name: string) => page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+const tab = (name: string) => openTab(page, name);
 const next = () => page.getByTestId('wizard').getByRole('button', { name: 'Next' });
 
-/** 1440 and 390 px, light and dark: axe in both schemes, nothing sticking out at 390; leaves the page at 1440 light. */
-async function screens(name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.setViewportSize({ width: 1440, height: 900 });
-    await shot(`${name}-1440-${scheme}`);
-    expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
-    await page.setViewportSize({ width: 390, height: 844 });
-    // Charts follow the new width a frame later (ResizeObserver).
-    await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
-    await shot(`${name}-390-${scheme}`);
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1440, height: 900 });
-}
+const screens = (name: string) => checkScreens(page, name, shot);
 
 let n = 0;
 const turn = (response: string) => ({ source: 'claude-code', session: 'cwl', eventId: `cwl-${++n}`, prompt: 'fix the bug in this file', response, model: 'demo' });
@@ -75,7 +53,7 @@ describe('the wizard (item 8)', () => {
     const curl = (await other.getByTestId('proxy-curl').textContent())!;
     expect(curl).toContain('curl http://127.0.0.1:7434/v1/chat/completions');
     expect(curl).toContain(`Authorization: Bearer $(cat ${serve.home}/token)`);
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serve.url });
+    await app.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: serve.url });
     await other.getByRole('button', { name: 'Copy URL' }).click();
     await other.getByText('Copied.').waitFor();
     expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe('http://127.0.0.1:7434/v1');

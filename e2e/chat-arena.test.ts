@@ -7,15 +7,14 @@
 // Screenshots of Chat, Arena and Versions at 1440 and 390 px, light and dark, go to e2e/artifacts/chat-*.png; axe
 // runs on each.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { styleRule } from '../src-main/node/demo/corpus.ts';
 import { TRAINING_PROMPTS } from '../src-main/node/demo/learning.ts';
-import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import { artifactPath, checkScreens, closeApp, openApp, openTab } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 /** chatToken events as any client of the event stream gets them. */
@@ -23,14 +22,11 @@ const tokens: { streamId: string; text: string }[] = [];
 const events = new AbortController();
 
 beforeAll(async () => {
-  [serve, browser] = await Promise.all([startServe(), launchChromium()]);
+  app = await openApp({ problems, timeout: 30_000 });
+  ({ serve, page } = app);
   await serve.call('useDemoModel', {});
   // Rounds start when this suite asks, not at 32 pending ratings.
   await serve.call('setSettings', { values: { 'training.auto': false } });
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(30_000);
-  collectProblems(page, problems);
   const res = await fetch(new URL('/api/events', serve.url), { headers: { authorization: `Bearer ${serve.token}` }, signal: events.signal });
   void (async () => {
     let buf = '';
@@ -52,28 +48,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   events.abort();
-  await context?.close();
-  await browser?.close();
-  expect(await serve?.stop()).toBe(0);
+  await closeApp(app);
 });
 
 const shot = (name: string) => page.screenshot({ path: artifactPath(`chat-${name}.png`), fullPage: true });
-const tab = (name: string) => page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+const tab = (name: string) => openTab(page, name);
 
-/** 1440 and 390 px, light and dark: axe in both schemes, nothing sticking out at 390; leaves the page at 1440 light. */
-async function screens(name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.setViewportSize({ width: 1440, height: 900 });
-    await shot(`${name}-1440-${scheme}`);
-    expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
-    await page.setViewportSize({ width: 390, height: 844 });
-    await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
-    await shot(`${name}-390-${scheme}`);
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1440, height: 900 });
-}
+const screens = (name: string) => checkScreens(page, name, shot);
 
 describe('chat (issue #14 item 1)', () => {
   it('streams an answer from the demo model and stores it on-policy with its version', async () => {

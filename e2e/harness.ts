@@ -6,7 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { expect } from 'vitest';
 import type { VerbInput, VerbName, VerbOutput } from '../src-main/common/api.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
@@ -127,6 +128,58 @@ export function collectProblems(page: Page, problems: string[], expected: (text:
     if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+}
+
+/** A suite's app: a real `rein serve` and Chromium with one page at 1440×900, light. */
+export interface App {
+  serve: ServeChild;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+}
+
+/**
+ * Starts `rein serve` and Chromium side by side and opens the page (not yet navigated); console errors and uncaught
+ * exceptions go into `problems` (collectProblems).
+ */
+export async function openApp(o: { serve?: Parameters<typeof startServe>[0]; problems: string[]; expected?: (text: string) => boolean; timeout?: number }): Promise<App> {
+  const [serve, browser] = await Promise.all([startServe(o.serve), launchChromium()]);
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  page.setDefaultTimeout(o.timeout ?? 15_000);
+  collectProblems(page, o.problems, o.expected);
+  return { serve, browser, context, page };
+}
+
+/** Closes the page's browser and stops the server, which must exit cleanly (0). */
+export async function closeApp(app: App | undefined): Promise<void> {
+  await app?.context.close();
+  await app?.browser.close();
+  if (app !== undefined) expect(await app.serve.stop()).toBe(0);
+}
+
+/** Clicks a screen's tab in the navigation. */
+export function openTab(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+}
+
+/**
+ * A screen at 1440 and 390 px, light and dark: a screenshot of each (`shot` gets name-1440-light and so on), axe in
+ * both schemes, nothing sticking out at 390 px (charts follow a new width a frame later, so that is polled). Leaves the
+ * page at 1440 px, light.
+ */
+export async function checkScreens(page: Page, name: string, shot: (name: string) => Promise<unknown>): Promise<void> {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await shot(`${name}-1440-${scheme}`);
+    expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
+    await shot(`${name}-390-${scheme}`);
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1440, height: 900 });
 }
 
 export function artifactPath(name: string): string {

@@ -8,17 +8,16 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { hfToGguf } from '../src-main/node/engine/gguf/convert.ts';
 import { writeTinyModel } from '../src-main/node/engine/tiny.ts';
 import { writeOllamaModel } from '../src-main/node/system/test-utils/ollama-fixture.ts';
-import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import { artifactPath, checkScreens, closeApp, openApp } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 
 let root: string;
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 
@@ -36,37 +35,19 @@ beforeAll(async () => {
   const lms = path.join(user, '.lmstudio', 'models', 'acme', 'tiny-GGUF');
   mkdirSync(lms, { recursive: true });
   copyFileSync(q8, path.join(lms, 'tiny-Q8_0.gguf'));
-  [serve, browser] = await Promise.all([startServe({ env: { HOME: user, OLLAMA_MODELS: ollama, HF_HUB_CACHE: path.join(root, 'no-hf-cache') } }), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  collectProblems(page, problems);
+  app = await openApp({ serve: { env: { HOME: user, OLLAMA_MODELS: ollama, HF_HUB_CACHE: path.join(root, 'no-hf-cache') } }, problems });
+  ({ serve, page } = app);
 }, 180_000);
 
 afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  expect(await serve?.stop()).toBe(0);
+  await closeApp(app);
   rmSync(root, { recursive: true, force: true });
 });
 
 const next = () => page.getByTestId('wizard').getByRole('button', { name: 'Next' });
 const choice = (id: string) => page.locator(`[data-testid="model-choice"][data-model-id="${id}"]`);
 
-/** 1440 and 390 px, light and dark: axe in both, nothing sticking out at 390; leaves the page at 1440 light. */
-async function screens(name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.setViewportSize({ width: 1440, height: 900 });
-    await page.screenshot({ path: artifactPath(`models-${name}-1440-${scheme}.png`), fullPage: true });
-    expect(await axeViolations(page), `${name} (${scheme})`).toEqual([]);
-    await page.setViewportSize({ width: 390, height: 844 });
-    await expect.poll(() => overflowing(page), { message: `${name} at 390 px`, timeout: 5000 }).toEqual({ elements: [], pageScroll: 0 });
-    await page.screenshot({ path: artifactPath(`models-${name}-390-${scheme}.png`), fullPage: true });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1440, height: 900 });
-}
+const screens = (name: string) => checkScreens(page, name, (n) => page.screenshot({ path: artifactPath(`models-${n}.png`), fullPage: true }));
 
 describe('the wizard\'s model step (issue #13 item 4)', () => {
   it('lists Ollama and LM Studio models with what they are and whether Rein can train them; Next waits for a choice', async () => {

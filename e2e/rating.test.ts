@@ -4,37 +4,28 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, ROOT, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import type { Page } from 'playwright-core';
+import { artifactPath, axeViolations, closeApp, openApp, overflowing, ROOT, startServe } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 let restarting = false;
 
 beforeAll(async () => {
-  [serve, browser] = await Promise.all([startServe(), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(10_000);
   // Any console error (a CSP violation, a failed request, a React warning) or uncaught exception fails the suite.
   // 4xx/5xx responses are checked by status below; the dropped stream is expected once, in the restart test.
-  collectProblems(page, problems, (text) => restarting && /event stream dropped|ERR_CONNECTION_REFUSED/.test(text));
+  app = await openApp({ problems, timeout: 10_000, expected: (text) => restarting && /event stream dropped|ERR_CONNECTION_REFUSED/.test(text) });
+  ({ serve, page } = app);
   page.on('response', (r) => {
     // startTraining may be refused here (no model is set up on the test home); its test checks what the page shows.
     if (r.status() >= 400 && !r.url().endsWith('/api/startTraining')) problems.push(`HTTP ${r.status()} ${r.url()}`);
   });
 });
 
-afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  const code = await serve?.stop();
-  expect(code).toBe(0);
-});
+afterAll(() => closeApp(app));
 
 const turn = (n: number, over: Record<string, unknown> = {}) => ({
   source: 'claude-code',
@@ -162,7 +153,7 @@ describe('rating flow in Chromium against rein serve', () => {
     // reload on reconnect can show it.
     const cli = spawnSync(process.execPath, [path.join(ROOT, 'bin/rein.mjs'), 'bad'], { env: { ...process.env, REIN_HOME: home }, encoding: 'utf8' });
     expect(cli.status, cli.stderr).toBe(0);
-    serve = await startServe({ home, port });
+    serve = app.serve = await startServe({ home, port });
     await page.getByTestId('offline').waitFor({ state: 'detached', timeout: 20_000 });
     await expect.poll(() => page.getByTestId('card-state').textContent()).toBe('Rated Bad.');
     expect(await page.getByTestId('count-bad').textContent()).toBe('2');
@@ -184,7 +175,7 @@ describe('rating flow in Chromium against rein serve', () => {
   });
 
   it('a page opened without the token says how to get in, and calls nothing', async () => {
-    const other = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const other = await app.browser.newContext({ viewport: { width: 1440, height: 900 } });
     const p = await other.newPage();
     const calls: string[] = [];
     p.on('request', (r) => {
@@ -272,7 +263,7 @@ describe('rating flow in Chromium against rein serve', () => {
 
   it('the popup never loses typed words: with a correction typed, its timeout does not ignore the turn', async () => {
     await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 2 } });
-    const other = await browser.newContext({ viewport: { width: 420, height: 640 } });
+    const other = await app.browser.newContext({ viewport: { width: 420, height: 640 } });
     const p = await other.newPage();
     p.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
     // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.

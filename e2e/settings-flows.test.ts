@@ -8,39 +8,33 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { artifactPath, axeViolations, collectProblems, launchChromium, overflowing, startServe } from './harness.ts';
-import type { ServeChild } from './harness.ts';
+import type { Page } from 'playwright-core';
+import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openTab } from './harness.ts';
+import type { App, ServeChild } from './harness.ts';
 import { MAPPER_CALL_MS } from '../src-main/node/training/reward-mapper.ts';
 
+let app: App;
 let serve: ServeChild;
-let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const problems: string[] = [];
 const setSettingsCalls: string[] = [];
 const scratch = mkdtempSync(path.join(tmpdir(), 'rein-e2e-export-'));
 
 beforeAll(async () => {
-  [serve, browser] = await Promise.all([startServe(), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
-  page = await context.newPage();
-  page.setDefaultTimeout(15_000);
-  collectProblems(page, problems);
+  app = await openApp({ problems });
+  ({ serve, page } = app);
   page.on('request', (r) => {
     if (r.url().endsWith('/api/setSettings')) setSettingsCalls.push(r.postData() ?? '');
   });
 });
 
 afterAll(async () => {
-  await context?.close();
-  await browser?.close();
   rmSync(scratch, { recursive: true, force: true });
-  expect(await serve?.stop()).toBe(0);
+  await closeApp(app);
 });
 
 const shot = (name: string) => page.screenshot({ path: artifactPath(`settings-${name}.png`), fullPage: true });
-const tab = (name: string) => page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) }).click();
+const tab = (name: string) => openTab(page, name);
 const row = (key: string) => page.locator(`[data-setting="${key}"]`);
 const setting = async (key: string) => ((await serve.call('getSettings', {})) as Record<string, unknown>)[key];
 
@@ -48,20 +42,7 @@ async function axe(where: string): Promise<void> {
   expect(await axeViolations(page), where).toEqual([]);
 }
 
-/** 1440 and 390 px, light and dark, and axe in both schemes; leaves the page at 1440 light. */
-async function shots(name: string): Promise<void> {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await page.setViewportSize({ width: 1440, height: 900 });
-    await shot(`${name}-1440-${scheme}`);
-    await axe(`${name} (${scheme})`);
-    await page.setViewportSize({ width: 390, height: 844 });
-    expect(await overflowing(page), `${name} at 390 px`).toEqual({ elements: [], pageScroll: 0 });
-    await shot(`${name}-390-${scheme}`);
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1440, height: 900 });
-}
+const shots = (name: string) => checkScreens(page, name, shot);
 
 let n = 0;
 // Short coding-assistant answers; the demo model (the small pretrained LM, byte-level BPE) encodes any text.

@@ -2,7 +2,8 @@
 // text, after which no byte of it is in rein.db or its WAL; with the passphrase Rein reads, lists, searches and trains
 // on it (the worker gets the keys from the scheduler); without it, or with a wrong one, nothing opens; an export is
 // sealed too; `rein encryption rotate` (with a new passphrase) re-seals everything with a new key, the old passphrase
-// no longer opens it, and an export made before the rotation still imports.
+// no longer opens it, and an export made before the rotation still imports; `rein encryption disable` (with the
+// current passphrase only) opens it all back into the clear and deletes the keyring.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -138,5 +139,20 @@ test('encryption at rest: sealed on disk, readable with the key only, exports se
   expect(JSON.parse(reimport.stdout)).toMatchObject({ turns: 0, bad: 0 });
   expect(JSON.parse(plainImport.stdout)).toMatchObject({ turns: 0, ratings: 0 });
   expect(JSON.parse(plainImport.stdout).bad).toBeGreaterThanOrEqual(18);
-  figure(`encryption at rest: marker bytes in rein.db+WAL ${before} → ${after} after enable, ${markerBytes(home)} after rotate; export sealed (marker 0); no key / wrong key / old passphrase after rotation: refused 3/3; with the key: search, ratings, export and a training round ok`);
+
+  const afterRotate = markerBytes(home);
+  // Disable: the text is in the clear again, readable with no key, and the keyring is gone.
+  const wrongOff = rein(home, ['encryption', 'disable'], withKey);
+  const off = rein(home, ['encryption', 'disable', '--json'], { REIN_PASSPHRASE: NEW_PASS });
+  const plainAgain = rein(home, ['turns', '--search', `answer ${MARK}`, '--json'], {});
+  const status = rein(home, ['encryption', 'status', '--json'], {});
+  console.log(`disable: wrong passphrase exit ${wrongOff.code} ${wrongOff.stderr.trim()}; ${off.stdout.trim()}; marker bytes ${markerBytes(home)}; status ${status.stdout.trim()}`);
+  expect(wrongOff.code).not.toBe(0);
+  expect(off.code, off.stderr).toBe(0);
+  expect(existsSync(path.join(home, 'keyring.json'))).toBe(false);
+  expect(plainAgain.code, plainAgain.stderr).toBe(0);
+  expect(JSON.parse(plainAgain.stdout).items).toHaveLength(1);
+  expect(markerBytes(home)).toBeGreaterThan(0);
+  expect(JSON.parse(status.stdout)).toMatchObject({ enabled: false, sealedTurns: 0 });
+  figure(`encryption at rest: marker bytes in rein.db+WAL ${before} → ${after} after enable, ${afterRotate} after rotate, ${markerBytes(home)} after disable (keyring deleted); export sealed (marker 0); no key / wrong key / old passphrase after rotation: refused 3/3; with the key: search, ratings, export and a training round ok`);
 });

@@ -1,10 +1,11 @@
-// `rein encryption status|enable|rotate`: encryption at rest of the stored text (node/store/cipher.ts, keyring.ts).
+// `rein encryption status|enable|rotate|disable`: encryption at rest of the stored text (node/store/cipher.ts, keyring.ts).
 // The passphrase comes from --passphrase-file FILE ('-' reads stdin's first line), else REIN_PASSPHRASE or
 // REIN_PASSPHRASE_FILE: never from argv, which other users can read in the process list.
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { acquireLock } from '../../node/core-lock.ts';
 import { ensureHome, type ReinHome } from '../../node/home.ts';
-import { enableEncryption, encryptionStatus, rotateEncryption } from '../../node/store/encryption.ts';
+import { unsealSpoolFile } from '../../node/core/spool.ts';
+import { disableEncryption, enableEncryption, encryptionStatus, rotateEncryption } from '../../node/store/encryption.ts';
 import { passphraseFromEnv, readPassphraseFile } from '../../node/store/keyring.ts';
 import { registerCommand } from '../dispatch.ts';
 
@@ -27,13 +28,14 @@ function withCoreLock<T>(home: ReinHome, fn: () => T): T {
 
 registerCommand({
   name: 'encryption',
-  summary: 'Encrypt the stored text at rest: status, enable, rotate (stop rein serve and the app first).',
-  usage: 'rein encryption <status|enable|rotate> [--passphrase-file FILE] [--new-passphrase-file FILE]',
+  summary: 'Encrypt the stored text at rest: status, enable, rotate, disable (stop rein serve and the app first).',
+  usage: 'rein encryption <status|enable|rotate|disable> [--passphrase-file FILE] [--new-passphrase-file FILE]',
   description:
     'enable seals every prompt, answer, context, correction and comment with AES-256-GCM under a key kept in keyring.json, ' +
     'itself sealed by your passphrase (scrypt). rein serve and the CLI then need REIN_PASSPHRASE or REIN_PASSPHRASE_FILE; ' +
     'the app also keeps a copy in the OS keychain. rotate re-seals everything with a new key (and a new passphrase with ' +
-    '--new-passphrase-file or REIN_NEW_PASSPHRASE). Exports are sealed too while encryption is on.',
+    '--new-passphrase-file or REIN_NEW_PASSPHRASE). Exports are sealed too while encryption is on. disable opens ' +
+    'everything back into the clear and deletes the keyring: exports sealed before can no longer be opened, so export again.',
   args: [1, 1],
   options: {
     'passphrase-file': { type: 'string', help: "read the passphrase from this file's first line ('-': stdin)" },
@@ -66,6 +68,12 @@ registerCommand({
       ctx.print(`encryption: key ${r.currentKey} now seals ${r.turns} turns and ${r.ratings} ratings${next ? '; the passphrase changed' : ''}.`, r);
       return 0;
     }
-    throw new BadInputError(`unknown encryption subcommand "${sub}": use status, enable or rotate`, 'argv');
+    if (sub === 'disable') {
+      const p = passphrase();
+      const r = withCoreLock(ctx.home, () => disableEncryption(ctx.home, p, (cipher) => unsealSpoolFile(ctx.home.captureSpoolPath, cipher)));
+      ctx.print(`encryption: off. ${r.turns} turns and ${r.ratings} ratings are stored in the clear again; the keyring is deleted, so exports sealed before cannot be opened: export again for a plain copy.`, r);
+      return 0;
+    }
+    throw new BadInputError(`unknown encryption subcommand "${sub}": use status, enable, rotate or disable`, 'argv');
   },
 });

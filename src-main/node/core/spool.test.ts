@@ -12,7 +12,7 @@ import { resolveHome } from '../home.ts';
 import { createCore } from './core.ts';
 import type { ReinCore } from './core.ts';
 import { newCipher } from '../store/keyring.ts';
-import { CAPTURE_WAIT_MS, CaptureSpool, spoolLine } from './spool.ts';
+import { CAPTURE_WAIT_MS, CaptureSpool, spoolLine, unsealSpoolFile } from './spool.ts';
 
 const cleanup: (() => void)[] = [];
 afterEach(() => {
@@ -146,4 +146,24 @@ it('with encryption at rest on, a spooled capture is sealed on disk and stored (
   const row = core.store.db.prepare(`SELECT prompt FROM turns WHERE event_id = 'sealed'`).get() as { prompt: unknown };
   expect(Buffer.isBuffer(row.prompt)).toBe(true);
   expect(core.store.stmt<{ prompt: string }>(`SELECT prompt FROM turns WHERE event_id = 'sealed'`).get()!.prompt).toBe('a secret prompt');
+});
+
+it('rein encryption disable opens the sealed spool lines into the clear, keeps a torn line as it is, and they store with no key', () => {
+  const { core } = open();
+  const cipher = newCipher();
+  const file = path.join(core.home.dir, 'spool', 'unseal.jsonl');
+  const t = (eventId: string) => ({ source: 'api', session: null, eventId, createdAt: 1, prompt: `prompt ${eventId}`, context: [], response: 'a secret answer', model: null, tokens: null, logprobs: null, adapterVersion: null, policy: null, truncated: false });
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, spoolLine(t('one'), 'hook', cipher) + spoolLine(t('plain'), 'hook', null) + '{"sealed":"AAAA"}\n{"v":1,"act\n' + spoolLine(t('two'), 'hook', cipher), { mode: 0o600 });
+  expect(unsealSpoolFile(file, cipher)).toBe(2);
+  const text = readFileSync(file, 'utf8');
+  expect(text.split('\n').filter((l) => l.includes('a secret answer'))).toHaveLength(3);
+  expect(text).toContain('{"sealed":"AAAA"}\n{"v":1,"act\n');
+  expect(statSync(file).mode & 0o777).toBe(0o600);
+  const stored: string[] = [];
+  const reader = new CaptureSpool({ store: core.store, file, stored: (r) => stored.push(r.turn.eventId), log: () => {} });
+  expect(reader.replay()).toBe(0);
+  reader.close();
+  expect(stored).toEqual(['one', 'plain', 'two']);
+  expect(unsealSpoolFile(path.join(core.home.dir, 'spool', 'none.jsonl'), cipher)).toBe(0);
 });

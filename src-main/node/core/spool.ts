@@ -73,6 +73,37 @@ function decode(line: string, cipher: FieldCipher | null): { turn: NewTurn; acto
   return { actor, turn: { ...turn, tokens: bytes(turn.tokens), logprobs: bytes(turn.logprobs) } };
 }
 
+/**
+ * Rewrites a spool file's sealed lines in the clear (`rein encryption disable`, which holds the core lock, so no
+ * spool object owns the file). A line that does not open is kept as it is; the next start sets it aside. Returns the
+ * lines opened.
+ */
+export function unsealSpoolFile(file: string, cipher: FieldCipher): number {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw new ReinError('internal', `cannot read the capture spool ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  let opened = 0;
+  const lines = text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => {
+      try {
+        if (typeof (JSON.parse(l) as { sealed?: unknown } | null)?.sealed !== 'string') return l + '\n';
+        const { turn, actor } = decode(l, cipher);
+        opened++;
+        return spoolLine(turn, actor, null);
+      } catch {
+        return l + '\n';
+      }
+    });
+  if (opened > 0) writeFileAtomic(file, (fd) => writeAll(fd, Buffer.from(lines.join(''), 'utf8')), { mode: 0o600, fsync: true });
+  return opened;
+}
+
 export interface CaptureSpoolOptions {
   store: Store;
   /** The spool file (home/spool/captures.jsonl). */

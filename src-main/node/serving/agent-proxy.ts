@@ -22,7 +22,7 @@ import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import { limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
 import type { Sampling, Upstream } from './proxy.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
@@ -161,19 +161,12 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const sent: Record<string, unknown> = { ...identity, ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
   if (up.kind === 'vllm') sent.return_tokens_as_token_ids = true;
 
-  let aborted = false;
-  const abort = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) {
-      aborted = true;
-      abort.abort();
-    }
-  });
+  const abort = abortWhenClientLeaves(res);
   let upRes: IncomingMessage;
   try {
     upRes = await d.call(up, '/chat/completions', { 'content-type': 'application/json', accept: 'text/event-stream' }, Buffer.from(JSON.stringify(sent)), abort.signal);
   } catch (e) {
-    if (aborted) return;
+    if (abort.signal.aborted) return;
     return fail(502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`);
   }
   abort.signal.addEventListener('abort', () => upRes.destroy());
@@ -226,7 +219,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
     upRes.on('error', () => resolve(false));
     upRes.on('close', () => resolve(false));
   });
-  if (aborted) return;
+  if (abort.signal.aborted) return;
   if (!ended) {
     const why = tooBig()?.message ?? 'the upstream model server closed the connection before its reply ended';
     if (p.stream) res.end(client.error(502, why));

@@ -72,6 +72,18 @@ export interface Sampling {
   topP: number;
 }
 
+
+/**
+ * An abort controller that fires when the client closes its connection before the reply is finished, so the upstream
+ * request stops too and nothing is stored; `signal.aborted` tells the caller the client left.
+ */
+export function abortWhenClientLeaves(res: ServerResponse): AbortController {
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort();
+  });
+  return abort;
+}
 /**
  * The sampling a reply from another upstream was drawn with when its reported logprobs are μ, or why they are not.
  * Those servers report the model's raw distribution, not the one they sampled from: llama-server reads its
@@ -605,23 +617,16 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
   // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
-  let aborted = false;
-  const abort = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) {
-      aborted = true;
-      abort.abort();
-    }
-  });
+  const abort = abortWhenClientLeaves(res);
   let upRes: IncomingMessage;
   try {
     upRes = await p.upstream.call(up, 'POST', '/chat/completions', { 'content-type': 'application/json', accept: req.headers.accept ?? 'application/json' }, withFields(sent, mapped === null ? body : { ...body, model: mapped }, add), abort.signal);
   } catch (e) {
-    if (aborted) return;
+    if (abort.signal.aborted) return;
     if (e instanceof UpstreamTimeoutError) return sendError(res, 504, `${e.message} (no reply from ${up.baseUrl})`, 'upstream_timeout');
     return sendError(res, 502, `the upstream model server at ${up.baseUrl} is not reachable: ${(e as Error).message}`, 'upstream_unreachable');
   }
-  if (aborted) {
+  if (abort.signal.aborted) {
     upRes.destroy();
     return;
   }
@@ -639,7 +644,7 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
   const ended = (): void => {
     // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
-    if (ok && !aborted) p.captures.enqueueJob((quietly) => capture(p, copy, quietly));
+    if (ok && !abort.signal.aborted) p.captures.enqueueJob((quietly) => capture(p, copy, quietly));
   };
 
   if (rewrite && isSse) {

@@ -1,10 +1,10 @@
-// Turning encryption at rest on, rotating its key, and reporting it (`rein encryption`, cipher.ts and keyring.ts).
+// Turning encryption at rest on and off, rotating its key, and reporting it (`rein encryption`, cipher.ts and keyring.ts).
 // The caller holds the home's core lock (cli/commands/encryption.ts), so no server or app has the database open while
 // its text changes form.
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { ReinError } from '../../common/errors.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
-import { EncryptionError } from './cipher.ts';
+import { EncryptionError, type FieldCipher } from './cipher.ts';
 import { hasKeyring, keyringPath, newCipher, rotatedCipher, saveKeyring, unlockKeyring, type KeyProtector } from './keyring.ts';
 import { Store } from './store.ts';
 
@@ -46,6 +46,25 @@ export function rotateEncryption(home: ReinHome, passphrase: string, newPassphra
   try {
     const n = store.resealAll(next);
     return { ...statusOf(home, store, next.current, next.keys.size), ...n };
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Opens every stored text back into the clear and removes the keyring (`unsealMore` opens what lives outside the
+ * database, the capture spool, before the keys go). The keyring goes last: were the process killed before, encryption
+ * is still on, every row opens with its key, and running disable again finishes the job.
+ */
+export function disableEncryption(home: ReinHome, passphrase: string, unsealMore: (cipher: FieldCipher) => void = () => {}, protector: KeyProtector | null = null): EncryptionStatus & { turns: number; ratings: number } {
+  if (!hasKeyring(home)) throw new ReinError('conflict', 'encryption is already off');
+  const cipher = unlockKeyring(home, { passphrase, protector });
+  const store = new Store(home.dbPath, Date.now, cipher);
+  try {
+    const n = store.resealAll(null);
+    unsealMore(cipher);
+    rmSync(keyringPath(home));
+    return { ...statusOf(home, store, null, 0), ...n };
   } finally {
     store.close();
   }
