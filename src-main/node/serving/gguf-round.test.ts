@@ -121,6 +121,11 @@ function topDiff(top: Alt[][], rows: ArrayLike<number>[]): number {
   return d;
 }
 
+/** The same per position, for the printout: a rounding that lands the other way shows as a few positions apart. */
+function topDiffRows(top: Alt[][], rows: ArrayLike<number>[]): string {
+  return top.map((alts, i) => alts.reduce((d, a) => Math.max(d, Math.abs(rows[i]![a.id]! - a.logprob)), 0).toExponential(0)).join(' ');
+}
+
 let before: Awaited<ReturnType<typeof ask>>;
 
 describe('a round on a GGUF base from an Ollama store: capture → rate → train → v1 active → served from the same quantized file', () => {
@@ -142,7 +147,7 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
     expect(before.version).toBe('0');
     expect(before.turn.onPolicy).toBe(true);
     expect(before.turn.tokens!.length).toBeGreaterThan(0);
-    console.log(`base: served (llama.cpp on the Q8_0 blob) vs engine (dequantized blob) top-20 max |Δ log p| ${topDiff(before.top, await engineRows(before.turn, null)).toFixed(4)}`);
+    console.log(`base: served (llama.cpp on the Q8_0 blob) vs engine (on the blob, matchLlamaCpp) top-20 max |Δ log p| ${topDiff(before.top, await engineRows(before.turn, null)).toExponential(2)}`);
   });
 
   it('rates the captured turns and a training round on the blob activates v1', { timeout: 300_000 }, async () => {
@@ -188,7 +193,7 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
       const withoutV1 = topDiff(after.top, await rows());
       console.log(
         `served v1 vs llama.cpp on the blob: with v1's adapter.gguf ${withV1.toExponential(2)}, without ${withoutV1.toFixed(4)}; ` +
-          `vs our engine on the dequantized blob: with v1 ${topDiff(after.top, await engineRows(after.turn, trained)).toFixed(4)}, base ${topDiff(after.top, await engineRows(after.turn, null)).toFixed(4)}`,
+          `vs our engine on the blob: with v1 ${topDiff(after.top, await engineRows(after.turn, trained)).toFixed(4)} (per position ${topDiffRows(after.top, await engineRows(after.turn, trained))}), base ${topDiff(after.top, await engineRows(after.turn, null)).toFixed(4)}`,
       );
       expect(withV1).toBeLessThan(1e-3);
       expect(withoutV1).toBeGreaterThan(10 * Math.max(withV1, 1e-3));
