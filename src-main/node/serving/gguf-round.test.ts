@@ -26,7 +26,8 @@ import { Engine } from '../engine/engine.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { logSoftmax } from '../engine/test-utils/parity.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import { loadPeftAdapter } from '../engine/peft.ts';
+import { peftToGguf } from '../engine/gguf/lora.ts';
+import { loadPeftAdapter, savePeftAdapter } from '../engine/peft.ts';
 import { writeTinyModel } from '../engine/tiny.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
@@ -197,6 +198,19 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
       );
       expect(withV1).toBeLessThan(1e-3);
       expect(withoutV1).toBeGreaterThan(10 * Math.max(withV1, 1e-3));
+      // v1 is a few small steps from B = 0, so its effect is about one rounding step of the activations: where a value
+      // sits on a step, llama.cpp and our engine place it by their last bits. B × 1.001 shows the steps: it moves
+      // llama.cpp's own output at some positions only (by 0 elsewhere), and our engine then agrees elsewhere.
+      const nudged: LoraAdapter = { ...trained, pairs: trained.pairs.map((p) => ({ ...p, b: Float32Array.from(p.b, (x) => x * 1.001) })) };
+      const nudgedDir = path.join(root, 'nudged-v1');
+      savePeftAdapter(nudgedDir, nudged, { baseModel: blob });
+      peftToGguf(nudgedDir, engine.config, `${nudgedDir}.gguf`);
+      const rowsNudged = await rows(`${nudgedDir}.gguf`);
+      const oursNudged = (await engine.driver.positionLogprobs(seq, nudged)).slice(prompt.length - 1);
+      console.log(
+        `B × 1.001: llama.cpp moves by (per position) ${topDiffRows(after.top, rowsNudged)}; ` +
+          `ours vs llama.cpp with it ${topDiffRows(after.top.map((alts, i) => alts.map((a) => ({ id: a.id, logprob: rowsNudged[i]![a.id]! }))), oursNudged)}`,
+      );
     } finally {
       await referee.close();
     }
