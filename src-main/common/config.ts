@@ -76,6 +76,12 @@ export const SETTINGS = {
     'Your own reward mapping: a JavaScript function (rating, turn) => reward from -1 to 1, with rating.kind, score, reward (the default), tags, comment, correction and turn.source, length. It runs sandboxed and is tried on your recent ratings before it is saved; without one (null), the default applies: Good +1, Bad -1, a score s as (s-3)/2.',
   ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
+  'training.matchLlamaCpp': def(
+    z.boolean(),
+    true,
+    'training',
+    'On a GGUF base, train on what llama.cpp computes from that file: each frozen layer rounds its input as llama.cpp\'s CPU kernels do for the weight type (8-bit blocks for Q8_0/Q4_0/K-quant weights, fp16 for F16), so the trained model is the served one. Off: exact f32 products with the dequantized weights.',
+  ),
   'popup.enabled': def(z.boolean(), true, 'popup', 'Ask Good / Bad after each captured answer.'),
   'popup.timeoutSeconds': def(
     z.number().int().min(0).max(3600),

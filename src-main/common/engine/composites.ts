@@ -275,3 +275,49 @@ export function chunkRanges(total: number, chunk: number): [number, number][] {
   for (let s = 0; s < total; s += chunk) out.push([s, Math.min(total, s + chunk)]);
   return out;
 }
+
+/**
+ * How llama.cpp's CPU matmul rounds a linear's input before the dot product with a weight of a given type: the
+ * weight type's vec_dot_type (ggml-cpu.c type_traits_cpu). 'q8_0': blocks of 32 (for Q8_0, Q4_0, Q5_0 weights);
+ * 'q8_1': the same values (Q4_1, Q5_1); 'q8_K': blocks of 256 (Q2_K … Q6_K); 'f16' and 'bf16': the input rounded to
+ * that float (F16, BF16 weights). F32 weights take the input as it is.
+ */
+export type ActQuantKind = 'q8_0' | 'q8_1' | 'q8_K' | 'f16' | 'bf16';
+
+/** The activation rounding of a model's frozen linears: per layer module (one kind for all layers) and the lm_head. */
+export interface ActQuantTable {
+  modules: Readonly<Record<string, ActQuantKind>>;
+  lmHead: ActQuantKind | null;
+  /** Modules whose layers need different kinds; one layer graph serves every layer, so these keep exact inputs. */
+  mixed: readonly string[];
+}
+
+/**
+ * x [..., K] as llama.cpp's CPU kernels quantize it for a weight of `kind` (x86 build, ggml-cpu/arch/x86/quants.c
+ * quantize_row_q8_0 / _q8_1 and ggml-quants.c quantize_row_q8_K_ref, which the repacked Q4_K kernels' quantize_mat_q8_K_4x8
+ * equals), dequantized back to floats, with a straight-through gradient (identity toward x), so the frozen matmul
+ * that follows computes Σ w·(d·q) as ggml's integer dot products do. Per block of B values with amax = max |x|:
+ *   q8_0 / q8_1 (B = 32): q = round(x · (127/amax)), d = fp16(amax/127), x̂ = q·d
+ *   q8_K (B = 256):       s = 127/amax, q = round(x · s), d = 1/s (f32), x̂ = q·d
+ * (ggml's q8_K takes s = −127/max with the signed max; round half to even is odd-symmetric, so x̂ is the same.) Rounding is
+ * half to even everywhere, as _mm256_round_ps(_MM_ROUND_NEAREST), ARM's vcvtnq and nearest_int do (only the scalar
+ * quantize_row_q8_0_ref's roundf differs, at exact halves, and no SIMD build runs it). ARM builds compute the q8_0
+ * multiplier as 1/(amax/127), at most one ulp away. Q4_1's dot also reads the fp16 block sum of q8_1, which this does
+ * not reproduce (a 2⁻¹¹-relative rounding of the min term).
+ */
+export function quantizeActivations(x: Tensor, kind: ActQuantKind | null | undefined): Tensor {
+  if (kind === null || kind === undefined) return x;
+  if (kind === 'f16' || kind === 'bf16') return op.straightThrough(x, op.roundNarrow(x, kind === 'f16' ? 'float16' : 'bfloat16'));
+  const B = kind === 'q8_K' ? 256 : 32;
+  const K = x.shape[x.rank - 1]!;
+  if (typeof K !== 'number' || K % B !== 0) {
+    throw new GraphError('quantizeActivations', `a ${kind} input needs a last dim that is a multiple of ${B}, got ${fmtShape(x.shape)}`);
+  }
+  const xb = op.reshape(x, [...x.shape.slice(0, -1), K / B, B]); // [..., K/B, B]
+  const amax = op.reduceMax(op.abs(xb), [-1], true); // [..., K/B, 1]
+  const zero = op.equal(amax, 0);
+  const s = op.where(zero, 0, op.div(127, amax)); // an all-zero block stays zero
+  const q = op.round(op.mul(xb, s)); // [..., K/B, B], integers in [−127, 127]
+  const d = kind === 'q8_K' ? op.where(zero, 0, op.div(1, s)) : op.roundNarrow(op.div(amax, 127), 'float16');
+  return op.straightThrough(x, op.reshape(op.mul(q, d), x.shape)); // [..., K]
+}

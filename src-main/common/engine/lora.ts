@@ -4,7 +4,7 @@
 // A starts uniform in ±1/√in (PEFT's kaiming_uniform_(a=√5) bound reduces to 1/√fan_in), B starts at zero,
 // so a fresh adapter leaves the model unchanged.
 import { ReinError } from '../errors.ts';
-import type { FloatDType } from './composites.ts';
+import { type ActQuantKind, type FloatDType, quantizeActivations } from './composites.ts';
 import { type Graph, GraphError, type Tensor } from './ir.ts';
 import { modulePath } from './families/params.ts';
 import type { ResolvedParam } from './families/params.ts';
@@ -148,9 +148,18 @@ export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${
  * A layer's linear forward, shared by every family: declares the LoRA inputs '<m>.lora_A' [r, in] and '<m>.lora_B'
  * [out, r] of each target in `w` (the layer's weight inputs, HF [out, in]), and returns
  * linear(h, m) = h·Wᵀ (+ b) (+ scale·(h·Aᵀ)·Bᵀ), with the bias '<m>.bias' when the layer has one. Gemm with transB
- * reads HF's [out, in] weights in place.
+ * reads HF's [out, in] weights in place. With `actQuant` (a GGUF base, composites.ts ActQuantTable), the frozen
+ * product reads h rounded as llama.cpp's CPU kernels round it for module m's weight type; the LoRA product reads h
+ * itself, as llama.cpp does with F32 adapter tensors.
  */
-export function loraLinear(g: Graph, dtype: FloatDType, w: Record<string, Tensor>, lora: LayerLora | null, where: string): (h: Tensor, m: string) => Tensor {
+export function loraLinear(
+  g: Graph,
+  dtype: FloatDType,
+  w: Record<string, Tensor>,
+  lora: LayerLora | null,
+  where: string,
+  actQuant?: Readonly<Record<string, ActQuantKind>>,
+): (h: Tensor, m: string) => Tensor {
   const targets = new Set(lora?.targets ?? []);
   for (const m of targets) {
     const W = w[m];
@@ -160,8 +169,21 @@ export function loraLinear(g: Graph, dtype: FloatDType, w: Record<string, Tensor
     w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
     w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
   }
+  // q, k and v (gate and up) read the same h: one rounding each.
+  const rounded = new Map<string, Tensor>();
+  const frozenInput = (h: Tensor, m: string): Tensor => {
+    const kind = actQuant?.[m];
+    if (kind === undefined) return h;
+    const key = `${h.id}|${kind}`;
+    let hq = rounded.get(key);
+    if (hq === undefined) {
+      hq = quantizeActivations(h, kind);
+      rounded.set(key, hq);
+    }
+    return hq;
+  };
   return (h, m) => {
-    let y = op.gemm(h, w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
+    let y = op.gemm(frozenInput(h, m), w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
     if (targets.has(m)) {
       const n = loraInputNames(m);
       const xa = op.gemm(h, w[n.a]!, { transB: true }); // [T, r]

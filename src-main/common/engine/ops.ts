@@ -54,8 +54,11 @@ export interface OnnxEmit {
   domain?: string;
   inputs: (number | OnnxConst | null)[];
   attrs: OnnxAttr[];
-  /** Run the op in this dtype: emission casts its float inputs to it and its outputs back (a missing ORT kernel). */
-  computeAs?: DType;
+  /**
+   * Run the op in this dtype: emission casts its float inputs to it and its outputs back (a missing ORT kernel; or a
+   * narrow float that exists only there, RoundNarrow's round trip).
+   */
+  computeAs?: ComputeDType;
 }
 
 export interface OpDef {
@@ -87,6 +90,10 @@ export function apply(op: string, inputs: readonly Tensor[], attrs: Attrs = {}, 
 }
 
 export const ONNX_DTYPE: Record<DType, number> = { float32: 1, int64: 7, bool: 9, float64: 11 };
+/** Floats an op may compute in without being IR dtypes: nothing in a graph holds them, emission casts around them. */
+export type NarrowFloat = 'float16' | 'bfloat16';
+export type ComputeDType = DType | NarrowFloat;
+export const ONNX_COMPUTE_DTYPE: Record<ComputeDType, number> = { ...ONNX_DTYPE, float16: 10, bfloat16: 16 };
 
 // --- helpers -------------------------------------------------------------------------------------------------------
 
@@ -207,6 +214,27 @@ registerOp('Sin', unaryDef('Sin', (x, _y, g) => mul(g, cos(x))));
 registerOp('Cos', unaryDef('Cos', (x, _y, g) => neg(mul(g, sin(x)))));
 registerOp('Abs', unaryDef('Abs', (x, _y, g) => mul(g, sign(x))));
 registerOp('Sign', unaryDef('Sign', null));
+// Round half to even (ONNX Round; x86's _mm256_round_ps(_MM_ROUND_NEAREST) and ggml's nearest_int round the same way).
+// Zero gradient almost everywhere: training passes through it with StraightThrough.
+registerOp('Round', unaryDef('Round', null));
+// x rounded to the nearest float16 or bfloat16 and back (ONNX Cast, round half to even both ways). Like Round, no gradient.
+registerOp('RoundNarrow', {
+  ...unaryDef('RoundNarrow', null),
+  emit: (node) => ({ opType: 'Identity', inputs: [0], attrs: [], computeAs: node.attrs['to'] as NarrowFloat }),
+});
+// The value of its second input with the gradient of its first: a straight-through estimator (Bengio et al. 2013,
+// arXiv:1308.3432), y = q(x) forward, dy/dx = 1 backward.
+registerOp('StraightThrough', {
+  infer(inputs) {
+    arity(inputs, 2, 'StraightThrough');
+    const [x, q] = inputs as [Tensor, Tensor];
+    sameDType(inputs, 'StraightThrough');
+    if (!shapeEq(x.shape, q.shape)) throw new GraphError('StraightThrough', `shapes ${fmtShape(x.shape)} and ${fmtShape(q.shape)} differ`);
+    return [{ dtype: q.dtype, shape: q.shape }];
+  },
+  emit: () => ({ opType: 'Identity', inputs: [1], attrs: [] }),
+  grad: ({ gOut }) => [gOut[0]!, null],
+});
 // Identity in the graph, a wall for gradients (the trajectory-drift scale of MIS-PO, baselines).
 registerOp('StopGradient', {
   infer: (inputs) => (arity(inputs, 1, 'StopGradient'), [{ dtype: inputs[0]!.dtype, shape: inputs[0]!.shape }]),
@@ -865,6 +893,10 @@ export const cos = (x: Tensor): Tensor => one('Cos', [x]);
 export const abs = (x: Tensor): Tensor => one('Abs', [x]);
 export const sign = (x: Tensor): Tensor => one('Sign', [x]);
 export const stopGradient = (x: Tensor): Tensor => one('StopGradient', [x]);
+export const round = (x: Tensor): Tensor => one('Round', [x]);
+export const roundNarrow = (x: Tensor, to: NarrowFloat): Tensor => one('RoundNarrow', [x], { to });
+/** q's value, x's gradient (q is usually a rounding of x). */
+export const straightThrough = (x: Tensor, q: Tensor): Tensor => one('StraightThrough', [x, q]);
 
 export const where = (cond: Tensor, a: TensorLike, b: TensorLike): Tensor => {
   return one('Where', [cond, ...pair(a, b, 'Where')]);

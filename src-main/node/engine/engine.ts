@@ -21,6 +21,11 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
   dtype?: FloatDType;
   /** ORT intra-op threads (default: every core). */
   threads?: number;
+  /**
+   * A GGUF base: round each frozen linear's input as llama.cpp's CPU kernels do for its weight type, so the forward
+   * equals what Rein's model server (llama.cpp) computes from the same file (default true; gguf/load.ts).
+   */
+  matchLlamaCpp?: boolean;
 }
 
 export interface SampleOptions {
@@ -59,7 +64,7 @@ export class Engine {
 
   /** Loads an HF model directory (config.json, safetensors, tokenizer) or a .gguf file through node/engine/hf.ts loadModel. */
   static load(dir: string, opts: EngineOptions = {}): Engine {
-    const m = loadModel(dir);
+    const m = loadModel(dir, { matchLlamaCpp: opts.matchLlamaCpp });
     try {
       return Engine.fromWeights(m.config, (key) => m.read(key, { as: opts.dtype === 'float64' ? 'f64' : 'f32' }), opts, m.tokenizer);
     } finally {

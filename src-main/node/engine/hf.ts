@@ -51,6 +51,8 @@ export interface LoadOptions {
   tokenizer?: boolean;
   /** Read every weight now and check it for NaN/Inf (default false: each read is checked instead). */
   scanAll?: boolean;
+  /** A GGUF: compute what llama.cpp computes on it (gguf/load.ts GgufLoadOptions; default true). */
+  matchLlamaCpp?: boolean;
 }
 
 function readJsonFile(dir: string, file: string): unknown {
@@ -201,6 +203,6 @@ export function loadHfModel(dir: string, opts: LoadOptions = {}): HfModel {
  * GGUF (its magic is checked): Ollama's blobs have no extension.
  */
 export function loadModel(source: string, opts: LoadOptions = {}): HfModel {
-  if (existsSync(source) && statSync(source).isFile()) return loadGgufModel(source, { tokenizer: opts.tokenizer });
+  if (existsSync(source) && statSync(source).isFile()) return loadGgufModel(source, { tokenizer: opts.tokenizer, matchLlamaCpp: opts.matchLlamaCpp });
   return loadHfModel(source, opts);
 }

@@ -5,7 +5,7 @@
 
 import onnxProto from 'onnx-proto';
 import { type Bindings, type DType, type Graph, type Node, type Tensor, GraphError, bindDim, bindShape, isFloat } from '../../common/engine/ir.ts';
-import { type OnnxConst, ONNX_DTYPE, opDef } from '../../common/engine/ops.ts';
+import { type ComputeDType, type OnnxConst, ONNX_COMPUTE_DTYPE, ONNX_DTYPE, opDef } from '../../common/engine/ops.ts';
 
 const { onnx } = onnxProto;
 
@@ -98,8 +98,8 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
       continue;
     }
     const e = opDef(n.op).emit(n, b);
-    const cast = (from: string, to: DType, out: string): void => {
-      nodes.push({ name: `cast_${out}`, opType: 'Cast', domain: '', input: [from], output: [out], attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: ONNX_DTYPE[to] }] });
+    const cast = (from: string, to: ComputeDType, out: string): void => {
+      nodes.push({ name: `cast_${out}`, opType: 'Cast', domain: '', input: [from], output: [out], attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: ONNX_COMPUTE_DTYPE[to] }] });
     };
     const via = e.computeAs;
     const inputs = e.inputs.map((x) => {

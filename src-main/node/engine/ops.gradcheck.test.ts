@@ -190,7 +190,9 @@ describe('tier 1: gradient rules vs central differences (float64, ORT)', () => {
 
   it('covers every differentiable op in the table', () => {
     const names = cases.map((c) => c.name.split(' ')[0]!);
-    const nondiff = new Set(['Input', 'Constant', 'Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual', 'And', 'Or', 'Sign', 'StopGradient']);
+    // Rounding has a zero gradient almost everywhere; StraightThrough's identity is by definition not its function's
+    // derivative (tested below, and in actquant.test.ts).
+    const nondiff = new Set(['Input', 'Constant', 'Equal', 'Less', 'Greater', 'LessOrEqual', 'GreaterOrEqual', 'And', 'Or', 'Sign', 'StopGradient', 'Round', 'RoundNarrow', 'StraightThrough']);
     const missing = [...op.OPS.keys()].filter((k) => !nondiff.has(k) && !names.includes(k));
     expect(missing).toEqual([]);
   });
@@ -207,6 +209,19 @@ describe('tier 1: gradient rules vs central differences (float64, ORT)', () => {
     await rt.dispose(g);
     expect(out['y']!.data[0]).toBeCloseTo(0.125 - 8 + 27, 12);
     expect(Array.from(out['dx']!.data as Float64Array)).toEqual([0.25, 4, 9]); // not 3x² = [0.75, 12, 27]
+  });
+
+  it('StraightThrough passes the second value and the gradient of the first: d/dx Σ st(x, round(x))·c = c', async () => {
+    const g = new Graph('st');
+    const x = g.input('x', F, [4]);
+    const c = g.input('c', F, [4]);
+    const y = op.straightThrough(x, op.round(x));
+    g.output('y', y);
+    g.output('dx', grad([op.reduceSum(op.mul(y, c), [], false)], [x])[0]!);
+    const out = await rt.run(g, {}, { x: Float64Array.from([0.5, 1.5, -2.5, 0.7]), c: Float64Array.from([2, -1, 3, 0.25]) });
+    await rt.dispose(g);
+    expect(Array.from(out['y']!.data as Float64Array)).toEqual([0, 2, -2, 1]); // half to even
+    expect(Array.from(out['dx']!.data as Float64Array)).toEqual([2, -1, 3, 0.25]);
   });
 
   it('the checker itself catches a wrong rule', async () => {

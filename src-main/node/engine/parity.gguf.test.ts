@@ -1,13 +1,15 @@
 // Tier-3 referee for quantized GGUF bases: a tiny Llama (q/k rows permuted in the file, untied lm_head) quantized to
-// Q8_0 and a tiny Qwen2 (biases, tied) quantized to Q4_K by our writer load in llama.cpp (node-llama-cpp), and our engine, loading the same .gguf alone
-// (dequantized to f32), gives llama.cpp's next-token log-probs at every position: within 0.05, and at least 5×
-// closer than llama.cpp on the f32 file is to llama.cpp on the quantized one (so we read the quantized weights
-// llama.cpp reads, not merely weights near them). The same with a trained LoRA (PEFT for us, GGUF LoRA for llama.cpp).
+// Q8_0 and a tiny Qwen2 (biases, tied) quantized to Q4_K by our writer load in llama.cpp (node-llama-cpp), and our
+// engine, loading the same .gguf alone, gives llama.cpp's next-token log-probs at every position: within 0.05, and
+// at least 5× closer than llama.cpp on the f32 file is to llama.cpp on the quantized one (so we compute what
+// llama.cpp computes from the quantized weights, not merely something near it). The same with a trained LoRA (PEFT
+// for us, GGUF LoRA for llama.cpp).
 // llama.cpp does not multiply by the dequantized weights: its CPU kernels quantize the activations too (Q8_0
-// weights meet Q8_0 activations, Q4_K weights Q8_K ones, ggml-cpu type_traits vec_dot_type), which is the residual
-// difference here; the f32 file's path (F32 weights, F32 activations) has none. For Q8_0 that residual has the
-// weights' own granularity (8 bits per 32 values on both sides), so llama.cpp's f32 run cannot be 5× farther: the
-// 5× bar is held for Q4_K, and Q8_0 is held to being closer than f32 (1.3× measured).
+// weights meet Q8_0 activations, Q4_K weights Q8_K ones, ggml-cpu type_traits vec_dot_type). Our engine does the same
+// on a GGUF base (config.actQuant, composites.ts quantizeActivations, on by default), so most positions agree to
+// float32 noise. What remains is a rounding that lands the other way: where our value before a rounding differs from
+// llama.cpp's in its last bits (sums taken in another order) and lies on a .5 boundary, one q differs by 1, and the
+// positions that depend on it move by up to a few 1e-2 at this model's gain. Each row's difference is printed.
 // std 0.04 keeps the per-layer gain of the H = 32, std 0.1 parity models (std·√H about equal); at std 0.1 and
 // H = 256 the random net is so sensitive that llama.cpp's own f32 and Q8_0 runs differ by 0.5 in log p.
 // hidden 256 and intermediate 256 so that every weight's rows fit Q4_K's 256-value blocks.
@@ -28,12 +30,20 @@ import { writeTinyModel } from './tiny.ts';
 import { logSoftmax } from './test-utils/parity.ts';
 
 const TEXT = 'def f(a): return a+1 🤖';
-// The issue's bars are max |Δ log p| ≤ 0.05 and llama.cpp's f32 run ≥ 5× farther. Measured here, the second holds
-// for Q4_K (11.3× base, 14.1× LoRA), the first does not quite: 5.4e-2 (Q8_0 base), 5.7e-2 and 6.8e-2 (Q4_K base,
-// LoRA), while the f32 control agrees to ~3e-6. That residual is llama.cpp quantizing its activations (see the header), which no
-// reading of the weights can remove; the test holds the measured side of it, 0.1, and reports the numbers.
-const BAR: Record<'q8_0' | 'q4_k', number> = { q8_0: 0.1, q4_k: 0.1 };
-const CLOSER: Record<'q8_0' | 'q4_k', number> = { q8_0: 1, q4_k: 5 };
+// The issue's bars, for both types, base and LoRA.
+const BAR = 0.05;
+const CLOSER = 5;
+
+/** max |a − b| per row, for the printout. */
+function rowMax(a: readonly ArrayLike<number>[], b: readonly ArrayLike<number>[]): string {
+  return a
+    .map((r, t) => {
+      let m = 0;
+      for (let i = 0; i < r.length; i++) m = Math.max(m, Math.abs(r[i]! - b[t]![i]!));
+      return m.toExponential(1);
+    })
+    .join(' ');
+}
 
 function maxOver(a: readonly ArrayLike<number>[], b: readonly ArrayLike<number>[]): number {
   expect(a.length).toBe(b.length);
@@ -95,11 +105,15 @@ describe.each([
   }, 600_000);
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('ours on the file equals llama.cpp on the file within 0.1 and closer than llama.cpp on f32 (Q4_K: 5× closer), base and LoRA', async () => {
+  it('ours on the file equals llama.cpp on the file within 0.05 and 5× closer than llama.cpp on f32, base and LoRA', async () => {
     const t = type;
     const ref = await llamaRows(files[t]!);
     const ours = Engine.load(files[t]!, { threads: 1, buckets: [16] });
+    // The option off: exact f32 products with the dequantized weights (what the engine did before).
+    const exact = Engine.load(files[t]!, { threads: 1, buckets: [16], matchLlamaCpp: false });
     try {
+      expect(ours.config.actQuant).toBeDefined();
+      expect(exact.config.actQuant).toBeUndefined();
       expect(ours.tokenizer!.encode(TEXT)).toEqual(tokens);
       const base = await ours.driver.positionLogprobs(tokens, null);
       const lora = await ours.driver.positionLogprobs(tokens, adapter);
@@ -108,17 +122,22 @@ describe.each([
         const [o, r, f] = what === 'base' ? [base, ref.base, f32Rows.base] : [lora, ref.lora, f32Rows.lora];
         const delta = maxOver(o, r);
         const f32Delta = maxOver(f, r);
-        console.log(`${arch} ${t} ${what}: max |Δ log p| ours vs llama.cpp = ${delta.toExponential(2)}; llama.cpp f32 vs ${t} = ${f32Delta.toExponential(2)} (${(f32Delta / delta).toFixed(1)}× farther)`);
+        console.log(`${arch} ${t} ${what}: max |Δ log p| ours vs llama.cpp = ${delta.toExponential(2)}; llama.cpp f32 vs ${t} = ${f32Delta.toExponential(2)} (${(f32Delta / delta).toFixed(1)}× farther); per position: ${rowMax(o, r)}`);
         return { what, delta, f32Delta };
       });
+      const exactRows = await exact.driver.positionLogprobs(tokens, null);
+      const exactDelta = maxOver(exactRows, ref.base);
+      console.log(`${arch} ${t} base with matchLlamaCpp off: max |Δ log p| ours vs llama.cpp = ${exactDelta.toExponential(2)}; per position: ${rowMax(exactRows, ref.base)}`);
+      expect(exactDelta).toBeGreaterThan(rows[0]!.delta);
       for (const { what, delta, f32Delta } of rows) {
-        expect({ what, withinBar: delta <= BAR[t], closer: f32Delta >= CLOSER[t] * delta }).toEqual({ what, withinBar: true, closer: true });
+        expect({ what, withinBar: delta <= BAR, closer: f32Delta >= CLOSER * delta }).toEqual({ what, withinBar: true, closer: true });
       }
       expect(f32Control).toBeLessThan(1e-4);
       // The adapter moves the output by far more than the agreement.
-      expect(maxOver(ref.lora, ref.base)).toBeGreaterThan(4 * BAR[t]);
+      expect(maxOver(ref.lora, ref.base)).toBeGreaterThan(4 * BAR);
     } finally {
       await ours.close();
+      await exact.close();
     }
   }, 300_000);
 });

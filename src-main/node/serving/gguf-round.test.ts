@@ -26,7 +26,8 @@ import { Engine } from '../engine/engine.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { logSoftmax } from '../engine/test-utils/parity.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import { loadPeftAdapter } from '../engine/peft.ts';
+import { peftToGguf } from '../engine/gguf/lora.ts';
+import { loadPeftAdapter, savePeftAdapter } from '../engine/peft.ts';
 import { writeTinyModel } from '../engine/tiny.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
@@ -121,6 +122,11 @@ function topDiff(top: Alt[][], rows: ArrayLike<number>[]): number {
   return d;
 }
 
+/** The same per position, for the printout: a rounding that lands the other way shows as a few positions apart. */
+function topDiffRows(top: Alt[][], rows: ArrayLike<number>[]): string {
+  return top.map((alts, i) => alts.reduce((d, a) => Math.max(d, Math.abs(rows[i]![a.id]! - a.logprob)), 0).toExponential(0)).join(' ');
+}
+
 let before: Awaited<ReturnType<typeof ask>>;
 
 describe('a round on a GGUF base from an Ollama store: capture → rate → train → v1 active → served from the same quantized file', () => {
@@ -142,7 +148,7 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
     expect(before.version).toBe('0');
     expect(before.turn.onPolicy).toBe(true);
     expect(before.turn.tokens!.length).toBeGreaterThan(0);
-    console.log(`base: served (llama.cpp on the Q8_0 blob) vs engine (dequantized blob) top-20 max |Δ log p| ${topDiff(before.top, await engineRows(before.turn, null)).toFixed(4)}`);
+    console.log(`base: served (llama.cpp on the Q8_0 blob) vs engine (on the blob, matchLlamaCpp) top-20 max |Δ log p| ${topDiff(before.top, await engineRows(before.turn, null)).toExponential(2)}`);
   });
 
   it('rates the captured turns and a training round on the blob activates v1', { timeout: 300_000 }, async () => {
@@ -188,10 +194,23 @@ describe('a round on a GGUF base from an Ollama store: capture → rate → trai
       const withoutV1 = topDiff(after.top, await rows());
       console.log(
         `served v1 vs llama.cpp on the blob: with v1's adapter.gguf ${withV1.toExponential(2)}, without ${withoutV1.toFixed(4)}; ` +
-          `vs our engine on the dequantized blob: with v1 ${topDiff(after.top, await engineRows(after.turn, trained)).toFixed(4)}, base ${topDiff(after.top, await engineRows(after.turn, null)).toFixed(4)}`,
+          `vs our engine on the blob: with v1 ${topDiff(after.top, await engineRows(after.turn, trained)).toFixed(4)} (per position ${topDiffRows(after.top, await engineRows(after.turn, trained))}), base ${topDiff(after.top, await engineRows(after.turn, null)).toFixed(4)}`,
       );
       expect(withV1).toBeLessThan(1e-3);
       expect(withoutV1).toBeGreaterThan(10 * Math.max(withV1, 1e-3));
+      // v1 is a few small steps from B = 0, so its effect is about one rounding step of the activations: where a value
+      // sits on a step, llama.cpp and our engine place it by their last bits. B × 1.001 shows the steps: it moves
+      // llama.cpp's own output at some positions only (by 0 elsewhere), and our engine then agrees elsewhere.
+      const nudged: LoraAdapter = { ...trained, pairs: trained.pairs.map((p) => ({ ...p, b: Float32Array.from(p.b, (x) => x * 1.001) })) };
+      const nudgedDir = path.join(root, 'nudged-v1');
+      savePeftAdapter(nudgedDir, nudged, { baseModel: blob });
+      peftToGguf(nudgedDir, engine.config, `${nudgedDir}.gguf`);
+      const rowsNudged = await rows(`${nudgedDir}.gguf`);
+      const oursNudged = (await engine.driver.positionLogprobs(seq, nudged)).slice(prompt.length - 1);
+      console.log(
+        `B × 1.001: llama.cpp moves by (per position) ${topDiffRows(after.top, rowsNudged)}; ` +
+          `ours vs llama.cpp with it ${topDiffRows(after.top.map((alts, i) => alts.map((a) => ({ id: a.id, logprob: rowsNudged[i]![a.id]! }))), oursNudged)}`,
+      );
     } finally {
       await referee.close();
     }

@@ -155,7 +155,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   const shape = modelShape(dir);
   const cfg = resolveTrainingConfig(settings['training.preset'], shape, settings['training.custom']);
   const replayRatio = settings['training.replayRatio'];
-  const engine = Engine.load(dir, { dtype: 'float32', threads: o.threads });
+  const engine = Engine.load(dir, { dtype: 'float32', threads: o.threads, matchLlamaCpp: settings['training.matchLlamaCpp'] });
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);

@@ -33,7 +33,7 @@ import type { LlamaConfig } from './llama.ts';
 import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { causalMaskTable, geglu, groupedAttention, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { causalMaskTable, geglu, groupedAttention, quantizeActivations, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -223,7 +223,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of gemmaParams(c).filter((q) => q.layer === 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph');
+  const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph', c.actQuant?.modules);
   // GemmaRMSNorm: x / √(mean(x²) + eps) · (1 + w), over the last axis.
   const norm = (t: Tensor, name: string): Tensor => rmsNorm(t, w[name]!, eps, { onePlus: true });
 
@@ -252,7 +252,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
 /** Final (1 + w) norm, lm_head and Gemma 2's final soft-cap: h [T, H] → logits [T, V]. */
 function gemmaLogits(c: GemmaConfig, h: Tensor, norm: Tensor, W: Tensor): { hn: Tensor; logits: Tensor } {
   const hn = rmsNorm(h, norm, c.rmsNormEps, { onePlus: true }); // [T, H]
-  const raw = op.gemm(hn, W, { transB: true }); // [T, V]
+  const raw = op.gemm(quantizeActivations(hn, c.actQuant?.lmHead), W, { transB: true }); // [T, V], straight through
   return { hn, logits: c.finalLogitSoftcapping === null ? raw : softcap(raw, c.finalLogitSoftcapping) };
 }
 

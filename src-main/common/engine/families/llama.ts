@@ -22,7 +22,7 @@ import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
-import { groupedAttention, rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { groupedAttention, quantizeActivations, rmsNorm, rope, ropeInvFreq, ropeTables, type ActQuantTable, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
@@ -55,6 +55,11 @@ export interface LlamaConfig {
   slidingWindow: number | null;
   bosTokenId: number | null;
   eosTokenIds: number[];
+  /**
+   * A GGUF base only (gguf/load.ts): how llama.cpp rounds each frozen linear's input for that weight's type, so our
+   * forward computes what llama.cpp serves from the same file. Absent: exact f32 products.
+   */
+  actQuant?: ActQuantTable;
 }
 
 export type LlamaDim = 'V' | 'H' | 'I' | 'Q' | 'KV' | 'D';
@@ -268,7 +273,7 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph');
+  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph', c.actQuant?.modules);
 
   // Attention block.
   const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
@@ -322,7 +327,8 @@ export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGr
   const W = g.input('lm_head', dtype, [V, H]); // [V, H]
   const targets = g.input('targets', 'int64', [T]); // [T]
   const hn = rmsNorm(h, norm, c.rmsNormEps); // [T, H]
-  const logits = op.gemm(hn, W, { transB: true }); // [T, V]
+  // The rounding is straight through, so ∂logp/∂hn below is the same expression as without it.
+  const logits = op.gemm(quantizeActivations(hn, c.actQuant?.lmHead), W, { transB: true }); // [T, V]
   const lsm = op.logSoftmax(logits, 1); // [T, V]
   const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
   g.output('logp', logp);
@@ -340,7 +346,8 @@ export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType): Graph {
   const h = g.input('h', dtype, ['T', c.hiddenSize]); // [T, H]
   const norm = g.input('norm', dtype, [c.hiddenSize]); // [H]
   const W = g.input('lm_head', dtype, [c.vocabSize, c.hiddenSize]); // [V, H]
-  g.output('logp_all', op.logSoftmax(op.gemm(rmsNorm(h, norm, c.rmsNormEps), W, { transB: true }), 1)); // [T, V]
+  const hn = quantizeActivations(rmsNorm(h, norm, c.rmsNormEps), c.actQuant?.lmHead); // [T, H]
+  g.output('logp_all', op.logSoftmax(op.gemm(hn, W, { transB: true }), 1)); // [T, V]
   return g;
 }
 

@@ -7,13 +7,14 @@ import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelParams } from '../../../common/engine/families/registry.ts';
 import { Engine } from '../engine.ts';
 import { loadHfModel, loadModel } from '../hf.ts';
 import type { HfModel } from '../hf.ts';
 import { writeTinyModel } from '../tiny.ts';
 import { permuteHeads, permuteRows, ggufTensorName } from './arch.ts';
 import { hfToGguf } from './convert.ts';
-import { loadGgufModel } from './load.ts';
+import { ggufActQuant, loadGgufModel } from './load.ts';
 import { dequantize, quantize } from './quant.ts';
 import { GgufFile } from './read.ts';
 
@@ -115,6 +116,41 @@ describe('the engine on a .gguf alone', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe("llama.cpp's activation rounding, from the weight types (config.actQuant)", () => {
+  const table = (file: string, opts: { matchLlamaCpp?: boolean } = {}) => {
+    const m = loadGgufModel(file, { tokenizer: false, ...opts });
+    m.close();
+    return m.config.actQuant;
+  };
+  const LINEARS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'];
+
+  it('Q8_0 weights round to Q8_0 blocks (untied lm_head too), Q4_K to Q8_K (tied: token_embd\'s type), f32 not at all', () => {
+    expect(table(models.llama.quant)).toEqual({ modules: Object.fromEntries(LINEARS.map((m) => [m, 'q8_0'])), lmHead: 'q8_0', mixed: [] });
+    expect(table(models.qwen2.quant)).toEqual({ modules: Object.fromEntries(LINEARS.map((m) => [m, 'q8_K'])), lmHead: 'q8_K', mixed: [] });
+    expect(table(models.llama.f32)).toBeUndefined();
+    expect(table(models.qwen2.f32)).toBeUndefined();
+  });
+
+  it('matchLlamaCpp: false leaves the products exact', () => {
+    expect(table(models.llama.quant, { matchLlamaCpp: false })).toBeUndefined();
+  });
+
+  it('one kind per module across layers: Q4_K and Q6_K share Q8_K; a module whose layers differ keeps exact inputs and is named', () => {
+    const m = loadGgufModel(models.llama.quant, { tokenizer: false });
+    m.close();
+    const cfg = { ...m.config, numLayers: 2 };
+    const params = modelParams(cfg);
+    // A Q4_K_M-like mix: down_proj Q6_K in layer 0 and Q4_K in layer 1; v_proj Q8_0 in layer 0 and F16 in layer 1.
+    const types: Record<string, string> = { 'blk.0.ffn_down.weight': 'Q6_K', 'blk.1.ffn_down.weight': 'Q4_K', 'blk.1.attn_v.weight': 'F16', 'output.weight': 'Q6_K' };
+    const fake = { info: (name: string) => ({ type: types[name] ?? 'Q8_0' }) } as unknown as GgufFile;
+    expect(ggufActQuant(fake, cfg, params)).toEqual({
+      modules: { q_proj: 'q8_0', k_proj: 'q8_0', o_proj: 'q8_0', gate_proj: 'q8_0', up_proj: 'q8_0', down_proj: 'q8_K' },
+      lmHead: 'q8_K',
+      mixed: ['v_proj'],
+    });
   });
 });
 

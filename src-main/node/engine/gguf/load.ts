@@ -4,6 +4,7 @@
 // in HF's order (arch.ts), and the tokenizer and chat template come from tokenizer.* metadata (vocab.ts).
 // The result is an HfModel, so everything that loads an HF directory loads a GGUF the same way.
 // Read: llama (Llama 2/3, Mistral), qwen2, qwen3. Anything else is refused by name before any weight is read.
+import type { ActQuantKind, ActQuantTable } from '../../../common/engine/composites.ts';
 import { ModelConfigError, numel } from '../../../common/engine/families/params.ts';
 import type { ResolvedParam } from '../../../common/engine/families/params.ts';
 import type { ModelConfig } from '../../../common/engine/families/registry.ts';
@@ -12,6 +13,7 @@ import type { HfModel } from '../hf.ts';
 import { ReinTokenizer } from '../tokenizer.ts';
 import { GgufError } from './format.ts';
 import { ggufTensorName, llama3RopeFreqs, permuteHeads, unpermuteRows } from './arch.ts';
+import type { GgmlTypeName } from './quant.ts';
 import { GgufFile } from './read.ts';
 import { ggufTokenizer } from './vocab.ts';
 
@@ -22,6 +24,54 @@ export const TRAINABLE_GGUF_ARCHS = Object.keys(HF_ARCH);
 export interface GgufLoadOptions {
   /** Build the tokenizer from the metadata (default true). */
   tokenizer?: boolean;
+  /**
+   * Round each frozen linear's input as llama.cpp's CPU kernels do for that weight's type (config.actQuant), so the
+   * forward is the one llama.cpp computes on this file (default true). False: exact f32 products with the
+   * dequantized weights.
+   */
+  matchLlamaCpp?: boolean;
+}
+
+/** The input rounding of llama.cpp's CPU matmul for a weight of this type: its vec_dot_type (ggml-cpu.c type_traits_cpu). */
+const VEC_DOT: Record<GgmlTypeName, ActQuantKind | null> = {
+  F32: null,
+  F16: 'f16',
+  BF16: 'bf16',
+  Q8_0: 'q8_0',
+  Q4_0: 'q8_0',
+  Q4_1: 'q8_1',
+  Q4_K: 'q8_K',
+  Q5_K: 'q8_K',
+  Q6_K: 'q8_K',
+};
+
+/**
+ * Per module, the kind its layers' weight types call for. One layer graph serves every layer, so a module needs one
+ * kind for all of them; Q4_K_M's mix of Q4_K and Q6_K shares Q8_K, and the 32-block fallbacks of llama-quantize (Q5_0,
+ * Q8_0) share Q8_0. A module whose layers still differ keeps exact inputs and is listed in `mixed`. Null when nothing
+ * is rounded (an F32 file).
+ */
+export function ggufActQuant(f: GgufFile, config: ModelConfig, params: readonly ResolvedParam[]): ActQuantTable | null {
+  const kindOf = (p: ResolvedParam): ActQuantKind | null => VEC_DOT[f.info(ggufTensorName(p)).type];
+  const byModule = new Map<string, Set<ActQuantKind | null>>();
+  for (const p of params) {
+    if (p.kind !== 'linear' || p.layer === null) continue;
+    const kinds = byModule.get(p.name) ?? new Set();
+    kinds.add(kindOf(p));
+    byModule.set(p.name, kinds);
+  }
+  const modules: Record<string, ActQuantKind> = {};
+  const mixed: string[] = [];
+  for (const [m, kinds] of byModule) {
+    const [only] = kinds;
+    if (kinds.size > 1) mixed.push(m);
+    else if (only !== null && only !== undefined) modules[m] = only;
+  }
+  // Tied: llama.cpp's output matmul reads token_embd in its own type.
+  const head = params.find((p) => p.name === (config.tieWordEmbeddings ? 'embed_tokens' : 'lm_head'));
+  const lmHead = head === undefined ? null : kindOf(head);
+  if (Object.keys(modules).length === 0 && lmHead === null && mixed.length === 0) return null;
+  return { modules, lmHead, mixed };
 }
 
 /** The config.json a GGUF's metadata stands for. */
@@ -118,6 +168,10 @@ export function loadGgufModel(file: string, opts: GgufLoadOptions = {}): HfModel
   const f = GgufFile.open(file);
   try {
     const { rawConfig, config, params } = checkGgufModel(f);
+    if (opts.matchLlamaCpp ?? true) {
+      const aq = ggufActQuant(f, config, params);
+      if (aq !== null) config.actQuant = aq;
+    }
     const byKey = new Map(params.map((p) => [p.hfKey, p]));
     let tokenizer: ReinTokenizer | null = null;
     if (opts.tokenizer ?? true) {
