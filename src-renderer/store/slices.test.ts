@@ -208,7 +208,7 @@ describe('training and adapters', () => {
     expect(gateSentence({ ...gate, kind: 'env', accuracy: null, kl: 0.05, env }, true)).toBe(
       "activated: mean return -0.210 against the parent's -0.250 on 400 held-out blackjack episodes, paired change +0.040 [-0.010, +0.090]; KL to the parent 0.05/token",
     );
-    expect(gateSentence({ ...gate, kind: 'env', accuracy: null, env: { ...env, change: { mean: -0.1, ci: [-0.15, -0.05] } } }, null)).toMatch(/^fails: /);
+    expect(gateSentence({ ...gate, kind: 'env', accuracy: null, env: { ...env, change: { mean: -0.01, ci: [-0.05, 0.03] } } }, null)).toMatch(/^fails: /);
   });
 
   it('says an older run\'s verdict as it was decided (chance and a retention tolerance)', () => {

@@ -150,11 +150,10 @@ export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | 
 
 /**
  * The env gate (the gym's rounds): "activated: mean return −0.21 against the parent's −0.25 on 400 held-out blackjack
- * episodes, paired change +0.04 [−0.01, +0.09]; KL to the parent 0.05/token". It rejects only a change whose 95% CI
- * lies below 0.
+ * episodes, paired change +0.04 [−0.01, +0.09]; KL to the parent 0.05/token". It rejects a mean change below 0.
  */
 function envGateSentence(e: NonNullable<GateMetrics['env']>, kl: number, accepted: boolean | null): string {
-  const worse = e.episodes === 0 || e.change.ci[1] < 0;
+  const worse = e.episodes === 0 || e.change.mean < 0;
   const verdict = accepted === null ? (worse ? 'fails' : 'passes') : accepted ? 'activated' : 'rejected';
   const f = (x: number): string => (x >= 0 ? '+' : '') + x.toFixed(3);
   return `${verdict}: mean return ${e.candidate.toFixed(3)} against the parent's ${e.parent.toFixed(3)} on ${e.episodes} held-out ${e.env} episodes, paired change ${f(e.change.mean)} [${f(e.change.ci[0])}, ${f(e.change.ci[1])}]; KL to the parent ${fmtSmall(kl)}/token`;

@@ -85,20 +85,26 @@ describe('the env gate', () => {
     expect(p.change.ci[1]).toBeCloseTo(1.48, 2);
   });
 
-  it('lets a small right step through, and one whose change is within noise, whatever its KL', () => {
+  it('lets a small right step through, and one that changed nothing, whatever its KL', () => {
     const [c, p] = hands(3, true);
     const d = envGateDecision(env(c, p, 2));
     expect(d.accept).toBe(true);
-    expect(d.reason).toMatch(/paired change \+0\.015 \[-0\.002, \+0\.032\]: not measurably worse than the parent/);
-    const [c2, p2] = hands(2, false);
-    expect(envGateDecision(env(c2, p2)).accept).toBe(true);
+    expect(d.reason).toMatch(/paired change \+0\.015 \[-0\.002, \+0\.032\]: no worse than the parent on these episodes; KL to the parent 2\.0000/);
+    expect(envGateDecision(env(p, p)).accept).toBe(true);
+  });
+
+  it('rejects a small wrong step, though its interval reaches 0', () => {
+    const [c, p] = hands(2, false);
+    const d = envGateDecision(env(c, p));
+    expect(d.accept).toBe(false);
+    expect(d.reason).toMatch(/paired change -0\.010 \[-0\.024, \+0\.004\]: worse than the parent on these episodes; KL/);
   });
 
   it('rejects a candidate measurably worse than its parent (a collapse), or with no paired episode', () => {
     const [c, p] = hands(30, false);
     const d = envGateDecision(env(c, p));
     expect(d.accept).toBe(false);
-    expect(d.reason).toMatch(/on 400 held-out blackjack episodes .*30 played differently.*its 95% CI is below 0, measurably worse/);
+    expect(d.reason).toMatch(/on 400 held-out blackjack episodes .*30 played differently.*worse than the parent on these episodes \(measurably: its 95% CI is below 0\)/);
     expect(envGateDecision(env([], [])).accept).toBe(false);
     expect(envGateDecision(env([Number.NaN], [1])).reason).toMatch(/no held-out blackjack episode finished on both sides/);
   });

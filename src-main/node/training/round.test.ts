@@ -117,10 +117,10 @@ describe('a training round', () => {
       await expect(core.call('startTraining', { gate: 'env' }, 'test')).rejects.toThrow(/an env-gated round needs the env to play its gate on/);
       expect(await core.call('listRuns', {}, 'test')).toEqual([]);
       const asked: EnvGateRequest[] = [];
-      // The player's verdicts: first a candidate measurably worse (30 of 400 hands lost instead of won), then one within noise.
+      // The player's verdicts: first a candidate worse than its parent (30 of 400 hands lost instead of won), then one a hand better.
       const verdicts = [
         [Array.from({ length: 400 }, (_, i) => (i < 30 ? -1 : 1)), Array.from({ length: 400 }, () => 1)],
-        [Array.from({ length: 400 }, (_, i) => (i < 1 ? -1 : 1)), Array.from({ length: 400 }, () => 1)],
+        [Array.from({ length: 400 }, (_, i) => (i < 1 ? 1 : 0)), Array.from({ length: 400 }, () => 0)],
       ];
       core.scheduler.setEnvPlayer(async (req): Promise<EnvGateMetrics> => {
         asked.push(req);
@@ -139,7 +139,7 @@ describe('a training round', () => {
         expect(run.config).toMatchObject({ gate: 'env' });
         const v = (await core.call('listAdapters', {}, 'test')).find((a) => a.version === run.adapterVersion)!;
         expect(v.status).toBe(want);
-        expect(v.reason).toMatch(want === 'rejected' ? /paired change -0\.150 .*measurably worse than the parent/ : /paired change -0\.005 .*not measurably worse/);
+        expect(v.reason).toMatch(want === 'rejected' ? /paired change -0\.150 .*worse than the parent on these episodes \(measurably/ : /paired change \+0\.003 .*no worse than the parent/);
       }
       // The worker sent the candidate it trained and the parent it would replace: the base first, then still the base
       // (the first candidate was rejected).
