@@ -1,4 +1,4 @@
-// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400]
+// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400]
 // Issue #16's learning bar through the product (src-main/node/gym/experiment.ts, what `rein gym` runs): a fresh Rein
 // home on the small LM with the balanced preset unchanged; the untrained agent plays `held` held-out hands; then
 // `episodes` training episodes, a round through the scheduler, the worker and the gate each time `batch` episodes
@@ -22,8 +22,8 @@ const line = (name: string, e: Evaluation): string =>
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-bench-'));
 try {
-  const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400) };
-  console.log(`gym bench: ${env}, small LM, balanced preset; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}`);
+  const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400) };
+  console.log(`gym bench: ${env}, small LM, balanced preset; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
@@ -33,9 +33,14 @@ try {
     seed: o.seed,
     curveEvery: o.curve,
     curveHands: o.curveHands,
+    gateEpisodes: o.gate,
     onRound: (x, c) =>
       console.log(
-        `  round ${x.runId}: v${x.version ?? '-'} ${x.status}, ${x.trained} trained, acc ${x.accuracy?.toFixed(3) ?? '-'}, KL ${x.kl?.toFixed(4) ?? '-'} / ${x.klBudget ?? '-'}, ${x.seconds.toFixed(0)} s` +
+        `  round ${x.runId}: v${x.version ?? '-'} ${x.status}, ${x.trained} trained, ` +
+          (x.envGate == null
+            ? `acc ${x.accuracy?.toFixed(3) ?? '-'}, KL ${x.kl?.toFixed(4) ?? '-'} / ${x.klBudget ?? '-'}`
+            : `env gate: return ${x.envGate.candidate.toFixed(3)} vs parent ${x.envGate.parent.toFixed(3)} on ${x.envGate.episodes}, change ${x.envGate.change.mean.toFixed(3)} [${x.envGate.change.ci[0].toFixed(3)}, ${x.envGate.change.ci[1].toFixed(3)}], KL ${x.kl?.toFixed(4) ?? '-'} over ${x.envGate.klTokens} tokens`) +
+          `, ${x.seconds.toFixed(0)} s` +
           (c === null ? '' : `; curve after ${c.episodes} episodes: win ${pct(c.eval.wins.rate)} [${pct(c.eval.wins.ci[0])}, ${pct(c.eval.wins.ci[1])}] on ${c.eval.episodes}, unreadable ${c.eval.invalid}/${c.eval.steps}`) +
           (x.status === 'active' || x.reason === null ? '' : ` (${x.reason})`),
       ),

@@ -184,7 +184,10 @@ export const VERBS = {
   },
   listAdapters: { input: Empty, help: 'Adapter versions of the active model, newest first.' },
   startTraining: {
-    input: z.strictObject({ fromVersion: z.number().int().nonnegative().optional() }),
+    input: z.strictObject({
+      fromVersion: z.number().int().nonnegative().optional(),
+      gate: z.enum(['ratings', 'env']).optional().describe("The gate kind: held-out rated turns (default), or held-out env episodes played by the gym that started the round (common/training/gate.ts)."),
+    }),
     help: 'Start a training round now.',
   },
   cancelTraining: { input: Empty, help: 'Cancel the running training round.' },

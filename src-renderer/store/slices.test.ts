@@ -203,6 +203,12 @@ describe('training and adapters', () => {
     );
     expect(gateSentence({ ...gate, kl: 0.3 }, null)).toMatch(/^fails: .*KL to the parent 0.3\/token > 0.193/);
     expect(gateSentence({ ...gate, accuracy: null }, null)).toBeNull();
+    // The env gate of the gym's rounds: the paired return on held-out episodes.
+    const env = { env: 'blackjack', episodes: 400, candidate: -0.21, parent: -0.25, change: { mean: 0.04, ci: [-0.01, 0.09] as [number, number] } };
+    expect(gateSentence({ ...gate, kind: 'env', accuracy: null, kl: 0.05, env }, true)).toBe(
+      "activated: mean return -0.210 against the parent's -0.250 on 400 held-out blackjack episodes, paired change +0.040 [-0.010, +0.090]; KL to the parent 0.05/token",
+    );
+    expect(gateSentence({ ...gate, kind: 'env', accuracy: null, env: { ...env, change: { mean: -0.01, ci: [-0.05, 0.03] } } }, null)).toMatch(/^fails: /);
   });
 
   it('says an older run\'s verdict as it was decided (chance and a retention tolerance)', () => {

@@ -107,6 +107,9 @@ interface GateMetrics {
   klTokens?: number;
   scope?: 'heldout' | 'trained';
   tolerance?: number;
+  /** The env gate's (kind `env`, the gym's rounds): the candidate and its parent on the same held-out episodes. */
+  kind?: 'ratings' | 'env';
+  env?: { env: string; episodes: number; candidate: number; parent: number; change: { mean: number; ci: [number, number] } };
 }
 interface RunMetrics {
   steps?: { step: number; loss: number; kl: number; clipFraction: number }[];
@@ -128,6 +131,7 @@ export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
  * the base".
  */
 export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
+  if (gate?.env) return envGateSentence(gate.env, gate.kl, accepted);
   if (!gate || gate.accuracy === null) return null;
   if (gate.accuracyCi === undefined) return olderGateSentence({ ...gate, accuracy: gate.accuracy }, accepted);
   const ci = gate.accuracyCi ?? [0, 1];
@@ -142,6 +146,17 @@ export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | 
   }
   const base = gate.klBase === undefined ? '' : `, ${fmtSmall(gate.klBase)} from the base`;
   return `${verdict}: ${acc}; KL to the parent ${fmtSmall(gate.kl)}/token ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}${base}`;
+}
+
+/**
+ * The env gate (the gym's rounds): "activated: mean return −0.21 against the parent's −0.25 on 400 held-out blackjack
+ * episodes, paired change +0.04 [−0.01, +0.09]; KL to the parent 0.05/token". It rejects a mean change below 0.
+ */
+function envGateSentence(e: NonNullable<GateMetrics['env']>, kl: number, accepted: boolean | null): string {
+  const worse = e.episodes === 0 || e.change.mean < 0;
+  const verdict = accepted === null ? (worse ? 'fails' : 'passes') : accepted ? 'activated' : 'rejected';
+  const f = (x: number): string => (x >= 0 ? '+' : '') + x.toFixed(3);
+  return `${verdict}: mean return ${e.candidate.toFixed(3)} against the parent's ${e.parent.toFixed(3)} on ${e.episodes} held-out ${e.env} episodes, paired change ${f(e.change.mean)} [${f(e.change.ci[0])}, ${f(e.change.ci[1])}]; KL to the parent ${fmtSmall(kl)}/token`;
 }
 
 /** Runs before the held-out gate: accuracy against chance and a retention tolerance (0.05 unless stored). */

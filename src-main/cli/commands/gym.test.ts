@@ -1,5 +1,6 @@
 // `rein gym` through the real launcher. The learning bar at CI size (issue #16): the small LM, with the balanced
-// preset and the gym's defaults as a user gets them, trained on 64 blackjack episodes (four rounds of 16), must beat
+// preset and the gym's defaults as a user gets them (each round gated on 400 held-out hands of the env, played by
+// the candidate and its parent), trained on 64 blackjack episodes (four rounds of 16), must beat
 // the untrained agent on 400 held-out hands: the paired 95% interval of the change in mean return lies above 0.
 // bench/gym.ts runs the full bar (2,000 hands, against basic strategy).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +30,7 @@ interface GymJson {
   after: Est & { unreadable: number; steps: number };
   change: { winRate: number; winRateCi: [number, number]; meanReturn: number; meanReturnCi: [number, number] };
   baselines: Record<string, Est>;
-  rounds: { runId: number; run: string; status: string; version: number | null }[];
+  rounds: { runId: number; run: string; status: string; version: number | null; gate: string; envGate: { episodes: number } | null }[];
   stats: { episodes: number; steps: number; invalid: number; envErrors: number };
   kept: string;
 }
@@ -49,6 +50,8 @@ describe('rein gym', () => {
       expect(j).toMatchObject({ env: 'blackjack', episodes: 64, heldOut: 400, stats: { episodes: 64 + 2 * 400, envErrors: 0 } });
       expect(j.rounds).toHaveLength(4);
       expect(j.rounds.every((x) => x.run === 'succeeded')).toBe(true);
+      // Each round was gated on the env: the candidate and its parent played 400 fresh held-out hands each.
+      expect(j.rounds.every((x) => x.gate === 'env' && x.envGate?.episodes === 400)).toBe(true);
       expect(j.rounds.some((x) => x.status === 'active')).toBe(true);
       // The bar: trained beats untrained on the same hands.
       expect(j.change.meanReturnCi[0]).toBeGreaterThan(0);

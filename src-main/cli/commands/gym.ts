@@ -33,13 +33,14 @@ const json = (e: Evaluation) => ({ winRate: e.wins.rate, winCi: e.wins.ci, wins:
 registerCommand({
   name: 'gym',
   summary: 'Train the small demo LM as an agent in a Gym-style environment (blackjack, frozen-lake) and compare before/after.',
-  usage: 'rein gym <blackjack|frozen-lake> [--episodes N] [--batch N] [--held N] [--seed S] [--natural] [--sab] [--penalty X] [--keep]',
+  usage: 'rein gym <blackjack|frozen-lake> [--episodes N] [--batch N] [--held N] [--seed S] [--gate-episodes N] [--natural] [--sab] [--penalty X] [--keep]',
   args: [1, 1],
   options: {
     episodes: { type: 'string', help: 'training episodes <n> (default 320)' },
     batch: { type: 'string', help: 'episodes per training round <n> (default 16)' },
     held: { type: 'string', help: 'held-out episodes evaluated before and after <n> (default 2000)' },
     seed: { type: 'string', help: 'random seed <n> (default 1)' },
+    'gate-episodes': { type: 'string', help: "held-out episodes each round's env gate plays on the candidate and on its parent <n> (default 400; 0: the rating gate)" },
     natural: { type: 'boolean', help: 'blackjack: a winning natural pays 1.5' },
     sab: { type: 'boolean', help: "blackjack: Sutton & Barto's rules (a natural wins unless the dealer has one)" },
     penalty: { type: 'string', help: 'reward added to a step whose reply names no action <x> (default -1)' },
@@ -53,6 +54,7 @@ registerCommand({
     const batch = intOption(ctx.options, 'batch', 1, 10_000) ?? 16;
     const held = intOption(ctx.options, 'held', 10, 1_000_000) ?? 2000;
     const seed = intOption(ctx.options, 'seed', 0, 1_000_000) ?? 1;
+    const gateEpisodes = intOption(ctx.options, 'gate-episodes', 0, 1_000_000) 
     const penaltyText = ctx.options.penalty;
     const penalty = typeof penaltyText === 'string' ? Number(penaltyText) : undefined;
     if (penalty !== undefined && !Number.isFinite(penalty)) throw new BadInputError(`--penalty must be a number, got ${JSON.stringify(penaltyText)}`, 'penalty');
@@ -71,6 +73,7 @@ registerCommand({
         batchEpisodes: batch,
         heldOut: held,
         seed,
+        ...(gateEpisodes === undefined ? {} : { gateEpisodes }),
         blackjack: { natural: ctx.options.natural === true, sab: ctx.options.sab === true },
         ...(penalty === undefined ? {} : { invalidPenalty: penalty }),
         onEvaluate: (what, done, total) => {

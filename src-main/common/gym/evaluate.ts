@@ -43,3 +43,10 @@ export function evaluatePolicy<Obs, Action>(env: Env<Obs, Action>, policy: Polic
 /** Held-out seeds: a range disjoint from training's (training draws from [0, HELD_OUT_BASE)). */
 export const HELD_OUT_BASE = 1_000_000_000;
 export const heldOutSeeds = (n: number, offset = 0): number[] => Array.from({ length: n }, (_, i) => HELD_OUT_BASE + offset + i);
+
+/**
+ * The env gate's seeds for round `runId` (common/training/gate.ts): n fresh seeds per round, from a range disjoint
+ * from training's and from the held-out evaluation's (which may use up to 500,000,000 seeds).
+ */
+export const GATE_SEED_BASE = HELD_OUT_BASE + 500_000_000;
+export const gateSeeds = (runId: number, n: number): number[] => Array.from({ length: n }, (_, i) => GATE_SEED_BASE + (runId - 1) * n + i);

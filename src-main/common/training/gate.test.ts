@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gateDecision, k3, pairedCi, wilson, type GateMetrics } from './gate.ts';
+import { envGateDecision, gateDecision, k3, pairedCi, pairedReturns, wilson, type EnvGateMetrics, type GateMetrics } from './gate.ts';
 
 const m = (o: Partial<GateMetrics>): GateMetrics => {
   const base = { heldout: 20, correct: 16, accuracy: 0.8, previousAccuracy: null, pairedCi: null, kl: 0.01, klBase: 0.01, klTokens: 100, klBudget: 0.1, ...o };
@@ -54,5 +54,58 @@ describe('the eval gate', () => {
     const [lo, hi] = wilson(8, 10);
     expect(lo).toBeCloseTo(0.4902, 3);
     expect(hi).toBeCloseTo(0.9433, 3);
+  });
+});
+
+describe('the env gate', () => {
+  const env = (candidate: number[], parent: number[], kl = 0.5): EnvGateMetrics => ({
+    env: 'blackjack',
+    firstSeed: 1_500_000_000,
+    ...pairedReturns(candidate, parent),
+    candidateInvalid: 0,
+    candidateSteps: candidate.length,
+    parentInvalid: 0,
+    parentSteps: parent.length,
+    kl,
+    klTokens: 4 * parent.length,
+  });
+  // 400 paired hands where the two play alike except on `k` of them, each moving −1 → +1 (or the reverse).
+  const hands = (k: number, gain: boolean): [number[], number[]] => {
+    const parent = Array.from({ length: 400 }, (_, i) => [1, -1, 0, -1][i % 4]!);
+    const candidate = parent.map((r, i) => (i % 4 === 1 && i < 4 * k ? (gain ? 1 : -3) : r));
+    return [candidate, parent];
+  };
+
+  it('pairs the returns on the same seeds, leaving out an abandoned episode (NaN) on either side', () => {
+    const p = pairedReturns([1, 0, Number.NaN, -1], [1, -1, 1, Number.NaN]);
+    expect(p).toMatchObject({ episodes: 2, candidate: 0.5, parent: 0, candidateWins: 0.5, parentWins: 0.5, differing: 1 });
+    expect(p.change.mean).toBe(0.5);
+    // d = (0, 1): sd 0.707, half-width 1.96 · 0.707 / √2 = 0.98.
+    expect(p.change.ci[0]).toBeCloseTo(-0.48, 2);
+    expect(p.change.ci[1]).toBeCloseTo(1.48, 2);
+  });
+
+  it('lets a small right step through, and one that changed nothing, whatever its KL', () => {
+    const [c, p] = hands(3, true);
+    const d = envGateDecision(env(c, p, 2));
+    expect(d.accept).toBe(true);
+    expect(d.reason).toMatch(/paired change \+0\.015 \[-0\.002, \+0\.032\]: no worse than the parent on these episodes; KL to the parent 2\.0000/);
+    expect(envGateDecision(env(p, p)).accept).toBe(true);
+  });
+
+  it('rejects a small wrong step, though its interval reaches 0', () => {
+    const [c, p] = hands(2, false);
+    const d = envGateDecision(env(c, p));
+    expect(d.accept).toBe(false);
+    expect(d.reason).toMatch(/paired change -0\.010 \[-0\.024, \+0\.004\]: worse than the parent on these episodes; KL/);
+  });
+
+  it('rejects a candidate measurably worse than its parent (a collapse), or with no paired episode', () => {
+    const [c, p] = hands(30, false);
+    const d = envGateDecision(env(c, p));
+    expect(d.accept).toBe(false);
+    expect(d.reason).toMatch(/on 400 held-out blackjack episodes .*30 played differently.*worse than the parent on these episodes \(measurably: its 95% CI is below 0\)/);
+    expect(envGateDecision(env([], [])).accept).toBe(false);
+    expect(envGateDecision(env([Number.NaN], [1])).reason).toMatch(/no held-out blackjack episode finished on both sides/);
   });
 });

@@ -28,6 +28,10 @@
 //      rejects a candidate that its interval cannot tell from the parent.
 
 export interface GateMetrics {
+  /** The gate kind: held-out rated turns (absent on rounds recorded before kinds), or held-out env episodes (`env`). */
+  kind?: 'ratings' | 'env';
+  /** The env gate's measurements (kind `env`; the accuracy fields are then empty, and kl/klTokens are its). */
+  env?: EnvGateMetrics;
   /** Held-out turns with a direction (MIS-PO A ≠ 0, or a KTO label). */
   heldout: number;
   /** Held-out turns whose log-ratio moved the way training would push them, out of `heldout`. */
@@ -111,4 +115,90 @@ export function gateDecision(m: GateMetrics): { accept: boolean; reason: string 
   }
   const why = m.accuracy > 0.5 ? `is below the parent's ${m.previousAccuracy!.toFixed(3)} and its 95% lower bound does not beat chance` : 'does not beat chance (0.5)';
   return { accept: false, reason: `${acc} ${why}` };
+}
+
+// The env gate: the gate kind of a round whose ratings come from an environment (the gym, node/gym). There the honest
+// test of generalisation is the return on episodes the candidate has never seen, not the preference accuracy on a
+// few held-out steps (a blackjack round holds out 4-23 steps of 4-token replies: no accuracy above chance can show
+// and the KL is measured over 20-40 tokens). The process that owns the agent and the env plays the candidate and its
+// parent on the same held-out env seeds (fresh seeds each round, disjoint from training's and from the final
+// evaluation's), each episode with the same sampling seeds on both sides (common random numbers: where the two
+// policies agree the episodes are identical, so the paired difference has only the hands they play differently in
+// its variance). An env-gated round holds out no rated turn: its held-out set is the env seeds.
+//
+// The decision: with d_i = return_candidate(i) − return_parent(i) on n paired episodes, mean d̄ and its 95% interval
+// d̄ ± 1.96·sd(d)/√n (reported),
+//   1. reject when no paired episode was played;
+//   2. reject when d̄ < 0: the candidate did worse than its parent on these episodes. A collapse (a policy that stops
+//      reading the state, or answers nothing the agent can read) has d̄ far below 0 and its interval below 0 too;
+//   3. otherwise (d̄ ≥ 0: no worse on these episodes, ties included) accept.
+// Why the point estimate and not the interval: a policy-gradient step is small by design, and over a few hundred
+// episodes its gain lies inside the interval. A rule that asked for a gain shown at 95% would reject the steps that
+// are small but right and stall training (as the rating gate did); a rule that rejected only a loss shown at 95%
+// lets every small wrong step through, and a 16-episode batch's gradient is noisy enough that they add up (the first
+// bench accepted a round at d̄ = −0.043 [−0.095, +0.010], and the CI-sized run ended 5 points below the rating gate's).
+// d̄ ≥ 0 passes a step that is right with a probability above one half that grows with its size (common random
+// numbers keep the noise to the hands where the two differ) and a wrong one with a probability below one half. A
+// rejected round's ratings stay pending and train again in the next round with the new ones, so a right step it
+// turned away is tried again on more data. The seeds are fresh each round, so the choice never fits one set of
+// hands, and the final evaluation's seeds are never seen by it.
+// The KL of the candidate to its parent is measured on the tokens the parent sampled in these episodes (the parent
+// is μ there, so k3 is unbiased for KL(parent ‖ candidate)) and reported; the return decides, the KL budget does not:
+// it stands in for harm the gate cannot see, and here the gate sees the outcome itself.
+
+export interface EnvGateMetrics {
+  /** The env's name and the held-out seeds played (the first and the count; they are consecutive). */
+  env: string;
+  firstSeed: number;
+  /** Paired episodes (both sides finished). */
+  episodes: number;
+  /** Mean return of the candidate and of the parent on them. */
+  candidate: number;
+  parent: number;
+  /** Win rates (return > 0) of both. */
+  candidateWins: number;
+  parentWins: number;
+  /** candidate − parent, paired per episode, with its 95% normal interval. */
+  change: { mean: number; ci: [number, number] };
+  /** Episodes whose return differed between the two. */
+  differing: number;
+  /** Replies the agent could not read, of the steps, on each side. */
+  candidateInvalid: number;
+  candidateSteps: number;
+  parentInvalid: number;
+  parentSteps: number;
+  /** Mean per-token k3 of the candidate to its parent over `klTokens` tokens the parent sampled in these episodes. */
+  kl: number;
+  klTokens: number;
+}
+
+/** The paired comparison of two return lists on the same seeds (NaN where an episode was abandoned: left out). */
+export function pairedReturns(candidate: readonly number[], parent: readonly number[]): Pick<EnvGateMetrics, 'episodes' | 'candidate' | 'parent' | 'candidateWins' | 'parentWins' | 'change' | 'differing'> {
+  const pairs = candidate.map((c, i) => [c, parent[i]!] as const).filter(([c, p]) => Number.isFinite(c) && Number.isFinite(p));
+  const n = pairs.length;
+  const mean = (f: (x: readonly [number, number]) => number): number => (n === 0 ? 0 : pairs.reduce((s, x) => s + f(x), 0) / n);
+  const d = mean(([c, p]) => c - p);
+  const sd = n < 2 ? 0 : Math.sqrt(pairs.reduce((s, [c, p]) => s + (c - p - d) ** 2, 0) / (n - 1));
+  const h = n === 0 ? 0 : (1.96 * sd) / Math.sqrt(n);
+  return {
+    episodes: n,
+    candidate: mean(([c]) => c),
+    parent: mean(([, p]) => p),
+    candidateWins: mean(([c]) => Number(c > 0)),
+    parentWins: mean(([, p]) => Number(p > 0)),
+    change: { mean: d, ci: [d - h, d + h] },
+    differing: pairs.filter(([c, p]) => c !== p).length,
+  };
+}
+
+export function envGateDecision(m: EnvGateMetrics): { accept: boolean; reason: string } {
+  if (m.episodes === 0) return { accept: false, reason: `no held-out ${m.env} episode finished on both sides to compare the candidate with its parent` };
+  const f = (x: number): string => (x >= 0 ? '+' : '') + x.toFixed(3);
+  const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+  const what =
+    `mean return ${m.candidate.toFixed(3)} against the parent's ${m.parent.toFixed(3)} on ${m.episodes} held-out ${m.env} episodes (wins ${pct(m.candidateWins)} against ${pct(m.parentWins)}, ${m.differing} played differently): ` +
+    `paired change ${f(m.change.mean)} [${f(m.change.ci[0])}, ${f(m.change.ci[1])}]`;
+  const kl = `KL to the parent ${m.kl.toFixed(4)} nats/token over ${m.klTokens} tokens`;
+  if (m.change.mean < 0) return { accept: false, reason: `${what}: worse than the parent on these episodes${m.change.ci[1] < 0 ? ' (measurably: its 95% CI is below 0)' : ''}; ${kl}` };
+  return { accept: true, reason: `${what}: no worse than the parent on these episodes; ${kl}` };
 }

@@ -388,7 +388,7 @@ function trainingVerbs(c: VerbContext) {
     listRuns: (input) => store.runs.list(modelOf(settings()), input.limit),
     listAdapters: () => store.adapters.list(modelOf(settings())),
 
-    startTraining: (input) => ({ runId: scheduler.start('manual', input.fromVersion).id }),
+    startTraining: (input) => ({ runId: scheduler.start('manual', input.fromVersion, input.gate).id }),
     cancelTraining: () => ({ cancelled: scheduler.cancel() }),
 
     describePresets: (input) => {

@@ -18,6 +18,8 @@ describe('tokenizer', () => {
     for (const t of [qwen, llama]) expect(t.decode(t.encode(text))).toBe(text);
     expect(qwen.size).toBe(151669);
     expect(llama.size).toBe(128256);
+    // No ids is no text (a reply of only the end-of-turn token, with it filtered out).
+    for (const t of [qwen, llama]) expect(t.decode([])).toBe('');
     expect(qwen.encode('Hello world')).toEqual([9707, 1879]); // Qwen2 BPE ids: "Hello", "Ġworld"
   });
 

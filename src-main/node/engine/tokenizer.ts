@@ -159,6 +159,9 @@ export class ReinTokenizer {
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id >= this.size) throw new TokenizerError(`token id ${id} is outside the vocabulary (size ${this.size})`);
     }
+    // No ids is no text (tokenizers.js refuses an empty array: a reply that is only its end-of-turn token, which a
+    // trained adapter can learn, answered 500 from the model server).
+    if (ids.length === 0) return '';
     return this.tok.decode([...ids], { skip_special_tokens: opts.skipSpecialTokens ?? false });
   }
 

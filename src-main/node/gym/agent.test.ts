@@ -187,6 +187,25 @@ describe('Agent', () => {
     expect(new Set(first).size).toBe(first.length);
   });
 
+  it('playWith plays from another backend (the env gate\'s candidate or parent), stores nothing and leaves the stats as they were', async () => {
+    const own = new ScriptedBackend(() => 'stick');
+    const other = new ScriptedBackend(() => 'hit');
+    const agent = new BlackjackAgent(own, { batchEpisodes: 1 });
+    await runEpisode(agent, fixedBlackjack(), 1);
+    const stats = structuredClone(agent.stats);
+    const ev = await agent.playWith(other, () => evaluateAgent(agent, fixedBlackjack(), [5, 6]));
+    // The other backend's "hit" busts both hands (12 → 15 → 25); the agent's own would have stuck.
+    expect(ev.returns).toEqual([-1, -1]);
+    expect(other.prompts).toHaveLength(4);
+    expect(other.recorded).toEqual([]);
+    expect(agent.stats).toEqual(stats);
+    expect(agent.training).toBe(true);
+    const n = own.prompts.length;
+    await runEpisode(agent, fixedBlackjack(), 2);
+    expect(own.prompts.length).toBe(n + 1);
+    await expect(agent.playWith(other, () => agent.playWith(other, async () => 0))).rejects.toThrow(/already playing/);
+  });
+
   it('assignReward before act names the mistake', () => {
     const agent = new BlackjackAgent(new ScriptedBackend(() => 'hit'));
     expect(() => agent.assignReward(1)).toThrow(/assignReward before act/);

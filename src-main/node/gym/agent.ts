@@ -77,9 +77,12 @@ export abstract class Agent<Obs, Action> {
   readonly stats: AgentStats = { episodes: 0, steps: 0, invalid: 0, trimmed: 0, overlong: 0, envErrors: 0, envErrorReasons: [], rounds: 0 };
 
   protected readonly backend: AgentBackend;
+  /** Where act() samples: the agent's backend, or another one for a while (playWith: the env gate's candidate and parent). */
+  private sampler: AgentBackend;
 
   constructor(backend: AgentBackend, o: AgentOptions<Action>) {
     this.backend = backend;
+    this.sampler = backend;
     this.options = {
       defaultAction: o.defaultAction,
       actions: o.actions,
@@ -126,11 +129,11 @@ export abstract class Agent<Obs, Action> {
 
   /** The chat to sample from: the episode's messages with the oldest exchanges dropped until it fits, or null. */
   private fitted(): ChatMessage[] | null {
-    const budget = this.backend.tokenBudget - this.options.maxTokens;
+    const budget = this.sampler.tokenBudget - this.options.maxTokens;
     const [system, ...rest] = this.messages;
     let kept = rest;
     let chat = [system!, ...kept];
-    while (this.backend.promptTokens(chat) > budget) {
+    while (this.sampler.promptTokens(chat) > budget) {
       if (kept.length <= 1) return null;
       // Drop the oldest user/assistant pair; the chat keeps starting with a user turn after the system prompt.
       kept = kept.slice(2);
@@ -155,7 +158,7 @@ export abstract class Agent<Obs, Action> {
       return this.options.defaultAction;
     }
     const { maxTokens, temperature, topP, seed } = this.options;
-    const sample = await this.backend.sample(chat, { maxTokens, temperature, topP, seed: seed * 1_000_003 + this.draws++ });
+    const sample = await this.sampler.sample(chat, { maxTokens, temperature, topP, seed: seed * 1_000_003 + this.draws++ });
     this.messages.push({ role: 'assistant', content: sample.text });
     const action = this.readAction(sample.text);
     const step: PendingStep = { messages: chat, sample, reward: 0 };
@@ -183,6 +186,25 @@ export abstract class Agent<Obs, Action> {
     const was = this.draws;
     this.draws = key;
     return was;
+  }
+
+  /**
+   * Runs `fn` (episodes with training off) with act() sampling from `backend` instead of the agent's own, and the
+   * agent's stats left as they were: the env gate plays the round's candidate and its parent this way.
+   */
+  async playWith<T>(backend: AgentBackend, fn: () => Promise<T>): Promise<T> {
+    if (this.sampler !== this.backend) throw new Error('playWith: the agent is already playing with another backend');
+    const stats = structuredClone(this.stats);
+    const was = this.training;
+    this.sampler = backend;
+    this.training = false;
+    try {
+      return await fn();
+    } finally {
+      this.sampler = this.backend;
+      this.training = was;
+      Object.assign(this.stats, stats);
+    }
   }
 
   /** Discounted returns G_t = r_t + γ·G_{t+1} of the episode's rewards. */

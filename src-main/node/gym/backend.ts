@@ -48,6 +48,10 @@ export interface RoundStats {
   accuracy: number | null;
   kl: number | null;
   klBudget: number | null;
+  /** The gate kind (common/training/gate.ts): held-out rated turns, or held-out env episodes (the gym's). */
+  gate?: 'ratings' | 'env';
+  /** The env gate's paired comparison: mean returns of candidate and parent, its change with the 95% CI, wins. */
+  envGate?: { episodes: number; candidate: number; parent: number; change: { mean: number; ci: [number, number] }; candidateWins: number; parentWins: number; klTokens: number } | null;
   /** Pending ratings the round trained (its held-out share excluded) and the steps it ran. */
   trained: number;
   steps: number;

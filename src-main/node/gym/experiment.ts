@@ -12,7 +12,7 @@ import type { Agent } from './agent.ts';
 import { SmallLmBlackjackAgent, SmallLmFrozenLakeAgent } from './agents.ts';
 import type { AgentBackend, RoundStats } from './backend.ts';
 import { evaluateAgent, runEpisode, type AgentEpisode, type AgentEvaluation } from './runner.ts';
-import { openGymHome } from './session.ts';
+import { GATE_EPISODES, openGymHome } from './session.ts';
 
 export const GYM_ENVS = ['blackjack', 'frozen-lake'] as const;
 export type GymEnvName = (typeof GYM_ENVS)[number];
@@ -33,6 +33,8 @@ export interface GymOptions {
   /** A curve point every this many rounds (0: none), on the first curveHands held-out seeds. */
   curveEvery?: number;
   curveHands?: number;
+  /** Held-out episodes each round's env gate plays per side (session.ts gateOn; default GATE_EPISODES, 0: the rating gate). */
+  gateEpisodes?: number;
   onEpisode?: (e: AgentEpisode, i: number) => void;
   onRound?: (r: RoundStats, curve: CurvePoint | null) => void;
   onEvaluate?: (what: string, done: number, total: number) => void;
@@ -80,6 +82,7 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
   const h = await openGymHome(o.home, { modelDir: o.modelDir, log: o.log });
   try {
     const { env, agent, baselines } = setup(o.env, h.session, o);
+    h.session.gateOn(agent, env, { episodes: o.gateEpisodes ?? GATE_EPISODES });
     const seeds = heldOutSeeds(o.heldOut);
     const curveSeeds = seeds.slice(0, o.curveHands ?? Math.min(o.heldOut, 400));
     const before = await evaluateAgent(agent, env, seeds, (i) => o.onEvaluate?.('before', i + 1, seeds.length));

@@ -18,6 +18,17 @@ import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../ser
 import { loadModelTokenizer, modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
+import { k3, pairedReturns, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
+import { gateSeeds } from '../../common/gym/evaluate.ts';
+import type { Env } from '../../common/gym/env.ts';
+import { Engine } from '../engine/engine.ts';
+import type { EnvGateRequest } from '../training/round.ts';
+import type { Agent } from './agent.ts';
+import { EngineBackend } from './engine-backend.ts';
+import { evaluateAgent } from './runner.ts';
+
+/** Held-out episodes the env gate plays on each side per round, by default. */
+export const GATE_EPISODES = 400;
 
 export const GYM_SOURCE = 'gym';
 
@@ -36,6 +47,8 @@ export class GymSession implements AgentBackend {
   private readonly tok: ReinTokenizer;
   private readonly nonce = randomUUID().slice(0, 8);
   private turnCount = 0;
+  private gate: { play: (req: EnvGateRequest) => Promise<EnvGateMetrics> } | null = null;
+  private gateEngine: EngineBackend | null = null;
 
   private constructor(core: ReinCore, server: ModelServer, token: string, tok: ReinTokenizer, tokenBudget: number) {
     this.core = core;
@@ -56,6 +69,66 @@ export class GymSession implements AgentBackend {
     const token = readOrCreateToken(core.home);
     const server = await startModelServer({ core, token, port: 0, threads: o.threads ?? 1, log: o.log ?? (() => {}) });
     return new GymSession(core, server, token, loadModelTokenizer(dir), Math.min(s['serving.contextSize'], cfg.maxTokens));
+  }
+
+  /**
+   * Gates this session's rounds on the env (common/training/gate.ts, kind `env`): each round's candidate and its
+   * parent play `episodes` fresh held-out seeds (gateSeeds: disjoint from training's and the evaluation's) with
+   * `agent`, on Rein's engine with the adapters in memory, each episode with the same sampling seeds on both sides;
+   * the round accepts the candidate unless the paired change in return is measurably below 0. `episodes: 0` goes
+   * back to the rating gate.
+   */
+  gateOn<Obs, Action>(agent: Agent<Obs, Action>, env: Env<Obs, Action>, o: { episodes?: number } = {}): void {
+    const n = o.episodes ?? GATE_EPISODES;
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`gate episodes must be a whole number ≥ 0, got ${n}`);
+    if (n === 0) {
+      this.gate = null;
+      this.core.scheduler.setEnvPlayer(null);
+      return;
+    }
+    const play = async (req: EnvGateRequest): Promise<EnvGateMetrics> => {
+      const seeds = gateSeeds(req.runId, n);
+      const b = this.gateBackend();
+      b.adapter = req.parent;
+      b.steps = [];
+      const parent = await agent.playWith(b, () => evaluateAgent(agent, env, seeds));
+      const parentSteps = b.steps;
+      b.adapter = req.candidate;
+      b.steps = null;
+      const candidate = await agent.playWith(b, () => evaluateAgent(agent, env, seeds));
+      // KL(parent ‖ candidate) per token on what the parent sampled: k3 of log π_cand − log π_parent.
+      let kl = 0;
+      let klTokens = 0;
+      for (const s of parentSteps) {
+        const seq = [...s.prompt, ...s.tokens];
+        const lc = await b.engine.logprobs(seq, { start: s.prompt.length, adapter: req.candidate });
+        const lp = await b.engine.logprobs(seq, { start: s.prompt.length, adapter: req.parent });
+        for (let i = 0; i < lc.length; i++) kl += k3(lc[i]! - lp[i]!);
+        klTokens += lc.length;
+      }
+      return {
+        env: env.name,
+        firstSeed: seeds[0]!,
+        ...pairedReturns(candidate.returns, parent.returns),
+        candidateInvalid: candidate.invalid,
+        candidateSteps: candidate.steps,
+        parentInvalid: parent.invalid,
+        parentSteps: parent.steps,
+        kl: klTokens === 0 ? 0 : kl / klTokens,
+        klTokens,
+      };
+    };
+    this.gate = { play };
+    this.core.scheduler.setEnvPlayer(play);
+  }
+
+  private gateBackend(): EngineBackend {
+    if (this.gateEngine === null) {
+      const modelId = this.core.settings()['model.active'] ?? DEFAULT_MODEL_ID;
+      const engine = Engine.load(resolveModelDir(this.core.store, modelId), { dtype: 'float32', threads: 1 });
+      this.gateEngine = new EngineBackend(engine, this.tokenBudget, modelId);
+    }
+    return this.gateEngine;
   }
 
   promptTokens(messages: readonly ChatMessage[]): number {
@@ -117,12 +190,13 @@ export class GymSession implements AgentBackend {
     const t0 = performance.now();
     const off = onProgress === undefined ? () => {} : this.core.on('trainingProgress', onProgress);
     try {
-      const { runId } = await this.core.call('startTraining', {}, 'cli');
+      const { runId } = await this.core.call('startTraining', this.gate === null ? {} : { gate: 'env' }, 'cli');
       await this.core.scheduler.idle();
       const run = (await this.core.call('listRuns', {}, 'cli')).find((r) => r.id === runId);
       if (run === undefined) throw new Error(`run ${runId} is missing after training`);
       const v = run.adapterVersion === null ? undefined : (await this.core.call('listAdapters', {}, 'cli')).find((a) => a.version === run.adapterVersion);
-      const m = (run.metrics ?? {}) as { gate?: { accuracy?: number | null; kl?: number; klBudget?: number }; samples?: { pending?: number }; stepCount?: number };
+      const m = (run.metrics ?? {}) as { gate?: Partial<GateMetrics>; samples?: { pending?: number }; stepCount?: number };
+      const env = m.gate?.env;
       return {
         runId,
         run: run.status,
@@ -132,6 +206,8 @@ export class GymSession implements AgentBackend {
         accuracy: m.gate?.accuracy ?? null,
         kl: m.gate?.kl ?? null,
         klBudget: m.gate?.klBudget ?? null,
+        gate: m.gate?.kind ?? 'ratings',
+        envGate: env === undefined ? null : { episodes: env.episodes, candidate: env.candidate, parent: env.parent, change: env.change, candidateWins: env.candidateWins, parentWins: env.parentWins, klTokens: env.klTokens },
         trained: m.samples?.pending ?? 0,
         steps: m.stepCount ?? 0,
         seconds: (performance.now() - t0) / 1000,
@@ -142,7 +218,12 @@ export class GymSession implements AgentBackend {
   }
 
   async close(): Promise<void> {
-    await this.server.close();
+    this.core.scheduler.setEnvPlayer(null);
+    try {
+      await this.server.close();
+    } finally {
+      await this.gateEngine?.engine.close();
+    }
   }
 }
 

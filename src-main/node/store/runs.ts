@@ -41,11 +41,11 @@ export class Runs {
    * Starts a round: a `running` row with its start time, refused (ConflictError) while another run of any model is
    * running. One transaction, so two processes cannot both start one.
    */
-  start(modelId: string, trigger: RunView['trigger'], fromVersion: number | null): RunView {
+  start(modelId: string, trigger: RunView['trigger'], fromVersion: number | null, config: unknown = {}): RunView {
     return this.sql.write(() => {
       const busy = this.sql.stmt<{ id: number }>(`SELECT id FROM runs WHERE status = 'running' LIMIT 1`).get();
       if (busy !== undefined) throw new ConflictError(`training run ${busy.id} is already running`, { runId: busy.id });
-      const r = this.insert({ modelId, status: 'running', trigger, fromVersion }, 'system');
+      const r = this.insert({ modelId, status: 'running', trigger, fromVersion, config }, 'system');
       const startedAt = this.sql.now();
       this.sql.stmt('UPDATE runs SET started_at = ? WHERE id = ?').run(startedAt, r.id);
       return { ...r, startedAt };

@@ -54,6 +54,7 @@ export async function evaluateGate(
   const n = cand.length;
   const correct = cand.filter(Boolean).length;
   return {
+    kind: 'ratings',
     heldout: n,
     correct,
     accuracy: n === 0 ? null : correct / n,

@@ -14,6 +14,8 @@ import { styleRule } from '../demo/corpus.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import { captureAndRate, sampleTurns } from './test-utils/rated-turns.ts';
 import { modelAdaptersDir } from '../model-files/adapter-versions.ts';
+import { pairedReturns, type EnvGateMetrics } from '../../common/training/gate.ts';
+import type { EnvGateRequest } from './round.ts';
 
 const rule = styleRule('tests');
 
@@ -102,6 +104,49 @@ describe('a training round', () => {
         await captureAndRate(core, await sampleTurns(engine, 8, 4), rule, 'b');
       }
       expect((await core.call('listAdapters', {}, 'test')).map((v) => v.version).sort()).toEqual([1, 2]);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('an env-gated round holds out no rating, has the process that started it play the candidate and its parent, and follows the env gate', { timeout: 120_000 }, async () => {
+    const core = await newCore('env-gate', { steps: 4 });
+    try {
+      await captureAndRate(core, await sampleTurns(engine, 8, 5), rule, 'a');
+      // Nothing registered to play the env: refused before a run is made.
+      await expect(core.call('startTraining', { gate: 'env' }, 'test')).rejects.toThrow(/an env-gated round needs the env to play its gate on/);
+      expect(await core.call('listRuns', {}, 'test')).toEqual([]);
+      const asked: EnvGateRequest[] = [];
+      // The player's verdicts: first a candidate worse than its parent (30 of 400 hands lost instead of won), then one a hand better.
+      const verdicts = [
+        [Array.from({ length: 400 }, (_, i) => (i < 30 ? -1 : 1)), Array.from({ length: 400 }, () => 1)],
+        [Array.from({ length: 400 }, (_, i) => (i < 1 ? 1 : 0)), Array.from({ length: 400 }, () => 0)],
+      ];
+      core.scheduler.setEnvPlayer(async (req): Promise<EnvGateMetrics> => {
+        asked.push(req);
+        const [c, p] = verdicts[asked.length - 1]!;
+        return { env: 'test', firstSeed: 1, ...pairedReturns(c!, p!), candidateInvalid: 0, candidateSteps: 400, parentInvalid: 0, parentSteps: 400, kl: 0.5, klTokens: 1600 };
+      });
+      for (const want of ['rejected', 'active'] as const) {
+        await core.call('startTraining', { gate: 'env' }, 'test');
+        await core.scheduler.idle();
+        const run = (await core.call('listRuns', {}, 'test'))[0]!;
+        expect(run.status, String(run.error)).toBe('succeeded');
+        const m = run.metrics as { samples: { pending: number; heldout: number }; gate: { kind: string; kl: number; env: EnvGateMetrics } };
+        // Every pending rating trains: the held-out set is the env's seeds.
+        expect(m.samples).toMatchObject({ pending: 8, heldout: 0 });
+        expect(m.gate).toMatchObject({ kind: 'env', kl: 0.5, env: { episodes: 400 } });
+        expect(run.config).toMatchObject({ gate: 'env' });
+        const v = (await core.call('listAdapters', {}, 'test')).find((a) => a.version === run.adapterVersion)!;
+        expect(v.status).toBe(want);
+        expect(v.reason).toMatch(want === 'rejected' ? /paired change -0\.150 .*worse than the parent on these episodes \(measurably/ : /paired change \+0\.003 .*no worse than the parent/);
+      }
+      // The worker sent the candidate it trained and the parent it would replace: the base first, then still the base
+      // (the first candidate was rejected).
+      expect(asked.map((r) => [r.runId, r.parent === null, r.candidate.pairs.length > 0])).toEqual([
+        [1, true, true],
+        [2, true, true],
+      ]);
     } finally {
       core.close();
     }

@@ -16,7 +16,7 @@ import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
-import { gateDecision, type GateMetrics } from '../../common/training/gate.ts';
+import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
@@ -47,6 +47,29 @@ export interface RoundOptions {
   progress?: (p: TrainingProgress) => void;
   /** ORT threads (default: every core). */
   threads?: number;
+  /**
+   * Plays the candidate and its parent on held-out env episodes for an env-gated run (the run's config `gate: 'env'`,
+   * common/training/gate.ts envGateDecision): the process that owns the agent and the env answers (worker.ts asks its
+   * parent over IPC; the scheduler hands it to the player the gym registered).
+   */
+  playEnv?: EnvPlayer;
+}
+
+/** What an env gate's player is given: the round's candidate and the parent it would replace (null: the base). */
+export interface EnvGateRequest {
+  runId: number;
+  candidate: LoraAdapter;
+  parent: LoraAdapter | null;
+}
+
+export type EnvPlayer = (req: EnvGateRequest) => Promise<EnvGateMetrics>;
+
+/** The gate kinds (common/training/gate.ts): `ratings` scores held-out rated turns, `env` plays held-out env episodes. */
+export type GateKind = 'ratings' | 'env';
+
+/** The gate kind a run was started with (its config's `gate`; `ratings` by default). */
+export function runGateKind(config: unknown): GateKind {
+  return (config as { gate?: unknown } | null)?.gate === 'env' ? 'env' : 'ratings';
 }
 
 export interface RoundResult {
@@ -114,6 +137,7 @@ interface Prepared {
   /** The parent's adapter as the round started (null: the base). */
   parentAdapter: LoraAdapter | null;
   parent: number | null;
+  gateKind: GateKind;
   emit: (p: Omit<TrainingProgress, 'runId'>) => void;
   checkCancel: () => void;
 }
@@ -160,10 +184,12 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
     const { adapter, parent } = startAdapter(store, engine, modelId, run.fromVersion, cfg);
+    // An env-gated round's held-out set is env seeds (gateRound): every pending rating trains.
+    const gateKind = runGateKind(run.config);
     const turns = selectRound(store, modelId, {
       replayRatio,
-      heldoutFraction: cfg.heldoutFraction,
-      gateTurns: cfg.gateTurns,
+      heldoutFraction: gateKind === 'env' ? 0 : cfg.heldoutFraction,
+      gateTurns: gateKind === 'env' ? 0 : cfg.gateTurns,
       seed: cfg.seed + runId,
       lineageRuns: lineageRuns(store, modelId, parent),
     });
@@ -178,7 +204,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
-    return { o, modelId, settings, dir, cfg, engine, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, emit, checkCancel };
+    return { o, modelId, settings, dir, cfg, engine, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
   } catch (e) {
     await objectives.dispose();
     await engine.close();
@@ -253,6 +279,7 @@ interface GateOutcome {
 }
 
 async function gateRound(p: Prepared): Promise<GateOutcome> {
+  if (p.gateKind === 'env') return envGateRound(p);
   p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `scoring the candidate on ${p.heldSeqs.length} held-out turns` });
   p.checkCancel();
   const metrics = await evaluateGate(p.engine, p.adapter, p.parentAdapter, p.heldSeqs, p.cfg.klBudget);
@@ -271,6 +298,18 @@ async function gateRound(p: Prepared): Promise<GateOutcome> {
   const decision = gateDecision(metrics);
   const blocked = decision.accept ? rewardGateBlocks(reward, p.settings['reward.gateBlocks']) : null;
   return { metrics, reward, decision: blocked === null ? decision : { accept: false, reason: blocked } };
+}
+
+/** The env gate (common/training/gate.ts envGateDecision): the candidate and its parent play the same held-out episodes. */
+async function envGateRound(p: Prepared): Promise<GateOutcome> {
+  const { runId } = p.o;
+  if (p.o.playEnv === undefined) throw new ReinError('not_available', `run ${runId} is env-gated, and nothing plays its env here: env-gated rounds are started by the gym (node/gym), which plays the gate's episodes`);
+  p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: 'playing the candidate and its parent on held-out env episodes' });
+  p.checkCancel();
+  const env = await p.o.playEnv({ runId, candidate: p.adapter, parent: p.parentAdapter });
+  p.checkCancel();
+  const metrics: GateMetrics = { kind: 'env', heldout: 0, correct: 0, accuracy: null, accuracyCi: null, previousAccuracy: null, pairedCi: null, kl: env.kl, klBase: 0, klTokens: env.klTokens, klBudget: p.cfg.klBudget, env };
+  return { metrics, reward: null, decision: envGateDecision(env) };
 }
 
 function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
@@ -330,7 +369,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
         const seq = sequences.find((s) => s.ratingId === x.ratingId && s.kind === 'mispo');
         store.runs.recordSample(runId, x.ratingId, x.role, seq?.advantage ?? null);
       }
-      store.runs.succeed(runId, { metrics, version, config: cfg });
+      store.runs.succeed(runId, { metrics, version, config: p.gateKind === 'env' ? { ...cfg, gate: p.gateKind } : cfg });
     });
   } catch (e) {
     // The row did not commit, so the directory must not outlive it.

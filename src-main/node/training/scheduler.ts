@@ -19,7 +19,8 @@ import { pidAlive } from '../pid.ts';
 import { acquireTrainingLock, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { resolveModelDir } from '../model-files/base-model.ts';
 import { removeStaleStaging } from '../model-files/adapter-versions.ts';
-import type { WorkerMessage } from './worker.ts';
+import type { WorkerMessage, WorkerReply } from './worker.ts';
+import type { EnvPlayer, GateKind } from './round.ts';
 
 export interface SchedulerDeps {
   home: ReinHome;
@@ -79,6 +80,15 @@ export class Scheduler {
   private clockRunning = false;
   private exitWaiters: (() => void)[] = [];
   private readonly timers: SchedulerTimers;
+  private envPlayer: EnvPlayer | null = null;
+
+  /**
+   * Registers what plays an env-gated round's episodes (the gym's agent and env, node/gym/session.ts), or removes it
+   * (null). The worker asks for them over IPC (worker.ts) and the answer goes back to it.
+   */
+  setEnvPlayer(player: EnvPlayer | null): void {
+    this.envPlayer = player;
+  }
 
   constructor(d: SchedulerDeps) {
     this.d = d;
@@ -182,14 +192,15 @@ export class Scheduler {
   }
 
   /** Starts a round now; returns its run. */
-  start(trigger: RunView['trigger'], fromVersion?: number): RunView {
+  start(trigger: RunView['trigger'], fromVersion?: number, gate: GateKind = 'ratings'): RunView {
     const modelId = this.d.modelId();
     resolveModelDir(this.d.store, modelId); // fail before creating a run when the model has no directory
     if (this.busy()) throw new ConflictError(`training run ${this.child!.runId} is already running`, { runId: this.child!.runId });
+    if (gate === 'env' && this.envPlayer === null) throw new ReinError('not_available', 'an env-gated round needs the env to play its gate on: start it from the gym (node/gym), which registers its agent and env');
     acquireTrainingLock(this.d.home, { pid: process.pid, runId: null });
     let run: RunView;
     try {
-      run = this.d.store.runs.start(modelId, trigger, fromVersion ?? null);
+      run = this.d.store.runs.start(modelId, trigger, fromVersion ?? null, gate === 'env' ? { gate } : {});
     } catch (e) {
       releaseTrainingLock(this.d.home, process.pid);
       throw e;
@@ -222,11 +233,24 @@ export class Scheduler {
 
   private onMessage(s: NonNullable<Scheduler['child']>, m: WorkerMessage): void {
     if (m.type === 'progress') this.d.emit('trainingProgress', m.progress);
+    else if (m.type === 'envGate') this.playEnvGate(s, m);
     else if (m.type === 'done') {
       s.done = true;
       if (m.previousActive !== null) this.d.emit('adapterChanged', { modelId: s.modelId, version: m.previousActive, status: 'inactive' });
       this.d.emit('adapterChanged', { modelId: s.modelId, version: m.version, status: m.status });
     } else if (m.type === 'failed') s.failed = m.error;
+  }
+
+  private playEnvGate(s: NonNullable<Scheduler['child']>, m: Extract<WorkerMessage, { type: 'envGate' }>): void {
+    const reply = (r: WorkerReply): void => {
+      if (s.proc.connected) s.proc.send(r, undefined, {}, () => undefined);
+    };
+    const player = this.envPlayer;
+    if (player === null) return reply({ type: 'envGateResult', runId: m.runId, error: 'no env player is registered in the process that started the round' });
+    player({ runId: m.runId, candidate: m.candidate, parent: m.parent }).then(
+      (metrics) => reply({ type: 'envGateResult', runId: m.runId, metrics }),
+      (e: unknown) => reply({ type: 'envGateResult', runId: m.runId, error: e instanceof Error ? e.message : String(e) }),
+    );
   }
 
   private onExit(s: NonNullable<Scheduler['child']>, code: number | null, signal: NodeJS.Signals | null): void {

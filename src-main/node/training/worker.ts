@@ -9,13 +9,46 @@ import { resolveHome } from '../home.ts';
 import { openCipher } from '../store/keyring.ts';
 import { Store } from '../store/store.ts';
 import { releaseTrainingLock, writeTrainingLock } from './lock.ts';
-import { CancelledError, runRound } from './round.ts';
+import type { EnvGateMetrics } from '../../common/training/gate.ts';
+import { CancelledError, runRound, type EnvPlayer } from './round.ts';
 import { retrainRewardModel } from './reward/after-round.ts';
 
 export type WorkerMessage =
   | { type: 'progress'; progress: TrainingProgress }
   | { type: 'done'; version: number; status: 'active' | 'rejected'; previousActive: number | null }
-  | { type: 'failed'; error: string; cancelled: boolean };
+  | { type: 'failed'; error: string; cancelled: boolean }
+  /** An env-gated round asks the process that started it to play its gate's episodes (round.ts EnvPlayer). */
+  | ({ type: 'envGate' } & Parameters<EnvPlayer>[0]);
+
+/** The parent's answer to an `envGate` message: the metrics, or why it could not play them. */
+export type WorkerReply = { type: 'envGateResult'; runId: number; metrics: EnvGateMetrics } | { type: 'envGateResult'; runId: number; error: string };
+
+/** The env gate's player, over IPC: the parent plays the episodes (Scheduler.setEnvPlayer) and answers. */
+const playEnvOverIpc: EnvPlayer = (req) =>
+  new Promise((resolve, reject) => {
+    if (process.send === undefined || !process.connected) {
+      reject(new Error(`run ${req.runId} is env-gated and the process that started it is gone: nothing can play its gate's episodes`));
+      return;
+    }
+    const done = (): void => {
+      process.off('message', onMessage);
+      process.off('disconnect', onDisconnect);
+    };
+    const onMessage = (m: unknown): void => {
+      const r = m as WorkerReply;
+      if (r?.type !== 'envGateResult' || r.runId !== req.runId) return;
+      done();
+      if ('error' in r) reject(new Error(`the env gate's player failed: ${r.error}`));
+      else resolve(r.metrics);
+    };
+    const onDisconnect = (): void => {
+      done();
+      reject(new Error(`the process playing run ${req.runId}'s env gate went away`));
+    };
+    process.on('message', onMessage);
+    process.on('disconnect', onDisconnect);
+    send({ type: 'envGate', ...req });
+  });
 
 function send(m: WorkerMessage): void {
   // The parent may go between the check and the write (a `rein train` CLI exits once the round started): with a
@@ -41,7 +74,7 @@ async function main(): Promise<number> {
   // Losing the parent (the app quit) is not a reason to stop: the worker records its own outcome.
   process.on('disconnect', () => undefined);
   try {
-    const r = await runRound({ home, store, runId, signal: abort.signal, progress: (progress) => send({ type: 'progress', progress }) });
+    const r = await runRound({ home, store, runId, signal: abort.signal, progress: (progress) => send({ type: 'progress', progress }), playEnv: playEnvOverIpc });
     // The round is recorded: free the training lock before the reward model's retrain, so the next round may start
     // while this process finishes it (the scheduler counts a worker that sent 'done' as no longer running).
     releaseTrainingLock(home, process.pid);
