@@ -86,7 +86,7 @@ export function apply(op: string, inputs: readonly Tensor[], attrs: Attrs = {}, 
   return g.addNode(op, inputs, attrs, outs).outputs;
 }
 
-export const ONNX_DTYPE: Record<DType, number> = { float32: 1, int64: 7, bool: 9, float64: 11 };
+export const ONNX_DTYPE: Record<DType, number> = { float32: 1, uint8: 2, int64: 7, bool: 9, float64: 11 };
 
 // --- helpers -------------------------------------------------------------------------------------------------------
 
@@ -207,6 +207,7 @@ registerOp('Sin', unaryDef('Sin', (x, _y, g) => mul(g, cos(x))));
 registerOp('Cos', unaryDef('Cos', (x, _y, g) => neg(mul(g, sin(x)))));
 registerOp('Abs', unaryDef('Abs', (x, _y, g) => mul(g, sign(x))));
 registerOp('Sign', unaryDef('Sign', null));
+registerOp('Floor', unaryDef('Floor', null));
 // Identity in the graph, a wall for gradients (the trajectory-drift scale of MIS-PO, baselines).
 registerOp('StopGradient', {
   infer: (inputs) => (arity(inputs, 1, 'StopGradient'), [{ dtype: inputs[0]!.dtype, shape: inputs[0]!.shape }]),
@@ -864,6 +865,7 @@ export const sin = (x: Tensor): Tensor => one('Sin', [x]);
 export const cos = (x: Tensor): Tensor => one('Cos', [x]);
 export const abs = (x: Tensor): Tensor => one('Abs', [x]);
 export const sign = (x: Tensor): Tensor => one('Sign', [x]);
+export const floor = (x: Tensor): Tensor => one('Floor', [x]);
 export const stopGradient = (x: Tensor): Tensor => one('StopGradient', [x]);
 
 export const where = (cond: Tensor, a: TensorLike, b: TensorLike): Tensor => {

@@ -15,15 +15,29 @@ import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
 import type { Feed, Runtime } from './runtime.ts';
+import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
+import type { QuantLayout } from '../../common/engine/families/llama.ts';
 
 export type FArray = Float32Array | Float64Array;
 
-/** The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. */
+/**
+ * The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. A linear weight (and
+ * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): the layer graph then reads it through
+ * MatMulNBits, and the embedding rows are dequantized on lookup.
+ */
 export interface DriverWeights {
+  layers: Record<string, FArray | QuantWeight>[];
+  embed: FArray | QuantWeight;
+  norm: FArray;
+  /** lm_head, or embed_tokens itself when the embeddings are tied. */
+  lmHead: FArray | QuantWeight;
+}
+
+/** DriverWeights with every weight in f32 (or f64). */
+export interface F32Weights {
   layers: Record<string, FArray>[];
   embed: FArray;
   norm: FArray;
-  /** lm_head, or embed_tokens itself when the embeddings are tied. */
   lmHead: FArray;
 }
 
@@ -89,6 +103,12 @@ export class Driver {
   private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
+  /** Which layer weights are quantized (the same in every layer: one graph serves them all), and the lm_head's. */
+  private readonly layerQuant: QuantLayout;
+  private readonly headQuant: QuantSpec | null;
+  /** Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). */
+  private readonly layerFeeds: Record<string, Feed>[];
+  private readonly headFeeds: Record<string, Feed>;
 
   constructor(config: ModelConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
     this.config = config;
@@ -102,16 +122,42 @@ export class Driver {
     if (weights.layers.length !== config.numLayers) {
       throw new BadInputError(`driver: ${weights.layers.length} layers of weights for a ${config.numLayers}-layer model`, 'weights');
     }
+    const layout = (r: Record<string, FArray | QuantWeight>): QuantLayout => {
+      const q: Record<string, QuantSpec> = {};
+      for (const [k, v] of Object.entries(r)) if (isQuant(v)) q[k] = v.spec;
+      return q;
+    };
+    this.layerQuant = layout(weights.layers[0] ?? {});
+    const key = JSON.stringify(this.layerQuant);
+    weights.layers.forEach((r, i) => {
+      if (JSON.stringify(layout(r)) !== key) throw new BadInputError(`driver: layer ${i} is quantized differently from layer 0 (one layer graph serves every layer)`, 'weights');
+    });
+    this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    const quantized = Object.keys(this.layerQuant).length > 0 || this.headQuant !== null || isQuant(weights.embed);
+    if (quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
+    const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
+      const f: Record<string, Feed> = {};
+      for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
+      return f;
+    };
+    this.layerFeeds = weights.layers.map(feeds);
+    this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
     this.family = modelGraphs(config);
-    this.baseLayer = this.family.layer(this.dtype, null);
-    this.head = this.family.head(this.dtype, 'none');
-    this.headGrad = this.family.head(this.dtype, this.headGradMode);
-    this.logits = this.family.logits(this.dtype);
+    this.baseLayer = this.family.layer(this.dtype, null, this.layerQuant);
+    this.head = this.family.head(this.dtype, 'none', this.headQuant);
+    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant);
+    this.logits = this.family.logits(this.dtype, this.headQuant);
   }
 
-  /** The weights the graphs are fed; pretraining (node/demo) updates them in place. */
-  get weights(): DriverWeights {
-    return this.w;
+  /** The f32 weights the graphs are fed; pretraining (node/demo) updates them in place. Throws for a quantized base. */
+  get weights(): F32Weights {
+    if (this.quantized) throw new BadInputError('this base is block-quantized: its weights are frozen (load it with quantized: false to train them all)', 'weights');
+    return this.w as F32Weights;
+  }
+
+  /** Whether any base weight is block-quantized. */
+  get quantized(): boolean {
+    return Object.keys(this.layerQuant).length > 0 || this.headQuant !== null || isQuant(this.w.embed);
   }
 
   /** The padded length for n tokens. */
@@ -156,7 +202,11 @@ export class Driver {
     const H = this.config.hiddenSize;
     const x = this.alloc(T * H);
     const E = this.w.embed;
-    for (let t = 0; t < tokens.length; t++) x.set(E.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
+    for (let t = 0; t < tokens.length; t++) {
+      const r = tokens[t]!;
+      if (isQuant(E)) dequantizeRows(E, r, r + 1, x.subarray(t * H, (t + 1) * H) as Float32Array);
+      else x.set(E.subarray(r * H, (r + 1) * H), t * H);
+    }
     const scale = this.family.embedScale(this.dtype);
     if (scale !== 1) for (let i = 0; i < tokens.length * H; i++) x[i] *= scale;
     return x;
@@ -186,7 +236,7 @@ export class Driver {
     const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}`;
     let g = this.loraGraphs.get(key);
     if (g === undefined) {
-      const graph = this.family.layer(this.dtype, spec);
+      const graph = this.family.layer(this.dtype, spec, this.layerQuant);
       const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
       g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
       this.loraGraphs.set(key, g);
@@ -200,7 +250,7 @@ export class Driver {
     let x = x0;
     for (let i = 0; i < this.config.numLayers; i++) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...(plan?.feeds[i] ?? {}) };
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...(plan?.feeds[i] ?? {}) };
       x = (await this.rt.run(graph, { T }, feeds, ['y']))['y']!.data as FArray;
     }
     return x;
@@ -223,7 +273,7 @@ export class Driver {
       }
       const tg = new BigInt64Array(C);
       for (let i = 0; i < n; i++) tg[i] = BigInt(targets[r0 + i]!);
-      const out = await this.rt.run(graph, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg });
+      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg });
       const lp = out['logp']!.data as FArray;
       for (let i = 0; i < n; i++) logp[r0 + i] = lp[i]!;
       if (dlogpOut !== null) dlogpOut.set((out['dlogp_dh']!.data as FArray).subarray(0, n * H), r0 * H);
@@ -258,7 +308,7 @@ export class Driver {
     const h = await this.layersForward(this.embed(tokens, T), T, plan);
     const H = this.config.hiddenSize;
     const last = h.slice((tokens.length - 1) * H, tokens.length * H) as FArray;
-    return (await this.rt.run(this.logits, { T: 1 }, { h: last, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+    return (await this.rt.run(this.logits, { T: 1 }, { h: last, ...this.headFeeds }))['logp_all']!.data as FArray;
   }
 
   /**
@@ -287,7 +337,7 @@ export class Driver {
     const H = this.config.hiddenSize;
     const V = this.config.vocabSize;
     const n = tokens.length;
-    const all = (await this.rt.run(this.logits, { T: n }, { h: h.slice(0, n * H) as FArray, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+    const all = (await this.rt.run(this.logits, { T: n }, { h: h.slice(0, n * H) as FArray, ...this.headFeeds }))['logp_all']!.data as FArray;
     return Array.from({ length: n }, (_, t) => all.slice(t * V, (t + 1) * V) as FArray);
   }
 
@@ -311,7 +361,7 @@ export class Driver {
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]! };
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
         x = (await this.rt.run(lg.graph, bind, feeds, ['y']))['y']!.data as FArray;
@@ -339,7 +389,7 @@ export class Driver {
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
+      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
       const out = await this.rt.run(split.backward, bind, feeds);
       for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
@@ -359,7 +409,8 @@ export class Driver {
     const T = this.bucket(tokens.length);
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
-    const names = Object.keys(this.w.layers[0]!);
+    const w = this.weights; // f32 only: every weight gets a gradient
+    const names = Object.keys(w.layers[0]!);
     this.fullGraphs ??= {
       layer: vjpSplit(this.baseLayer, { outputs: ['y'], wrt: ['x', ...names] }),
       head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
@@ -370,7 +421,7 @@ export class Driver {
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
-      const out = await this.rt.run(layer.forward, bind, { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]! });
+      const out = await this.rt.run(layer.forward, bind, { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]! });
       const res: Record<string, Feed> = { x };
       for (const r of layer.residuals) res[r] = out[r]!.data;
       saved.push(res);
@@ -398,7 +449,7 @@ export class Driver {
         tg[i] = BigInt(targets[r0 + i]!);
         d[i] = dlogp[r0 + i]!;
       }
-      const out = await this.rt.run(head.backward, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg, [head.cotangents['logp']!]: d });
+      const out = await this.rt.run(head.backward, { T: C }, { h: hc, norm: w.norm, lm_head: w.lmHead, targets: tg, [head.cotangents['logp']!]: d });
       dy.set((out[head.gradients['h']!]!.data as FArray).subarray(0, n * H), (start - 1 + r0) * H);
       addInto(gNorm, out[head.gradients['norm']!]!.data as FArray);
       addInto(gHead, out[head.gradients['lm_head']!]!.data as FArray);
@@ -407,15 +458,15 @@ export class Driver {
     const gLayers: Record<string, Float64Array>[] = Array.from({ length: L }, () => ({}));
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
-      const out = await this.rt.run(layer.backward, bind, { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...saved[i]!, d_y: dy });
+      const out = await this.rt.run(layer.backward, bind, { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...saved[i]!, d_y: dy });
       saved[i] = {};
       for (const nm of names) gLayers[i]![nm] = Float64Array.from(out[layer.gradients[nm]!]!.data as FArray);
       dy = out[layer.gradients['x']!]!.data as FArray;
     }
     // The embedding is a row copy (scaled for Gemma), so its gradient is the input gradient added into each token's row.
     const scale = this.family.embedScale(this.dtype);
-    const tied = this.w.lmHead === this.w.embed;
-    const gEmbed = tied ? gHead : new Float64Array(this.w.embed.length);
+    const tied = w.lmHead === w.embed;
+    const gEmbed = tied ? gHead : new Float64Array(w.embed.length);
     for (let t = 0; t < tokens.length; t++) {
       const o = tokens[t]! * H;
       for (let j = 0; j < H; j++) gEmbed[o + j]! += scale * dy[t * H + j]!;
