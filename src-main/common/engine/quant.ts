@@ -96,6 +96,22 @@ export function dequantizeRows(w: QuantWeight, r0: number, r1: number, out: Floa
 
 export const dequantize = (w: QuantWeight): Float32Array => dequantizeRows(w, 0, w.rows);
 
+/** W with its rows reordered: row r of the result is row from(r) of w (whole rows of blocks move, so it is exact). */
+export function permuteQuantRows(w: QuantWeight, from: (r: number) => number): QuantWeight {
+  const nbRow = w.cols / QUANT_BLOCK;
+  const rb = nbRow * bytesPerBlock(w.spec.bits);
+  const qweight = new Uint8Array(w.qweight.length);
+  const scales = new Float32Array(w.scales.length);
+  const zeroPoints = w.zeroPoints === null ? null : new Float32Array(w.zeroPoints.length);
+  for (let r = 0; r < w.rows; r++) {
+    const f = from(r);
+    qweight.set(w.qweight.subarray(f * rb, (f + 1) * rb), r * rb);
+    scales.set(w.scales.subarray(f * nbRow, (f + 1) * nbRow), r * nbRow);
+    zeroPoints?.set(w.zeroPoints!.subarray(f * nbRow, (f + 1) * nbRow), r * nbRow);
+  }
+  return quantWeight(w.spec, w.rows, w.cols, qweight, scales, zeroPoints);
+}
+
 /**
  * A quantizer from f32 (benches, tests, and HF weights trained through the quantized path): per block of 32,
  * symmetric round-to-nearest on the absolute maximum (int8: ±127; int4: −8..7 around 8), or with `zeroPoints`

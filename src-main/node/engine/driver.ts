@@ -94,7 +94,7 @@ export class Driver {
   readonly recomputeAbove: number;
   private readonly rt: Runtime;
   private readonly w: DriverWeights;
-  private readonly baseLayer: Graph;
+  private readonly baseLayers = new Map<string, Graph>();
   private readonly head: Graph;
   private readonly headGrad: Graph;
   private readonly logits: Graph;
@@ -103,8 +103,12 @@ export class Driver {
   private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
-  /** Which layer weights are quantized (the same in every layer: one graph serves them all), and the lm_head's. */
-  private readonly layerQuant: QuantLayout;
+  /**
+   * Which weights of each layer are quantized, and the lm_head's. Layers with the same layout share one graph (a
+   * Q4_K_M file keeps some layers' v_proj/down_proj in Q6_K, read as f32: two or three layouts in all).
+   */
+  private readonly layerQuant: QuantLayout[];
+  private readonly layoutKeys: string[];
   private readonly headQuant: QuantSpec | null;
   /** Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). */
   private readonly layerFeeds: Record<string, Feed>[];
@@ -127,14 +131,10 @@ export class Driver {
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) q[k] = v.spec;
       return q;
     };
-    this.layerQuant = layout(weights.layers[0] ?? {});
-    const key = JSON.stringify(this.layerQuant);
-    weights.layers.forEach((r, i) => {
-      if (JSON.stringify(layout(r)) !== key) throw new BadInputError(`driver: layer ${i} is quantized differently from layer 0 (one layer graph serves every layer)`, 'weights');
-    });
+    this.layerQuant = weights.layers.map(layout);
+    this.layoutKeys = this.layerQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
     this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
-    const quantized = Object.keys(this.layerQuant).length > 0 || this.headQuant !== null || isQuant(weights.embed);
-    if (quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
+    if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
       const f: Record<string, Feed> = {};
       for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
@@ -143,7 +143,6 @@ export class Driver {
     this.layerFeeds = weights.layers.map(feeds);
     this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
     this.family = modelGraphs(config);
-    this.baseLayer = this.family.layer(this.dtype, null, this.layerQuant);
     this.head = this.family.head(this.dtype, 'none', this.headQuant);
     this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant);
     this.logits = this.family.logits(this.dtype, this.headQuant);
@@ -157,7 +156,7 @@ export class Driver {
 
   /** Whether any base weight is block-quantized. */
   get quantized(): boolean {
-    return Object.keys(this.layerQuant).length > 0 || this.headQuant !== null || isQuant(this.w.embed);
+    return this.layerQuant.some((q) => Object.keys(q).length > 0) || this.headQuant !== null || isQuant(this.w.embed);
   }
 
   /** The padded length for n tokens. */
@@ -232,11 +231,21 @@ export class Driver {
     return { spec, feeds, slots };
   }
 
-  private loraGraphsFor(spec: LayerLora): LoraGraphs {
-    const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}`;
+  /** Layer i's graph without LoRA. */
+  private baseLayer(i: number): Graph {
+    let g = this.baseLayers.get(this.layoutKeys[i]!);
+    if (g === undefined) {
+      g = this.family.layer(this.dtype, null, this.layerQuant[i]!);
+      this.baseLayers.set(this.layoutKeys[i]!, g);
+    }
+    return g;
+  }
+
+  private loraGraphsFor(spec: LayerLora, layer: number): LoraGraphs {
+    const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}|${this.layoutKeys[layer]!}`;
     let g = this.loraGraphs.get(key);
     if (g === undefined) {
-      const graph = this.family.layer(this.dtype, spec, this.layerQuant);
+      const graph = this.family.layer(this.dtype, spec, this.layerQuant[layer]!);
       const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
       g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
       this.loraGraphs.set(key, g);
@@ -246,9 +255,9 @@ export class Driver {
 
   /** Runs every layer forward; returns the last layer's output [T, H]. */
   private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
-    const graph = plan === null ? this.baseLayer : this.loraGraphsFor(plan.spec).graph;
     let x = x0;
     for (let i = 0; i < this.config.numLayers; i++) {
+      const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
       const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...(plan?.feeds[i] ?? {}) };
       x = (await this.rt.run(graph, { T }, feeds, ['y']))['y']!.data as FArray;
@@ -351,9 +360,8 @@ export class Driver {
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
     const plan = this.loraPlan(adapter);
-    const lg = this.loraGraphsFor(plan.spec);
     const recompute = T > this.recomputeAbove;
-    const split = recompute ? lg.recompute : lg.split;
+    const splitOf = (i: number): VjpSplit => (recompute ? this.loraGraphsFor(plan.spec, i).recompute : this.loraGraphsFor(plan.spec, i).split);
     const bind = { T };
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
@@ -364,8 +372,9 @@ export class Driver {
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
-        x = (await this.rt.run(lg.graph, bind, feeds, ['y']))['y']!.data as FArray;
+        x = (await this.rt.run(this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y']))['y']!.data as FArray;
       } else {
+        const split = splitOf(i);
         const out = await this.rt.run(split.forward, bind, feeds);
         const res: Record<string, Feed> = { x };
         for (const r of split.residuals) res[r] = out[r]!.data;
@@ -391,6 +400,7 @@ export class Driver {
       const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
+      const split = splitOf(i);
       const out = await this.rt.run(split.backward, bind, feeds);
       for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
       dy = out[split.gradients['x']!]!.data as FArray;
@@ -412,7 +422,7 @@ export class Driver {
     const w = this.weights; // f32 only: every weight gets a gradient
     const names = Object.keys(w.layers[0]!);
     this.fullGraphs ??= {
-      layer: vjpSplit(this.baseLayer, { outputs: ['y'], wrt: ['x', ...names] }),
+      layer: vjpSplit(this.baseLayer(0), { outputs: ['y'], wrt: ['x', ...names] }),
       head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
     };
     const { layer, head } = this.fullGraphs;
