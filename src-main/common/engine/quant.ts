@@ -7,12 +7,12 @@
 //   W[n, k] = scales[n, b] · (q[n, k] − zero[n, b]),  b = k / 32
 // ORT 1.30's CPU kernel runs float zero points for 4 bits only, so int8 weights are symmetric (GGUF's Q8_0 is).
 //
-// Forward X·Wᵀ is one MatMulNBits (weights fed as inputs are not prepacked, so ORT dequantizes a block into f32 and
-// runs its SGEMM: accuracy_level does not apply and the product equals f32 Gemm on the dequantized weights to float
+// Forward X·Wᵀ is MatMulNBits (weights fed as inputs are not prepacked, so ORT dequantizes B into f32 and runs its
+// SGEMM: accuracy_level does not apply and the product equals f32 Gemm on the dequantized weights to float
 // rounding). Its gradient rule gives X only a cotangent, dX = dY·W, with W dequantized in the graph by primitives
-// (Cast, Floor, Sub, Mul) in chunks of rows, so at most QUANT_CHUNK_VALUES f32 values of a weight exist at once
-// (ORT's arena reuses each chunk's buffer for the next); the packed weights, scales and zero points get none.
-import { type Dim, type Graph, GraphError, type Tensor, fmtShape } from './ir.ts';
+// (Cast, Floor, Sub, Mul); the packed weights, scales and zero points get none. A large weight is fed in parts of
+// rows (quantParts), one MatMulNBits each, so at most QUANT_CHUNK_VALUES f32 values of it exist at once.
+import { type Graph, GraphError, type Tensor, fmtShape } from './ir.ts';
 import * as op from './ops.ts';
 import { registerOp } from './ops.ts';
 
@@ -173,42 +173,70 @@ export function randomInt4(rows: number, cols: number, std: number, next: () => 
 
 // --- in a graph -------------------------------------------------------------------------------------------------------
 
-/** A quantized weight's graph inputs: '<name>.qweight', '<name>.scales' and, with zero points, '<name>.zero_points'. */
-export const quantInputNames = (name: string): { qweight: string; scales: string; zeroPoints: string } => ({
-  qweight: `${name}.qweight`,
-  scales: `${name}.scales`,
-  zeroPoints: `${name}.zero_points`,
-});
+/**
+ * The row ranges a weight is fed in: at most QUANT_CHUNK_VALUES values each, so that MatMulNBits (which dequantizes
+ * its whole B into an f32 buffer when B is an input, not a prepacked initializer) and the backward's dequantization
+ * never hold more than 32 MiB of one weight in f32: an 8B lm_head would otherwise take 2 GiB per call.
+ */
+export function quantParts(rows: number, cols: number): [number, number][] {
+  const step = Math.max(1, Math.floor(QUANT_CHUNK_VALUES / cols));
+  const parts: [number, number][] = [];
+  for (let r0 = 0; r0 < rows; r0 += step) parts.push([r0, Math.min(rows, r0 + step)]);
+  return parts;
+}
 
-/** The inputs as graph tensors, with the shape of the weight they stand for. */
+/** A quantized weight's graph inputs: '<name>.qweight', '<name>.scales', ('<name>.zero_points'); '.k' after each for part k of several. */
+export const quantInputNames = (name: string, part: number | null = null): { qweight: string; scales: string; zeroPoints: string } => {
+  const k = part === null ? '' : `.${part}`;
+  return { qweight: `${name}.qweight${k}`, scales: `${name}.scales${k}`, zeroPoints: `${name}.zero_points${k}` };
+};
+
+/** Rows [r0, r1) of a quantized weight as graph inputs. */
+export interface QuantPart {
+  readonly r0: number;
+  readonly r1: number;
+  readonly qweight: Tensor; // uint8 [r1 − r0, K/32, 32·bits/8]
+  readonly scales: Tensor; // f32 [(r1 − r0)·K/32]
+  readonly zeroPoints: Tensor | null; // f32 [(r1 − r0)·K/32]
+}
+
+/** A quantized weight [N, K] in a graph: its parts, in row order. */
 export interface QuantInputs {
   readonly spec: QuantSpec;
   readonly rows: number;
   readonly cols: number;
-  readonly qweight: Tensor; // uint8 [N, K/32, 32·bits/8]
-  readonly scales: Tensor; // f32 [N·K/32]
-  readonly zeroPoints: Tensor | null; // f32 [N·K/32]
+  readonly parts: readonly QuantPart[];
 }
 
 export function quantInputs(g: Graph, name: string, rows: number, cols: number, spec: QuantSpec): QuantInputs {
   if (cols % QUANT_BLOCK !== 0) throw new QuantError(`${name}: a quantized weight needs a multiple of ${QUANT_BLOCK} columns, got [${rows}, ${cols}]`);
-  const n = quantInputNames(name);
   const nb = cols / QUANT_BLOCK;
-  return {
-    spec,
-    rows,
-    cols,
-    qweight: g.input(n.qweight, 'uint8', [rows, nb, bytesPerBlock(spec.bits)]),
-    scales: g.input(n.scales, 'float32', [rows * nb]),
-    zeroPoints: spec.zeroPoints ? g.input(n.zeroPoints, 'float32', [rows * nb]) : null,
-  };
+  const ranges = quantParts(rows, cols);
+  const parts = ranges.map(([r0, r1], k): QuantPart => {
+    const n = quantInputNames(name, ranges.length === 1 ? null : k);
+    return {
+      r0,
+      r1,
+      qweight: g.input(n.qweight, 'uint8', [r1 - r0, nb, bytesPerBlock(spec.bits)]),
+      scales: g.input(n.scales, 'float32', [(r1 - r0) * nb]),
+      zeroPoints: spec.zeroPoints ? g.input(n.zeroPoints, 'float32', [(r1 - r0) * nb]) : null,
+    };
+  });
+  return { spec, rows, cols, parts };
 }
 
-/** The feeds of a quantized weight named `name` (the same names quantInputs declares). */
+/** The feeds of a quantized weight named `name` (the names quantInputs declares; parts are views, not copies). */
 export function quantFeeds(name: string, w: QuantWeight): Record<string, Uint8Array | Float32Array> {
-  const n = quantInputNames(name);
-  const f: Record<string, Uint8Array | Float32Array> = { [n.qweight]: w.qweight, [n.scales]: w.scales };
-  if (w.zeroPoints !== null) f[n.zeroPoints] = w.zeroPoints;
+  const nb = w.cols / QUANT_BLOCK;
+  const bpr = nb * bytesPerBlock(w.spec.bits);
+  const ranges = quantParts(w.rows, w.cols);
+  const f: Record<string, Uint8Array | Float32Array> = {};
+  ranges.forEach(([r0, r1], k) => {
+    const n = quantInputNames(name, ranges.length === 1 ? null : k);
+    f[n.qweight] = w.qweight.subarray(r0 * bpr, r1 * bpr);
+    f[n.scales] = w.scales.subarray(r0 * nb, r1 * nb);
+    if (w.zeroPoints !== null) f[n.zeroPoints] = w.zeroPoints.subarray(r0 * nb, r1 * nb);
+  });
   return f;
 }
 
@@ -243,24 +271,30 @@ registerOp('MatMulNBits', {
   // Y = X·Wᵀ: dX = dY·W; the packed weights, scales and zero points are frozen (no cotangent).
   grad: ({ node, gOut, needs }) => {
     const [, qweight, scales, zp] = node.inputs as [Tensor, Tensor, Tensor, Tensor | undefined];
-    const K = node.attrs['K'] as number;
-    const N = node.attrs['N'] as number;
     const spec: QuantSpec = { bits: node.attrs['bits'] as QuantBits, zeroPoints: zp !== undefined };
-    const w: QuantInputs = { spec, rows: N, cols: K, qweight, scales, zeroPoints: zp ?? null };
-    return [needs[0] ? matmulDequant(gOut[0]!, w) : null, null, null, ...(zp === undefined ? [] : [null])];
+    const part: QuantPart = { r0: 0, r1: node.attrs['N'] as number, qweight, scales, zeroPoints: zp ?? null };
+    const dx = needs[0] ? op.gemm(gOut[0]!, dequantPart(spec, part, node.attrs['K'] as number)) : null; // [T, K]
+    return [dx, null, null, ...(zp === undefined ? [] : [null])];
   },
 });
 
-/** X·Wᵀ for a quantized W: [T, K] → [T, N]. */
-export function matmulNBits(x: Tensor, w: QuantInputs): Tensor {
-  const ins = w.zeroPoints === null ? [x, w.qweight, w.scales] : [x, w.qweight, w.scales, w.zeroPoints];
-  return op.apply('MatMulNBits', ins, { K: w.cols, N: w.rows, bits: w.spec.bits })[0]!;
+/** X·Wᵀ for one part: [T, K] → [T, r1 − r0]. */
+function matmulPart(x: Tensor, spec: QuantSpec, p: QuantPart, K: number): Tensor {
+  const ins = p.zeroPoints === null ? [x, p.qweight, p.scales] : [x, p.qweight, p.scales, p.zeroPoints];
+  return op.apply('MatMulNBits', ins, { K, N: p.r1 - p.r0, bits: spec.bits })[0]!;
 }
 
-/** Blocks to f32: q uint8 [n, nb, bytes], scales (and zero points) [n, nb, 1] → [n, K]. */
-function dequantBlocks(spec: QuantSpec, q8: Tensor, scales: Tensor, zeroPoints: Tensor | null, n: Dim, K: number): Tensor {
+/** X·Wᵀ for a quantized W: [T, K] → [T, N], one MatMulNBits per part. */
+export function matmulNBits(x: Tensor, w: QuantInputs): Tensor {
+  const ys = w.parts.map((p) => matmulPart(x, w.spec, p, w.cols));
+  return ys.length === 1 ? ys[0]! : op.concat(ys, 1);
+}
+
+/** One part of W as f32 [r1 − r0, K], from primitives (Cast, Floor, Sub, Mul). */
+function dequantPart(spec: QuantSpec, p: QuantPart, K: number): Tensor {
+  const n = p.r1 - p.r0;
   const nb = K / QUANT_BLOCK;
-  const q = op.cast(q8, 'float32'); // [n, nb, bytes]
+  const q = op.cast(p.qweight, 'float32'); // [n, nb, bytes]
   let v: Tensor; // [n, nb, 32]
   if (spec.bits === 8) v = q;
   else {
@@ -268,41 +302,19 @@ function dequantBlocks(spec: QuantSpec, q8: Tensor, scales: Tensor, zeroPoints: 
     const lo = op.sub(q, op.mul(hi, 16)); // [n, nb, 16]
     v = op.reshape(op.concat([op.reshape(lo, [n, nb, 16, 1]), op.reshape(hi, [n, nb, 16, 1])], 3), [n, nb, QUANT_BLOCK]);
   }
-  const centred = zeroPoints === null ? op.sub(v, spec.bits === 4 ? 8 : 128) : op.sub(v, zeroPoints);
-  return op.reshape(op.mul(centred, scales), [n, K]); // [n, K]
+  const perBlock = (t: Tensor): Tensor => op.reshape(t, [n, nb, 1]);
+  const centred = p.zeroPoints === null ? op.sub(v, spec.bits === 4 ? 8 : 128) : op.sub(v, perBlock(p.zeroPoints));
+  return op.reshape(op.mul(centred, perBlock(p.scales)), [n, K]); // [n, K]
 }
 
-/** Rows [r0, r1) of a quantized W as f32 [r1 − r0, K], from primitives. */
-export function dequantRows(w: QuantInputs, r0: number, r1: number): Tensor {
-  const n = r1 - r0;
-  const nb = w.cols / QUANT_BLOCK;
-  const all = r0 === 0 && r1 === w.rows;
-  const perBlock = (t: Tensor): Tensor => op.reshape(all ? t : op.slice(t, [r0 * nb], [r1 * nb], [0]), [n, nb, 1]);
-  const q = all ? w.qweight : op.slice(w.qweight, [r0], [r1], [0]);
-  return dequantBlocks(w.spec, q, perBlock(w.scales), w.zeroPoints === null ? null : perBlock(w.zeroPoints), n, w.cols);
-}
-
-/**
- * G·W for G [T, N] and a quantized W [N, K]: [T, K], summed over chunks of W's rows so that at most
- * QUANT_CHUNK_VALUES dequantized values exist at once.
- */
+/** G·W for G [T, N] and a quantized W [N, K]: [T, K], one dequantized part at a time. */
 export function matmulDequant(g: Tensor, w: QuantInputs): Tensor {
-  const step = Math.max(1, Math.floor(QUANT_CHUNK_VALUES / w.cols));
   let acc: Tensor | undefined;
-  for (let r0 = 0; r0 < w.rows; r0 += step) {
-    const r1 = Math.min(w.rows, r0 + step);
-    const gs = r0 === 0 && r1 === w.rows ? g : op.slice(g, [r0], [r1], [1]); // [T, n]
-    acc = op.gemm(gs, dequantRows(w, r0, r1), {}, acc); // [T, K]
+  for (const p of w.parts) {
+    const gs = w.parts.length === 1 ? g : op.slice(g, [p.r0], [p.r1], [1]); // [T, n]
+    acc = op.gemm(gs, dequantPart(w.spec, p, w.cols), {}, acc); // [T, K]
   }
   return acc!;
-}
-
-/** Rows of a quantized W picked by int64 indices [T]: f32 [T, K] (the lm_head's target rows). */
-export function gatherDequant(w: QuantInputs, indices: Tensor): Tensor {
-  const nb = w.cols / QUANT_BLOCK;
-  const T = indices.shape[0]!;
-  const pick = (t: Tensor): Tensor => op.reshape(op.gather(op.reshape(t, [w.rows, nb]), indices, 0), [T, nb, 1]); // [T, nb, 1]
-  return dequantBlocks(w.spec, op.gather(w.qweight, indices, 0), pick(w.scales), w.zeroPoints === null ? null : pick(w.zeroPoints), T, w.cols); // [T, K]
 }
 
 /**

@@ -24,7 +24,7 @@ import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
 import { groupedAttention, rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
-import { type QuantInputs, type QuantSpec, frozenLinear, gatherDequant, matmulDequant, quantInputs } from '../quant.ts';
+import { type QuantInputs, type QuantSpec, frozenLinear, quantInputs } from '../quant.ts';
 
 /** Which weights of a graph are block-quantized (quant.ts), by parameter-table name; the others are f32 inputs. */
 export type QuantLayout = Readonly<Record<string, QuantSpec>>;
@@ -337,10 +337,11 @@ export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGr
   const lsm = op.logSoftmax(logits, 1); // [T, V]
   const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
   g.output('logp', logp);
-  if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
-  if (withGrad === 'fused') {
-    const dhn = // [T, H] = W[targets] − p·W
-      'spec' in W ? op.sub(gatherDequant(W, targets), matmulDequant(op.exp(lsm), W)) : op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0));
+  // A quantized lm_head takes the symbolic backward: its rows cannot be gathered in place, and MatMulNBits' rule
+  // dequantizes it part by part.
+  if (withGrad === 'symbolic' || (withGrad === 'fused' && 'spec' in W)) g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  else if (withGrad === 'fused' && !('spec' in W)) {
+    const dhn = op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0)); // [T, H] = W[targets] − p·W
     g.output('dlogp_dh', grad([hn], [h], [dhn])[0]!); // [T, H], through the norm by the autodiff
   }
   return g;
