@@ -10,7 +10,7 @@
 //   3. a Llama-3-8B shape (32 layers, H 4096, FFN 14336, 32/8 heads, vocab 128256) with random int4 weights drawn
 //      directly (lm_head through MatMulNBits, embedding rows dequantized on lookup): one LoRA step (forward and
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
-//   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward
+//   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-recompute
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -53,6 +53,8 @@ interface ChildResult {
   stepS: number[];
   cpuS: number[];
   loss: number;
+  /** Σ log p of the sequence under the policy (adapter on): a direct function of the weights. */
+  logpSum: number;
   rssBytes: number;
   load: string;
 }
@@ -63,7 +65,7 @@ const tokensFor = (c: LlamaConfig, T: number, seed: number): number[] => {
 };
 
 /** One Qwen2-0.5B-shaped step kind in this fresh process: 'int4' keeps the base quantized, 'fp32' holds it dequantized. */
-async function halfBChild(kind: 'int4' | 'fp32'): Promise<ChildResult> {
+async function halfBChild(kind: 'int4' | 'fp32' | 'int4-recompute'): Promise<ChildResult> {
   const config = qwen2HalfBConfig(LAYERS);
   const byKey = new Map(llamaParams(config).map((p) => [p.hfKey, p]));
   const weights = new Map<string, FArray | QuantWeight>();
@@ -73,15 +75,16 @@ async function halfBChild(kind: 'int4' | 'fp32'): Promise<ChildResult> {
     const p = byKey.get(k)!;
     if (p.kind === 'linear') {
       const q = quantize(a, p.shape[0] as number, p.shape[1] as number, INT4);
-      const w = kind === 'int4' ? q : dequantize(q);
-      weightBytes += kind === 'int4' ? quantBytes(q) : 4 * a.length;
+      const w = kind === 'fp32' ? dequantize(q) : q;
+      weightBytes += kind === 'fp32' ? 4 * a.length : quantBytes(q);
       weights.set(k, w);
     } else {
       weightBytes += 4 * a.length;
       weights.set(k, a);
     }
   });
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ, headChunk: 128 });
+  const recomputeAbove = kind === 'int4-recompute' ? SEQ / 2 : SEQ;
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove, headChunk: 128 });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
@@ -98,9 +101,10 @@ async function halfBChild(kind: 'int4' | 'fp32'): Promise<ChildResult> {
     cpuS.push(t.cpuS);
     loss = t.value.loss;
   }
+  const logpSum = (await engine.logprobs(tokens, { adapter })).reduce((a, v) => a + v, 0);
   await objectives.dispose();
   await engine.close();
-  return { kind, weightBytes, warmS: warm.wallS, stepS, cpuS, loss, rssBytes: process.resourceUsage().maxRSS * 1024, load: loadAverage() };
+  return { kind, weightBytes, warmS: warm.wallS, stepS, cpuS, loss, logpSum, rssBytes: process.resourceUsage().maxRSS * 1024, load: loadAverage() };
 }
 
 /** The Llama-3-8B shape, random int4 weights drawn directly: one LoRA step (forward, backward) at SEQ. */
@@ -142,7 +146,7 @@ async function eightBChild(): Promise<ChildResult> {
   const t = await timed(() => engine.driver.grad(tokens, 1, adapter, (lp) => new Float64Array(lp.length).fill(-1 / n))); // mean NLL
   const loss = -t.value.logp.reduce((s, v) => s + v, 0) / n;
   await engine.close();
-  return { kind: '8b-int4', weightBytes, warmS: t.wallS, stepS: [t.wallS], cpuS: [t.cpuS], loss, rssBytes: process.resourceUsage().maxRSS * 1024, load: loadAverage() };
+  return { kind: '8b-int4', weightBytes, warmS: t.wallS, stepS: [t.wallS], cpuS: [t.cpuS], loss, logpSum: -loss * n, rssBytes: process.resourceUsage().maxRSS * 1024, load: loadAverage() };
 }
 
 /** dX of one 0.5B layer's 7 linears at T = SEQ: dequantize-then-Gemm vs a transposed int4 copy vs f32. ms per layer. */
@@ -206,15 +210,19 @@ async function main(): Promise<void> {
     }
     const f = runChild('fp32');
     const q = runChild('int4');
+    const qr = args.includes('--no-recompute') ? null : runChild('int4-recompute');
     const fmt = (r: ChildResult): string =>
       `${r.kind}: weights ${(r.weightBytes / GiB).toFixed(2)} GiB; first step ${r.warmS.toFixed(1)} s; steps ${r.stepS.map((s, i) => `${s.toFixed(1)} s (cpu/wall ${(r.cpuS[i]! / s).toFixed(2)})`).join(', ')}; ` +
-      `loss ${r.loss.toPrecision(8)}; peak RSS ${(r.rssBytes / GiB).toFixed(2)} GiB; load ${r.load}`;
-    console.log(`Qwen2-0.5B shape, ${LAYERS} layers (each in a fresh process):\n  ${fmt(f)}\n  ${fmt(q)}`);
+      `loss ${r.loss.toPrecision(8)}, Σ log p ${r.logpSum.toPrecision(8)}; peak RSS ${(r.rssBytes / GiB).toFixed(2)} GiB; load ${r.load}`;
+    console.log(`Qwen2-0.5B shape, ${LAYERS} layers (each in a fresh process; int4-recompute recomputes each layer's forward in the backward):\n  ${fmt(f)}\n  ${fmt(q)}${qr === null ? '' : `\n  ${fmt(qr)}`}`);
     const tr = median(q.stepS) / median(f.stepS);
     const cr = median(q.cpuS) / median(f.cpuS);
     const rr = q.rssBytes / f.rssBytes;
     const lr = Math.abs(q.loss - f.loss) / Math.abs(f.loss);
-    console.log(`  int4 / fp32: step time ${tr.toFixed(2)}× wall, ${cr.toFixed(2)}× CPU (target ≤ 0.8); peak RSS ${rr.toFixed(2)}× (target ≤ 0.45); loss relative difference ${lr.toExponential(2)} (target ≤ 1e-4)`);
+    const pr = Math.abs(q.logpSum - f.logpSum) / Math.abs(f.logpSum);
+    console.log(`  int4 / fp32: step time ${tr.toFixed(2)}× wall, ${cr.toFixed(2)}× CPU (target ≤ 0.8); peak RSS ${rr.toFixed(2)}× (target ≤ 0.45); ` +
+      `relative difference: loss ${lr.toExponential(2)}, Σ log p ${pr.toExponential(2)} (target ≤ 1e-4)`);
+    if (qr !== null) console.log(`  int4-recompute / fp32: step time ${(median(qr.stepS) / median(f.stepS)).toFixed(2)}× wall, ${(median(qr.cpuS) / median(f.cpuS)).toFixed(2)}× CPU; peak RSS ${(qr.rssBytes / f.rssBytes).toFixed(2)}×`);
   }
   if (!args.includes('--no-8b')) {
     const e = runChild('8b');
@@ -226,6 +234,6 @@ async function main(): Promise<void> {
 const ci = args.indexOf('--child');
 if (ci >= 0) {
   const kind = args[ci + 1];
-  const r = kind === '8b' ? await eightBChild() : await halfBChild(kind === 'int4' ? 'int4' : 'fp32');
+  const r = kind === '8b' ? await eightBChild() : await halfBChild(kind === 'int4' || kind === 'int4-recompute' ? kind : 'fp32');
   console.log(JSON.stringify(r));
 } else await main();
