@@ -143,7 +143,14 @@ async function eightBChild(): Promise<ChildResult> {
   for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.01);
   const tokens = tokensFor(c, SEQ, 7);
   const n = SEQ - 1;
+  // Progress on stderr every 30 s (the step takes minutes on a shared 2-core machine): a cut-short run still says
+  // how far it got and the peak RSS so far.
+  const t0 = Date.now();
+  const tick = setInterval(() => {
+    console.error(`8B step: ${((Date.now() - t0) / 1000).toFixed(0)} s, cpu ${(process.cpuUsage().user / 1e6).toFixed(0)} s, RSS ${(process.memoryUsage().rss / GiB).toFixed(2)} GiB, peak ${((process.resourceUsage().maxRSS * 1024) / GiB).toFixed(2)} GiB; load ${loadAverage()}`);
+  }, 30_000);
   const t = await timed(() => engine.driver.grad(tokens, 1, adapter, (lp) => new Float64Array(lp.length).fill(-1 / n))); // mean NLL
+  clearInterval(tick);
   const loss = -t.value.logp.reduce((s, v) => s + v, 0) / n;
   await engine.close();
   return { kind: '8b-int4', weightBytes, warmS: t.wallS, stepS: [t.wallS], cpuS: [t.cpuS], loss, logpSum: -loss * n, rssBytes: process.resourceUsage().maxRSS * 1024, load: loadAverage() };
