@@ -272,11 +272,19 @@ registerOp('MatMulNBits', {
   grad: ({ node, gOut, needs }) => {
     const [, qweight, scales, zp] = node.inputs as [Tensor, Tensor, Tensor, Tensor | undefined];
     const spec: QuantSpec = { bits: node.attrs['bits'] as QuantBits, zeroPoints: zp !== undefined };
-    const part: QuantPart = { r0: 0, r1: node.attrs['N'] as number, qweight, scales, zeroPoints: zp ?? null };
+    // The dequantization reads only graph inputs, so ORT would schedule every weight's at the start of the backward
+    // graph and hold a whole layer in f32 at once; a zero-valued dependency on the cotangent (0 · dY[0, 0]) makes
+    // each weight's wait until its Gemm can run.
+    const part: QuantPart = { r0: 0, r1: node.attrs['N'] as number, qweight, scales: after(scales, gOut[0]!), zeroPoints: zp ?? null };
     const dx = needs[0] ? op.gemm(gOut[0]!, dequantPart(spec, part, node.attrs['K'] as number)) : null; // [T, K]
     return [dx, null, null, ...(zp === undefined ? [] : [null])];
   },
 });
+
+/** `t` + 0 · Σ dep[:, 0]: the same values, computed only once `dep` exists (an ordering edge for ORT's scheduler). */
+function after(t: Tensor, dep: Tensor): Tensor {
+  return op.add(t, op.reshape(op.mul(op.reduceSum(op.slice(dep, [0], [1], [1]), [], false), 0), [1]));
+}
 
 /** X·Wᵀ for one part: [T, K] → [T, r1 − r0]. */
 function matmulPart(x: Tensor, spec: QuantSpec, p: QuantPart, K: number): Tensor {
@@ -307,12 +315,16 @@ function dequantPart(spec: QuantSpec, p: QuantPart, K: number): Tensor {
   return op.reshape(op.mul(centred, perBlock(p.scales)), [n, K]); // [n, K]
 }
 
-/** G·W for G [T, N] and a quantized W [N, K]: [T, K], one dequantized part at a time. */
+/**
+ * G·W for G [T, N] and a quantized W [N, K]: [T, K], one dequantized part at a time: each part's dequantization
+ * waits for the previous part's product, so one part exists in f32 at a time (an 8B lm_head is 63 parts).
+ */
 export function matmulDequant(g: Tensor, w: QuantInputs): Tensor {
   let acc: Tensor | undefined;
   for (const p of w.parts) {
     const gs = w.parts.length === 1 ? g : op.slice(g, [p.r0], [p.r1], [1]); // [T, n]
-    acc = op.gemm(gs, dequantPart(w.spec, p, w.cols), {}, acc); // [T, K]
+    const gated: QuantPart = { ...p, scales: after(p.scales, acc ?? gs) };
+    acc = op.gemm(gs, dequantPart(w.spec, gated, w.cols), {}, acc); // [T, K]
   }
   return acc!;
 }

@@ -24,7 +24,7 @@ import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
 import { groupedAttention, rmsNorm, rope, ropeInvFreq, ropeTables, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
-import { type QuantInputs, type QuantSpec, frozenLinear, quantInputs } from '../quant.ts';
+import { type QuantInputs, type QuantSpec, frozenLinear, matmulDequant, quantInputs } from '../quant.ts';
 
 /** Which weights of a graph are block-quantized (quant.ts), by parameter-table name; the others are f32 inputs. */
 export type QuantLayout = Readonly<Record<string, QuantSpec>>;
@@ -337,9 +337,12 @@ export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGr
   const lsm = op.logSoftmax(logits, 1); // [T, V]
   const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
   g.output('logp', logp);
-  // A quantized lm_head takes the symbolic backward: its rows cannot be gathered in place, and MatMulNBits' rule
-  // dequantizes it part by part.
-  if (withGrad === 'symbolic' || (withGrad === 'fused' && 'spec' in W)) g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  if (withGrad !== 'none' && 'spec' in W) {
+    // A quantized lm_head: the autodiff down to the logits, then G·W with W dequantized one part at a time in order
+    // (matmulDequant), so at most one part of the [V, H] head exists in f32.
+    const dlogits = grad([logp], [logits])[0]!; // [T, V]
+    g.output('dlogp_dh', grad([hn], [h], [matmulDequant(dlogits, W)])[0]!); // [T, H]
+  } else if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
   else if (withGrad === 'fused' && !('spec' in W)) {
     const dhn = op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0)); // [T, H] = W[targets] − p·W
     g.output('dlogp_dh', grad([hn], [h], [dhn])[0]!); // [T, H], through the norm by the autodiff
