@@ -10,6 +10,10 @@ import { llamaParams, parseLlamaConfig } from '../src-main/common/engine/familie
 import type { LlamaConfig } from '../src-main/common/engine/families/llama.ts';
 import { numel } from '../src-main/common/engine/families/params.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
+import type { Engine } from '../src-main/node/engine/engine.ts';
+import type { LoraAdapter } from '../src-main/common/engine/lora.ts';
+import type { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
+import { batchGradient, newStepState, type BatchGradient } from '../src-main/node/training/step.ts';
 
 export interface Timed<T> {
   value: T;
@@ -113,8 +117,14 @@ export function qwen2HalfBConfig(layers = 24): LlamaConfig {
  * so one block of N(0, 0.02²) draws is tiled with a shifting offset: ~100× faster than drawing 494M normals in JS.
  */
 export function generateWeights(c: LlamaConfig, seed: number): Map<string, Float32Array> {
-  const block = new Rng(seed).fillNormal(new Float32Array(1 << 22), 0.02);
   const w = new Map<string, Float32Array>();
+  generateWeightsEach(c, seed, (k, a) => void w.set(k, a));
+  return w;
+}
+
+/** generateWeights one tensor at a time, in table order (a caller that quantizes them never holds them all in f32). */
+export function generateWeightsEach(c: LlamaConfig, seed: number, each: (hfKey: string, a: Float32Array) => void): void {
+  const block = new Rng(seed).fillNormal(new Float32Array(1 << 22), 0.02);
   let shift = 0;
   for (const p of llamaParams(c)) {
     const a = new Float32Array(numel(p.shape));
@@ -126,7 +136,12 @@ export function generateWeights(c: LlamaConfig, seed: number): Map<string, Float
       for (let o = 0; o < a.length; o += rot.length) a.set(rot.subarray(0, Math.min(rot.length, a.length - o)), o);
       shift = (shift + 7919) % block.length;
     }
-    w.set(p.hfKey, a);
+    each(p.hfKey, a);
   }
-  return w;
+}
+
+/** The base's logprobs (the round computes them once per sequence), then the round's step on one on-policy sequence (μ = ref). */
+export async function roundStep(engine: Engine, adapter: LoraAdapter, objectives: ObjectiveRunner, tokens: number[]): Promise<BatchGradient> {
+  const ref = await engine.logprobs(tokens, { start: 1, adapter: null });
+  return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, mask: tokens.slice(1).map(() => 1), ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
 }

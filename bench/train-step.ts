@@ -25,11 +25,9 @@ import { Rng } from '../src-main/common/engine/rng.ts';
 import { Runtime } from '../src-main/node/engine/runtime.ts';
 import { toOnnx } from '../src-main/node/engine/onnx.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
-import type { LoraAdapter } from '../src-main/common/engine/lora.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
-import { batchGradient, newStepState, type BatchGradient } from '../src-main/node/training/step.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
-import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, referenceKernel, timed } from './harness.ts';
+import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, referenceKernel, roundStep, timed } from './harness.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, dflt: number): number => {
@@ -135,12 +133,6 @@ async function profile(engine: Engine, T: number): Promise<void> {
     for (const [k, v] of local) byOp.set(k, (byOp.get(k) ?? 0) + v);
   }
   rmSync(dir, { recursive: true, force: true });
-}
-
-/** The base's logprobs (the round computes them once per sequence), then the round's step on one on-policy sequence (μ = ref). */
-async function roundStep(engine: Engine, adapter: LoraAdapter, objectives: ObjectiveRunner, tokens: number[]): Promise<BatchGradient> {
-  const ref = await engine.logprobs(tokens, { start: 1, adapter: null });
-  return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, mask: tokens.slice(1).map(() => 1), ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
 }
 
 async function main(): Promise<void> {

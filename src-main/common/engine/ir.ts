@@ -38,7 +38,7 @@
 
 import { ReinError } from '../errors.ts';
 
-export type DType = 'float32' | 'float64' | 'int64' | 'bool';
+export type DType = 'float32' | 'float64' | 'int64' | 'bool' | 'uint8';
 export type Dim = number | string;
 export type Shape = readonly Dim[];
 export type Bindings = Readonly<Record<string, number>>;

@@ -10,6 +10,7 @@ import { modulePath } from './families/params.ts';
 import type { ResolvedParam } from './families/params.ts';
 import { Rng } from './rng.ts';
 import * as op from './ops.ts';
+import { type QuantInputs, frozenLinear } from './quant.ts';
 
 export const DEFAULT_LORA_TARGETS = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
 
@@ -148,9 +149,10 @@ export const loraInputNames = (m: string): { a: string; b: string } => ({ a: `${
  * A layer's linear forward, shared by every family: declares the LoRA inputs '<m>.lora_A' [r, in] and '<m>.lora_B'
  * [out, r] of each target in `w` (the layer's weight inputs, HF [out, in]), and returns
  * linear(h, m) = h·Wᵀ (+ b) (+ scale·(h·Aᵀ)·Bᵀ), with the bias '<m>.bias' when the layer has one. Gemm with transB
- * reads HF's [out, in] weights in place. With `actQuant` (a GGUF base, composites.ts ActQuantTable), the frozen
- * product reads h rounded as llama.cpp's CPU kernels round it for module m's weight type; the LoRA product reads h
- * itself, as llama.cpp does with F32 adapter tensors.
+ * reads HF's [out, in] weights in place; a weight in `quant` (block-quantized, quant.ts) goes through MatMulNBits instead
+ * (frozenLinear). With `actQuant` (a GGUF base, composites.ts ActQuantTable), the frozen product reads h rounded as
+ * llama.cpp's CPU kernels round it for module m's weight type; the LoRA product reads h itself, as llama.cpp does with
+ * F32 adapter tensors.
  */
 export function loraLinear(
   g: Graph,
@@ -158,13 +160,15 @@ export function loraLinear(
   w: Record<string, Tensor>,
   lora: LayerLora | null,
   where: string,
+  quant: Readonly<Record<string, QuantInputs>> = {},
   actQuant?: Readonly<Record<string, ActQuantKind>>,
 ): (h: Tensor, m: string) => Tensor {
   const targets = new Set(lora?.targets ?? []);
   for (const m of targets) {
     const W = w[m];
-    if (W === undefined || W.rank !== 2) throw new GraphError(where, `LoRA target ${m} is not a linear weight of the layer`);
-    const [out, inF] = W.shape as [number, number];
+    const Q = quant[m];
+    if (Q === undefined && (W === undefined || W.rank !== 2)) throw new GraphError(where, `LoRA target ${m} is not a linear weight of the layer`);
+    const [out, inF] = Q !== undefined ? [Q.rows, Q.cols] : (W!.shape as [number, number]);
     const n = loraInputNames(m);
     w[n.a] = g.input(n.a, dtype, [lora!.r, inF]);
     w[n.b] = g.input(n.b, dtype, [out, lora!.r]);
@@ -183,7 +187,7 @@ export function loraLinear(
     return hq;
   };
   return (h, m) => {
-    let y = op.gemm(frozenInput(h, m), w[m]!, { transB: true }, w[`${m}.bias`]); // [T, out]
+    let y = frozenLinear(frozenInput(h, m), quant[m] ?? w[m]!, w[`${m}.bias`]); // [T, out]
     if (targets.has(m)) {
       const n = loraInputNames(m);
       const xa = op.gemm(h, w[n.a]!, { transB: true }); // [T, r]

@@ -89,7 +89,7 @@ export function apply(op: string, inputs: readonly Tensor[], attrs: Attrs = {}, 
   return g.addNode(op, inputs, attrs, outs).outputs;
 }
 
-export const ONNX_DTYPE: Record<DType, number> = { float32: 1, int64: 7, bool: 9, float64: 11 };
+export const ONNX_DTYPE: Record<DType, number> = { float32: 1, uint8: 2, int64: 7, bool: 9, float64: 11 };
 /** Floats an op may compute in without being IR dtypes: nothing in a graph holds them, emission casts around them. */
 export type NarrowFloat = 'float16' | 'bfloat16';
 export type ComputeDType = DType | NarrowFloat;
@@ -235,6 +235,7 @@ registerOp('StraightThrough', {
   emit: () => ({ opType: 'Identity', inputs: [1], attrs: [] }),
   grad: ({ gOut }) => [gOut[0]!, null],
 });
+registerOp('Floor', unaryDef('Floor', null));
 // Identity in the graph, a wall for gradients (the trajectory-drift scale of MIS-PO, baselines).
 registerOp('StopGradient', {
   infer: (inputs) => (arity(inputs, 1, 'StopGradient'), [{ dtype: inputs[0]!.dtype, shape: inputs[0]!.shape }]),
@@ -892,6 +893,7 @@ export const sin = (x: Tensor): Tensor => one('Sin', [x]);
 export const cos = (x: Tensor): Tensor => one('Cos', [x]);
 export const abs = (x: Tensor): Tensor => one('Abs', [x]);
 export const sign = (x: Tensor): Tensor => one('Sign', [x]);
+export const floor = (x: Tensor): Tensor => one('Floor', [x]);
 export const stopGradient = (x: Tensor): Tensor => one('StopGradient', [x]);
 export const round = (x: Tensor): Tensor => one('Round', [x]);
 export const roundNarrow = (x: Tensor, to: NarrowFloat): Tensor => one('RoundNarrow', [x], { to });

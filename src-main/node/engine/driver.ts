@@ -15,15 +15,29 @@ import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
 import type { Feed, Runtime } from './runtime.ts';
+import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
+import type { QuantLayout } from '../../common/engine/families/llama.ts';
 
 export type FArray = Float32Array | Float64Array;
 
-/** The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. */
+/**
+ * The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. A linear weight (and
+ * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): the layer graph then reads it through
+ * MatMulNBits, and the embedding rows are dequantized on lookup.
+ */
 export interface DriverWeights {
+  layers: Record<string, FArray | QuantWeight>[];
+  embed: FArray | QuantWeight;
+  norm: FArray;
+  /** lm_head, or embed_tokens itself when the embeddings are tied. */
+  lmHead: FArray | QuantWeight;
+}
+
+/** DriverWeights with every weight in f32 (or f64). */
+export interface F32Weights {
   layers: Record<string, FArray>[];
   embed: FArray;
   norm: FArray;
-  /** lm_head, or embed_tokens itself when the embeddings are tied. */
   lmHead: FArray;
 }
 
@@ -80,7 +94,7 @@ export class Driver {
   readonly recomputeAbove: number;
   private readonly rt: Runtime;
   private readonly w: DriverWeights;
-  private readonly baseLayer: Graph;
+  private readonly baseLayers = new Map<string, Graph>();
   private readonly head: Graph;
   private readonly headGrad: Graph;
   private readonly logits: Graph;
@@ -89,6 +103,16 @@ export class Driver {
   private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
+  /**
+   * Which weights of each layer are quantized, and the lm_head's. Layers with the same layout share one graph (a
+   * Q4_K_M file keeps some layers' v_proj/down_proj in Q6_K, read as f32: two or three layouts in all).
+   */
+  private readonly layerQuant: QuantLayout[];
+  private readonly layoutKeys: string[];
+  private readonly headQuant: QuantSpec | null;
+  /** Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). */
+  private readonly layerFeeds: Record<string, Feed>[];
+  private readonly headFeeds: Record<string, Feed>;
 
   constructor(config: ModelConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
     this.config = config;
@@ -102,16 +126,37 @@ export class Driver {
     if (weights.layers.length !== config.numLayers) {
       throw new BadInputError(`driver: ${weights.layers.length} layers of weights for a ${config.numLayers}-layer model`, 'weights');
     }
+    const layout = (r: Record<string, FArray | QuantWeight>): QuantLayout => {
+      const q: Record<string, QuantSpec> = {};
+      for (const [k, v] of Object.entries(r)) if (isQuant(v)) q[k] = v.spec;
+      return q;
+    };
+    this.layerQuant = weights.layers.map(layout);
+    this.layoutKeys = this.layerQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
+    this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
+    const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
+      const f: Record<string, Feed> = {};
+      for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
+      return f;
+    };
+    this.layerFeeds = weights.layers.map(feeds);
+    this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
     this.family = modelGraphs(config);
-    this.baseLayer = this.family.layer(this.dtype, null);
-    this.head = this.family.head(this.dtype, 'none');
-    this.headGrad = this.family.head(this.dtype, this.headGradMode);
-    this.logits = this.family.logits(this.dtype);
+    this.head = this.family.head(this.dtype, 'none', this.headQuant);
+    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant);
+    this.logits = this.family.logits(this.dtype, this.headQuant);
   }
 
-  /** The weights the graphs are fed; pretraining (node/demo) updates them in place. */
-  get weights(): DriverWeights {
-    return this.w;
+  /** The f32 weights the graphs are fed; pretraining (node/demo) updates them in place. Throws for a quantized base. */
+  get weights(): F32Weights {
+    if (this.quantized) throw new BadInputError('this base is block-quantized: its weights are frozen (load it with quantized: false to train them all)', 'weights');
+    return this.w as F32Weights;
+  }
+
+  /** Whether any base weight is block-quantized. */
+  get quantized(): boolean {
+    return this.layerQuant.some((q) => Object.keys(q).length > 0) || this.headQuant !== null || isQuant(this.w.embed);
   }
 
   /** The padded length for n tokens. */
@@ -156,7 +201,11 @@ export class Driver {
     const H = this.config.hiddenSize;
     const x = this.alloc(T * H);
     const E = this.w.embed;
-    for (let t = 0; t < tokens.length; t++) x.set(E.subarray(tokens[t]! * H, (tokens[t]! + 1) * H), t * H);
+    for (let t = 0; t < tokens.length; t++) {
+      const r = tokens[t]!;
+      if (isQuant(E)) dequantizeRows(E, r, r + 1, x.subarray(t * H, (t + 1) * H) as Float32Array);
+      else x.set(E.subarray(r * H, (r + 1) * H), t * H);
+    }
     const scale = this.family.embedScale(this.dtype);
     if (scale !== 1) for (let i = 0; i < tokens.length * H; i++) x[i] *= scale;
     return x;
@@ -182,11 +231,21 @@ export class Driver {
     return { spec, feeds, slots };
   }
 
-  private loraGraphsFor(spec: LayerLora): LoraGraphs {
-    const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}`;
+  /** Layer i's graph without LoRA. */
+  private baseLayer(i: number): Graph {
+    let g = this.baseLayers.get(this.layoutKeys[i]!);
+    if (g === undefined) {
+      g = this.family.layer(this.dtype, null, this.layerQuant[i]!);
+      this.baseLayers.set(this.layoutKeys[i]!, g);
+    }
+    return g;
+  }
+
+  private loraGraphsFor(spec: LayerLora, layer: number): LoraGraphs {
+    const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}|${this.layoutKeys[layer]!}`;
     let g = this.loraGraphs.get(key);
     if (g === undefined) {
-      const graph = this.family.layer(this.dtype, spec);
+      const graph = this.family.layer(this.dtype, spec, this.layerQuant[layer]!);
       const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
       g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
       this.loraGraphs.set(key, g);
@@ -196,11 +255,11 @@ export class Driver {
 
   /** Runs every layer forward; returns the last layer's output [T, H]. */
   private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
-    const graph = plan === null ? this.baseLayer : this.loraGraphsFor(plan.spec).graph;
     let x = x0;
     for (let i = 0; i < this.config.numLayers; i++) {
+      const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...(plan?.feeds[i] ?? {}) };
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...(plan?.feeds[i] ?? {}) };
       x = (await this.rt.run(graph, { T }, feeds, ['y']))['y']!.data as FArray;
     }
     return x;
@@ -223,7 +282,7 @@ export class Driver {
       }
       const tg = new BigInt64Array(C);
       for (let i = 0; i < n; i++) tg[i] = BigInt(targets[r0 + i]!);
-      const out = await this.rt.run(graph, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg });
+      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg });
       const lp = out['logp']!.data as FArray;
       for (let i = 0; i < n; i++) logp[r0 + i] = lp[i]!;
       if (dlogpOut !== null) dlogpOut.set((out['dlogp_dh']!.data as FArray).subarray(0, n * H), r0 * H);
@@ -258,7 +317,7 @@ export class Driver {
     const h = await this.layersForward(this.embed(tokens, T), T, plan);
     const H = this.config.hiddenSize;
     const last = h.slice((tokens.length - 1) * H, tokens.length * H) as FArray;
-    return (await this.rt.run(this.logits, { T: 1 }, { h: last, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+    return (await this.rt.run(this.logits, { T: 1 }, { h: last, ...this.headFeeds }))['logp_all']!.data as FArray;
   }
 
   /**
@@ -287,7 +346,7 @@ export class Driver {
     const H = this.config.hiddenSize;
     const V = this.config.vocabSize;
     const n = tokens.length;
-    const all = (await this.rt.run(this.logits, { T: n }, { h: h.slice(0, n * H) as FArray, norm: this.w.norm, lm_head: this.w.lmHead }))['logp_all']!.data as FArray;
+    const all = (await this.rt.run(this.logits, { T: n }, { h: h.slice(0, n * H) as FArray, ...this.headFeeds }))['logp_all']!.data as FArray;
     return Array.from({ length: n }, (_, t) => all.slice(t * V, (t + 1) * V) as FArray);
   }
 
@@ -301,9 +360,8 @@ export class Driver {
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
     const plan = this.loraPlan(adapter);
-    const lg = this.loraGraphsFor(plan.spec);
     const recompute = T > this.recomputeAbove;
-    const split = recompute ? lg.recompute : lg.split;
+    const splitOf = (i: number): VjpSplit => (recompute ? this.loraGraphsFor(plan.spec, i).recompute : this.loraGraphsFor(plan.spec, i).split);
     const bind = { T };
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
@@ -311,11 +369,12 @@ export class Driver {
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]! };
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
-        x = (await this.rt.run(lg.graph, bind, feeds, ['y']))['y']!.data as FArray;
+        x = (await this.rt.run(this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y']))['y']!.data as FArray;
       } else {
+        const split = splitOf(i);
         const out = await this.rt.run(split.forward, bind, feeds);
         const res: Record<string, Feed> = { x };
         for (const r of split.residuals) res[r] = out[r]!.data;
@@ -339,8 +398,9 @@ export class Driver {
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
+      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
+      const split = splitOf(i);
       const out = await this.rt.run(split.backward, bind, feeds);
       for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
       dy = out[split.gradients['x']!]!.data as FArray;
@@ -359,9 +419,10 @@ export class Driver {
     const T = this.bucket(tokens.length);
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
-    const names = Object.keys(this.w.layers[0]!);
+    const w = this.weights; // f32 only: every weight gets a gradient
+    const names = Object.keys(w.layers[0]!);
     this.fullGraphs ??= {
-      layer: vjpSplit(this.baseLayer, { outputs: ['y'], wrt: ['x', ...names] }),
+      layer: vjpSplit(this.baseLayer(0), { outputs: ['y'], wrt: ['x', ...names] }),
       head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
     };
     const { layer, head } = this.fullGraphs;
@@ -370,7 +431,7 @@ export class Driver {
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
-      const out = await this.rt.run(layer.forward, bind, { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]! });
+      const out = await this.rt.run(layer.forward, bind, { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]! });
       const res: Record<string, Feed> = { x };
       for (const r of layer.residuals) res[r] = out[r]!.data;
       saved.push(res);
@@ -398,7 +459,7 @@ export class Driver {
         tg[i] = BigInt(targets[r0 + i]!);
         d[i] = dlogp[r0 + i]!;
       }
-      const out = await this.rt.run(head.backward, { T: C }, { h: hc, norm: this.w.norm, lm_head: this.w.lmHead, targets: tg, [head.cotangents['logp']!]: d });
+      const out = await this.rt.run(head.backward, { T: C }, { h: hc, norm: w.norm, lm_head: w.lmHead, targets: tg, [head.cotangents['logp']!]: d });
       dy.set((out[head.gradients['h']!]!.data as FArray).subarray(0, n * H), (start - 1 + r0) * H);
       addInto(gNorm, out[head.gradients['norm']!]!.data as FArray);
       addInto(gHead, out[head.gradients['lm_head']!]!.data as FArray);
@@ -407,15 +468,15 @@ export class Driver {
     const gLayers: Record<string, Float64Array>[] = Array.from({ length: L }, () => ({}));
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
-      const out = await this.rt.run(layer.backward, bind, { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.w.layers[i]!, ...saved[i]!, d_y: dy });
+      const out = await this.rt.run(layer.backward, bind, { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...saved[i]!, d_y: dy });
       saved[i] = {};
       for (const nm of names) gLayers[i]![nm] = Float64Array.from(out[layer.gradients[nm]!]!.data as FArray);
       dy = out[layer.gradients['x']!]!.data as FArray;
     }
     // The embedding is a row copy (scaled for Gemma), so its gradient is the input gradient added into each token's row.
     const scale = this.family.embedScale(this.dtype);
-    const tied = this.w.lmHead === this.w.embed;
-    const gEmbed = tied ? gHead : new Float64Array(this.w.embed.length);
+    const tied = w.lmHead === w.embed;
+    const gEmbed = tied ? gHead : new Float64Array(w.embed.length);
     for (let t = 0; t < tokens.length; t++) {
       const o = tokens[t]! * H;
       for (let j = 0; j < H; j++) gEmbed[o + j]! += scale * dy[t * H + j]!;

@@ -8,6 +8,7 @@ import type { FloatDType } from '../../common/engine/composites.ts';
 import type { LoraAdapter, LoraSpec } from '../../common/engine/lora.ts';
 import { DEFAULT_LORA_TARGETS, fromBase, loraSpec } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
+import { type QuantWeight, isQuant } from '../../common/engine/quant.ts';
 import { pick } from '../../common/engine/sampling.ts';
 import { loadModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
@@ -26,6 +27,12 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
    * equals what Rein's model server (llama.cpp) computes from the same file (default true; gguf/load.ts).
    */
   matchLlamaCpp?: boolean;
+  /**
+   * Keep a GGUF's Q4_0/Q4_1/Q4_K/Q8_0 linear weights and embedding block-quantized (common/engine/quant.ts) instead
+   * of dequantizing them to f32 (default true; float32 only). About a fifth of the memory; see README "GGUF and
+   * llama.cpp" for the measured time and memory.
+   */
+  quantized?: boolean;
 }
 
 export interface SampleOptions {
@@ -66,27 +73,33 @@ export class Engine {
   static load(dir: string, opts: EngineOptions = {}): Engine {
     const m = loadModel(dir, { matchLlamaCpp: opts.matchLlamaCpp });
     try {
-      return Engine.fromWeights(m.config, (key) => m.read(key, { as: opts.dtype === 'float64' ? 'f64' : 'f32' }), opts, m.tokenizer);
+      const quant = (opts.quantized ?? true) && (opts.dtype ?? 'float32') === 'float32' && m.readQuant !== undefined;
+      return Engine.fromWeights(m.config, (key) => (quant ? m.readQuant!(key) : null) ?? m.read(key, { as: opts.dtype === 'float64' ? 'f64' : 'f32' }), opts, m.tokenizer);
     } finally {
       m.close();
     }
   }
 
-  /** From weights in memory, by HF key (the benchmark generates them; tests may perturb them). */
-  static fromWeights(config: ModelConfig, read: (hfKey: string) => FArray, opts: EngineOptions = {}, tokenizer: ReinTokenizer | null = null): Engine {
+  /**
+   * From weights in memory, by HF key (the benchmark generates them; tests may perturb them). A linear weight or
+   * the embedding may be block-quantized (float32 only).
+   */
+  static fromWeights(config: ModelConfig, read: (hfKey: string) => FArray | QuantWeight, opts: EngineOptions = {}, tokenizer: ReinTokenizer | null = null): Engine {
     const params = modelParams(config);
-    const layers: Record<string, FArray>[] = Array.from({ length: config.numLayers }, () => ({}));
-    const model: Record<string, FArray> = {};
+    const layers: Record<string, FArray | QuantWeight>[] = Array.from({ length: config.numLayers }, () => ({}));
+    const model: Record<string, FArray | QuantWeight> = {};
     const want = opts.dtype ?? 'float32';
     for (const p of params) {
       let a = read(p.hfKey);
-      if (want === 'float64' && !(a instanceof Float64Array)) a = Float64Array.from(a);
-      if (want === 'float32' && !(a instanceof Float32Array)) a = Float32Array.from(a);
+      if (isQuant(a)) {
+        if (p.name === 'norm' || (p.kind !== 'linear' && p.kind !== 'embedding')) throw new BadInputError(`${p.hfKey} cannot be quantized (only linear weights and the embedding)`, p.hfKey);
+      } else if (want === 'float64' && !(a instanceof Float64Array)) a = Float64Array.from(a);
+      else if (want === 'float32' && !(a instanceof Float32Array)) a = Float32Array.from(a);
       if (p.layer === null) model[p.name] = a;
       else layers[p.layer]![p.name] = a;
     }
     const embed = model['embed_tokens']!;
-    const weights: DriverWeights = { layers, embed, norm: model['norm']!, lmHead: config.tieWordEmbeddings ? embed : model['lm_head']! };
+    const weights: DriverWeights = { layers, embed, norm: model['norm'] as FArray, lmHead: config.tieWordEmbeddings ? embed : model['lm_head']! };
     return new Engine(config, weights, tokenizer, opts);
   }
 

@@ -12,6 +12,7 @@ import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import { loadGgufModel } from './gguf/load.ts';
 import { SafetensorsFile } from './safetensors.ts';
 import { loadTokenizer } from './tokenizer.ts';
+import type { QuantWeight } from '../../common/engine/quant.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
 
 /** A model directory that cannot be used: a missing file, shard or tensor, a wrong shape, bad values. */
@@ -41,6 +42,11 @@ export interface HfModel {
   generation: GenerationConfig | null;
   /** Read one weight by HF key, checked finite. */
   read(hfKey: string, opts?: { as?: 'f32' | 'f64' }): Float32Array | Float64Array;
+  /**
+   * A weight kept block-quantized (common/engine/quant.ts), or null where the file stores it another way (f32, f16,
+   * Q6_K…): then `read` it. Only GGUF files have it (gguf/load.ts: Q4_0, Q4_1, Q4_K, Q8_0).
+   */
+  readQuant?(hfKey: string): QuantWeight | null;
   /** The dtype stored in the files for a key (e.g. 'BF16'). */
   storedDtype(hfKey: string): string;
   close(): void;

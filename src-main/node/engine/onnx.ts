@@ -23,6 +23,7 @@ function typedBytes(dtype: DType, values: readonly number[]): Uint8Array {
   if (dtype === 'float32') arr = Float32Array.from(values);
   else if (dtype === 'float64') arr = Float64Array.from(values);
   else if (dtype === 'int64') arr = BigInt64Array.from(values.map((v) => BigInt(v)));
+  else if (dtype === 'uint8') arr = Uint8Array.from(values);
   else arr = Uint8Array.from(values.map((v) => (v ? 1 : 0)));
   // TensorProto.raw_data is little-endian (onnx.proto); every platform ORT ships for is little-endian.
   return new Uint8Array(arr.buffer, arr.byteOffset, arr.byteLength);

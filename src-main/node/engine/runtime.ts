@@ -37,7 +37,7 @@ export interface RuntimeOptions {
   optimization?: 'disabled' | 'basic' | 'extended' | 'all';
 }
 
-const ORT_TYPE: Record<DType, ort.Tensor.Type> = { float32: 'float32', float64: 'float64', int64: 'int64', bool: 'bool' };
+const ORT_TYPE: Record<DType, ort.Tensor.Type> = { float32: 'float32', float64: 'float64', int64: 'int64', bool: 'bool', uint8: 'uint8' };
 
 function providerMissing(p: ExecutionProvider): string {
   switch (p) {

@@ -223,7 +223,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of gemmaParams(c).filter((q) => q.layer === 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph', c.actQuant?.modules);
+  const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph', {}, c.actQuant?.modules);
   // GemmaRMSNorm: x / √(mean(x²) + eps) · (1 + w), over the last axis.
   const norm = (t: Tensor, name: string): Tensor => rmsNorm(t, w[name]!, eps, { onePlus: true });
 

@@ -24,6 +24,10 @@ import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
 import { groupedAttention, quantizeActivations, rmsNorm, rope, ropeInvFreq, ropeTables, type ActQuantTable, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
+import { type QuantInputs, type QuantSpec, frozenLinear, matmulDequant, quantInputs } from '../quant.ts';
+
+/** Which weights of a graph are block-quantized (quant.ts), by parameter-table name; the others are f32 inputs. */
+export type QuantLayout = Readonly<Record<string, QuantSpec>>;
 
 export const LLAMA_ARCHITECTURES = ['LlamaForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM', 'MistralForCausalLM'] as const;
 export type LlamaArchitecture = (typeof LLAMA_ARCHITECTURES)[number];
@@ -259,8 +263,9 @@ export interface LayerVariant {
   mlp: (h2: Tensor, linear: (h: Tensor, m: string) => Tensor, w: Readonly<Record<string, Tensor>>) => Tensor;
 }
 
-export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora | null, variant?: LayerVariant): Graph {
-  const g = new Graph(`${variant?.name ?? 'llama'}_layer${lora === null ? '' : '_lora'}`);
+export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora | null, variant?: LayerVariant, quant: QuantLayout = {}): Graph {
+  const quantized = Object.keys(quant).length > 0;
+  const g = new Graph(`${variant?.name ?? 'llama'}_layer${lora === null ? '' : '_lora'}${quantized ? '_q' : ''}`);
   const T = 'T';
   const H = c.hiddenSize;
   const D = c.headDim;
@@ -272,8 +277,13 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
   const mask = g.input('mask', dtype, [T, T]); // [T, T]
   const w: Record<string, Tensor> = {};
-  for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) w[p.name] = g.input(p.name, dtype, p.shape);
-  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph', c.actQuant?.modules);
+  const qw: Record<string, QuantInputs> = {}; // quantized linears: '<name>.qweight', '.scales', ('.zero_points')
+  for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) {
+    const spec = quant[p.name];
+    if (spec === undefined) w[p.name] = g.input(p.name, dtype, p.shape);
+    else qw[p.name] = quantInputs(g, p.name, p.shape[0] as number, p.shape[1] as number, spec);
+  }
+  const linear = loraLinear(g, dtype, w, lora, 'llamaLayerGraph', qw, c.actQuant?.modules);
 
   // Attention block.
   const h = rmsNorm(x, w['input_layernorm']!, c.rmsNormEps); // [T, H]
@@ -317,23 +327,29 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
  * ∂logp_t/∂hn_t = W[target_t] − p_t·W, so one Exp over [T, V] and a Gemm whose C input is the gathered rows replace
  * the symbolic chain's scatter of a one-hot, reduce, exp, mul and sub over [T, V].
  */
-export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad): Graph {
-  const g = new Graph(withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`);
+export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad, quant: QuantSpec | null = null): Graph {
+  const g = new Graph(`${withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`}${quant === null ? '' : '_q'}`);
   const T = 'T';
   const H = c.hiddenSize;
   const V = c.vocabSize;
   const h = g.input('h', dtype, [T, H]); // [T, H]
   const norm = g.input('norm', dtype, [H]); // [H]
-  const W = g.input('lm_head', dtype, [V, H]); // [V, H]
+  // [V, H], f32 or quantized ('lm_head.qweight', …)
+  const W = quant === null ? g.input('lm_head', dtype, [V, H]) : quantInputs(g, 'lm_head', V, H, quant);
   const targets = g.input('targets', 'int64', [T]); // [T]
   const hn = rmsNorm(h, norm, c.rmsNormEps); // [T, H]
   // The rounding is straight through, so ∂logp/∂hn below is the same expression as without it.
-  const logits = op.gemm(quantizeActivations(hn, c.actQuant?.lmHead), W, { transB: true }); // [T, V]
+  const logits = frozenLinear(quantizeActivations(hn, c.actQuant?.lmHead), W); // [T, V]
   const lsm = op.logSoftmax(logits, 1); // [T, V]
   const logp = op.reshape(op.gatherElements(lsm, op.reshape(targets, [T, 1]), 1), [T]); // [T]
   g.output('logp', logp);
-  if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
-  if (withGrad === 'fused') {
+  if (withGrad !== 'none' && 'spec' in W) {
+    // A quantized lm_head: the autodiff down to the logits, then G·W with W dequantized one part at a time in order
+    // (matmulDequant), so at most one part of the [V, H] head exists in f32.
+    const dlogits = grad([logp], [logits])[0]!; // [T, V]
+    g.output('dlogp_dh', grad([hn], [h], [matmulDequant(dlogits, W)])[0]!); // [T, H]
+  } else if (withGrad === 'symbolic') g.output('dlogp_dh', grad([logp], [h])[0]!); // [T, H]
+  else if (withGrad === 'fused' && !('spec' in W)) {
     const dhn = op.gemm(op.exp(lsm), W, { alpha: -1 }, op.gather(W, targets, 0)); // [T, H] = W[targets] − p·W
     g.output('dlogp_dh', grad([hn], [h], [dhn])[0]!); // [T, H], through the norm by the autodiff
   }
@@ -341,13 +357,13 @@ export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGr
 }
 
 /** Final norm, lm_head and log-softmax over the whole vocabulary, for sampling: 'h' [T, H] → 'logp_all' [T, V]. */
-export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType): Graph {
-  const g = new Graph('llama_logits');
+export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType, quant: QuantSpec | null = null): Graph {
+  const g = new Graph(`llama_logits${quant === null ? '' : '_q'}`);
   const h = g.input('h', dtype, ['T', c.hiddenSize]); // [T, H]
   const norm = g.input('norm', dtype, [c.hiddenSize]); // [H]
-  const W = g.input('lm_head', dtype, [c.vocabSize, c.hiddenSize]); // [V, H]
+  const W = quant === null ? g.input('lm_head', dtype, [c.vocabSize, c.hiddenSize]) : quantInputs(g, 'lm_head', c.vocabSize, c.hiddenSize, quant); // [V, H]
   const hn = quantizeActivations(rmsNorm(h, norm, c.rmsNormEps), c.actQuant?.lmHead); // [T, H]
-  g.output('logp_all', op.logSoftmax(op.gemm(hn, W, { transB: true }), 1)); // [T, V]
+  g.output('logp_all', op.logSoftmax(frozenLinear(hn, W), 1)); // [T, V]
   return g;
 }
 

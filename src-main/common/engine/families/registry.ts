@@ -15,7 +15,8 @@ import {
 } from './llama.ts';
 import { causalMaskTable, type FloatDType, type HeadGrad } from '../composites.ts';
 import type { LayerLora } from '../lora.ts';
-import type { LlamaArchitecture, LlamaConfig } from './llama.ts';
+import type { LlamaArchitecture, LlamaConfig, QuantLayout } from './llama.ts';
+import type { QuantSpec } from '../quant.ts';
 import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
 import type { GemmaArchitecture, GemmaConfig } from './gemma.ts';
 import { MOE_ARCHITECTURES, moeLayerGraph, moeLinearParams, moeParams, parseMoeConfig } from './moe.ts';
@@ -72,9 +73,11 @@ export function modelLinearParams(c: ModelConfig): ResolvedParam[] {
 
 /** What the per-layer driver needs from a family. */
 export interface ModelGraphs {
-  layer(dtype: FloatDType, lora: LayerLora | null): Graph;
-  head(dtype: FloatDType, withGrad: HeadGrad): Graph;
-  logits(dtype: FloatDType): Graph;
+  /** `quant`: the layer's block-quantized weights (Llama family only; quant.ts). */
+  layer(dtype: FloatDType, lora: LayerLora | null, quant?: QuantLayout): Graph;
+  /** `quant`: the lm_head's quantization, or null for f32 (Llama family only). */
+  head(dtype: FloatDType, withGrad: HeadGrad, quant?: QuantSpec | null): Graph;
+  logits(dtype: FloatDType, quant?: QuantSpec | null): Graph;
   /** Factor on the embedding rows (Gemma: √H). */
   embedScale(dtype: FloatDType): number;
   /** A key naming layer i's RoPE tables and mask; layers with equal keys share them. */
@@ -83,12 +86,19 @@ export interface ModelGraphs {
   tables(kind: string, T: number): { cos: Float64Array; sin: Float64Array; mask: Float64Array };
 }
 
+/** Quantized weights are wired into the Llama family's graphs only; the others refuse them by name. */
+function noQuant(c: ModelConfig, quant: QuantLayout | QuantSpec | null | undefined): void {
+  if (quant !== undefined && quant !== null && Object.keys(quant).length > 0) {
+    throw new ModelConfigError(`quantized base weights are not supported for ${c.architecture} yet (Llama, Qwen2, Qwen3, Mistral only)`, 'architectures');
+  }
+}
+
 export function modelGraphs(c: ModelConfig): ModelGraphs {
   if (isGemma(c)) {
     return {
-      layer: (dtype, lora) => gemmaLayerGraph(c, dtype, lora),
-      head: (dtype, withGrad) => gemmaHeadGraph(c, dtype, withGrad),
-      logits: (dtype) => gemmaLogitsGraph(c, dtype),
+      layer: (dtype, lora, quant) => (noQuant(c, quant), gemmaLayerGraph(c, dtype, lora)),
+      head: (dtype, withGrad, quant) => (noQuant(c, quant), gemmaHeadGraph(c, dtype, withGrad)),
+      logits: (dtype, quant) => (noQuant(c, quant), gemmaLogitsGraph(c, dtype)),
       embedScale: (dtype) => gemmaEmbedScale(c, dtype),
       layerKind: (i) => c.layerTypes[i]!,
       tables: (kind, T) => gemmaLayerTables(c, kind as GemmaConfig['layerTypes'][number], T),
@@ -100,9 +110,9 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
   });
   if (isMoe(c)) {
     return {
-      layer: (dtype, lora) => moeLayerGraph(c, dtype, lora),
-      head: (dtype, withGrad) => llamaHeadGraph(c, dtype, withGrad),
-      logits: (dtype) => llamaLogitsGraph(c, dtype),
+      layer: (dtype, lora, quant) => (noQuant(c, quant), moeLayerGraph(c, dtype, lora)),
+      head: (dtype, withGrad, quant) => llamaHeadGraph(c, dtype, withGrad, quant ?? null),
+      logits: (dtype, quant) => llamaLogitsGraph(c, dtype, quant ?? null),
       embedScale: () => 1,
       layerKind: () => 'all',
       tables: llamaTables,
@@ -110,9 +120,9 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
   }
   if (!isLlama(c)) throw new ModelConfigError(`no graphs for architecture ${(c as ModelConfig).architecture}`, 'architectures');
   return {
-    layer: (dtype, lora) => llamaLayerGraph(c, dtype, lora),
-    head: (dtype, withGrad) => llamaHeadGraph(c, dtype, withGrad),
-    logits: (dtype) => llamaLogitsGraph(c, dtype),
+    layer: (dtype, lora, quant) => llamaLayerGraph(c, dtype, lora, undefined, quant),
+    head: (dtype, withGrad, quant) => llamaHeadGraph(c, dtype, withGrad, quant ?? null),
+    logits: (dtype, quant) => llamaLogitsGraph(c, dtype, quant ?? null),
     embedScale: () => 1,
     layerKind: () => 'all',
     tables: llamaTables,

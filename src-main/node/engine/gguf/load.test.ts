@@ -17,6 +17,8 @@ import { hfToGguf } from './convert.ts';
 import { ggufActQuant, loadGgufModel } from './load.ts';
 import { dequantize, quantize } from './quant.ts';
 import { GgufFile } from './read.ts';
+import { dequantize as dequantizeBlocks } from '../../../common/engine/quant.ts';
+import { Rng } from '../../../common/engine/rng.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-gguf-load-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -152,6 +154,70 @@ describe("llama.cpp's activation rounding, from the weight types (config.actQuan
       mixed: ['v_proj'],
     });
   });
+});
+
+describe.each(['llama', 'qwen2'] as const)('tiny %s GGUF kept block-quantized (Engine quantized: true)', (arch) => {
+  it('each Q8_0/Q4_K weight dequantizes to what ggml reads, and the engine gives the dequantized path\'s log-probs', async () => {
+    const g = loadModel(models[arch].quant);
+    try {
+      for (const p of g.params) {
+        const q = g.readQuant!(p.hfKey);
+        if (p.shape.length === 1) {
+          expect(q).toBeNull();
+          continue;
+        }
+        expect([p.hfKey, q?.spec]).toEqual([p.hfKey, models[arch].type === 'Q8_0' ? { bits: 8, zeroPoints: false } : { bits: 4, zeroPoints: true }]);
+        const want = g.read(p.hfKey) as Float32Array;
+        const got = dequantizeBlocks(q!);
+        let err = 0;
+        for (let i = 0; i < want.length; i++) err = Math.max(err, Math.abs(got[i]! - want[i]!));
+        expect(err, p.hfKey).toBeLessThan(1e-6);
+      }
+    } finally {
+      g.close();
+    }
+    const q = Engine.load(models[arch].quant, { threads: 1, buckets: [16] });
+    const f = Engine.load(models[arch].quant, { threads: 1, buckets: [16], quantized: false });
+    try {
+      expect([q.driver.quantized, f.driver.quantized]).toEqual([true, false]);
+      const ids = q.tokenizer!.encode('def f(a): return a+1');
+      const adapter = q.newAdapter({ r: 4, alpha: 8 }, 3);
+      const rng = new Rng(4);
+      for (const p of adapter.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.05);
+      for (const ad of [null, adapter]) {
+        const x = await q.logprobs(ids, { adapter: ad });
+        const y = await f.logprobs(ids, { adapter: ad });
+        let d = 0;
+        for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i]! - y[i]!));
+        expect(d, `max |Δ log p| ${ad === null ? 'base' : 'with LoRA'}`).toBeLessThan(1e-4);
+      }
+      // A LoRA step on the quantized base: the same gradients as on the f32 base, and a step along them raises Σ log p.
+      const ones = (lp: Float64Array): Float64Array => new Float64Array(lp.length).fill(1);
+      const gq = await q.driver.grad(ids, 1, adapter, ones);
+      const gf = await f.driver.grad(ids, 1, adapter, ones);
+      let num = 0;
+      let den = 0;
+      gq.grads.forEach((gr, k) => {
+        for (const w of ['a', 'b'] as const) {
+          for (let i = 0; i < gr[w].length; i++) {
+            num = Math.max(num, Math.abs(gr[w][i]! - gf.grads[k]![w][i]!));
+            den = Math.max(den, Math.abs(gf.grads[k]![w][i]!));
+          }
+        }
+      });
+      expect(den).toBeGreaterThan(0);
+      expect(num / den).toBeLessThan(1e-4);
+      const before = gq.logp.reduce((s, v) => s + v, 0);
+      adapter.pairs.forEach((p, k) => {
+        for (const w of ['a', 'b'] as const) for (let i = 0; i < p[w].length; i++) p[w][i]! += (1e-3 / den) * gq.grads[k]![w][i]!;
+      });
+      const after = (await q.logprobs(ids, { adapter })).reduce((s, v) => s + v, 0);
+      expect(after).toBeGreaterThan(before);
+    } finally {
+      await q.close();
+      await f.close();
+    }
+  }, 300_000);
 });
 
 // Hand-built GGUF headers, for files the writer would never produce.

@@ -15,6 +15,8 @@ import { GgufError } from './format.ts';
 import { ggufTensorName, llama3RopeFreqs, permuteHeads, unpermuteRows } from './arch.ts';
 import type { GgmlTypeName } from './quant.ts';
 import { GgufFile } from './read.ts';
+import { toBlockQuant } from './quant.ts';
+import { type QuantWeight, permuteQuantRows } from '../../../common/engine/quant.ts';
 import { ggufTokenizer } from './vocab.ts';
 
 /** llama.cpp architecture → the HF architecture whose parameter table and forward we train. */
@@ -193,6 +195,34 @@ export function loadGgufModel(file: string, opts: GgufLoadOptions = {}): HfModel
       if (data.length !== numel(p.shape)) throw new GgufError(`tensor ${name} read ${data.length} values for shape [${p.shape.join(', ')}]`, file);
       return ro.as === 'f64' ? Float64Array.from(data) : data;
     };
+    // A linear weight or the embedding stored as Q4_0/Q4_1/Q4_K/Q8_0 stays block-quantized (toBlockQuant); with the
+    // llama q/k rows un-permuted as whole rows of blocks.
+    const readQuant = (hfKey: string): QuantWeight | null => {
+      const p = byKey.get(hfKey);
+      if (p === undefined) throw new GgufError(`${hfKey} is not a weight of this ${config.architecture}`, file, { tensor: hfKey });
+      if ((p.kind !== 'linear' && p.kind !== 'embedding') || p.shape.length !== 2) return null;
+      const name = ggufTensorName(p);
+      const [rows, cols] = p.shape as [number, number];
+      let q = toBlockQuant(f.info(name).type, f.readBytes(name), rows, cols);
+      if (q === null) return null;
+      for (const a of [q.scales, q.zeroPoints ?? new Float32Array(0)]) {
+        const i = a.findIndex((v) => !Number.isFinite(v));
+        if (i >= 0) throw new GgufError(`tensor ${name} holds a non-finite scale or min (${a[i]}) in block ${i}`, file, { tensor: name, index: i });
+      }
+      const heads = permuteHeads(config, p.name);
+      if (heads !== null) {
+        // unpermuteRows: row h·D + s·D/2 + j (HF's halves) comes from row h·D + 2j + s (llama.cpp's interleave).
+        const D = rows / heads;
+        const half = D / 2;
+        q = permuteQuantRows(q, (r) => {
+          const h = Math.floor(r / D);
+          const s = Math.floor((r % D) / half);
+          const j = r % half;
+          return h * D + 2 * j + s;
+        });
+      }
+      return q;
+    };
     return {
       dir: file,
       config,
@@ -201,6 +231,7 @@ export function loadGgufModel(file: string, opts: GgufLoadOptions = {}): HfModel
       tokenizer,
       generation: null,
       read,
+      readQuant,
       storedDtype: (hfKey) => {
         const p = byKey.get(hfKey);
         if (p === undefined) throw new GgufError(`${hfKey} is not a weight of this model`, file);

@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { f32ToF16 } from '../safetensors.ts';
-import { dequantize, quantize, typeBytes } from './quant.ts';
+import { dequantize, quantize, toBlockQuant, typeBytes } from './quant.ts';
+import { dequantize as dequantizeBlocks } from '../../../common/engine/quant.ts';
 import type { GgmlTypeName } from './quant.ts';
 
 const ref = JSON.parse(readFileSync(path.join(import.meta.dirname, 'fixtures', 'ggml-quants-ref.json'), 'utf8')) as Record<string, unknown>;
@@ -166,3 +167,48 @@ describe('layouts from their definitions', () => {
 function f32ToF16ToF32(x: number): number {
   return dequantize('F16', Uint8Array.from([f32ToF16(x) & 0xff, f32ToF16(x) >> 8]), 1)[0]!;
 }
+
+describe('toBlockQuant: GGUF blocks kept quantized in MatMulNBits blocks', () => {
+  const rows = 3;
+  const cols = 512;
+  const rnd = (seed: number): (() => number) => {
+    let x = seed;
+    return () => ((x = (x * 1103515245 + 12345) >>> 0) / 2 ** 32);
+  };
+  const check = (t: GgmlTypeName, bytes: Uint8Array): void => {
+    const want = dequantize(t, bytes, rows * cols);
+    const q = toBlockQuant(t, bytes, rows, cols)!;
+    const got = dequantizeBlocks(q);
+    let err = 0;
+    let mag = 0;
+    for (let i = 0; i < want.length; i++) {
+      err = Math.max(err, Math.abs(got[i]! - want[i]!));
+      mag = Math.max(mag, Math.abs(want[i]!));
+    }
+    expect(mag).toBeGreaterThan(0);
+    expect(err / mag, t).toBeLessThan(1e-6);
+  };
+
+  it('Q8_0, Q4_0 and Q4_K from our quantizers dequantize to what ggml reads', () => {
+    const r = rnd(1);
+    const x = Float32Array.from({ length: rows * cols }, () => (r() - 0.5) * 0.2);
+    for (const t of ['Q8_0', 'Q4_0', 'Q4_K'] as const) check(t, quantize(t, x));
+  });
+
+  it('Q4_1 (hand-built blocks, one with d = 0) and a Q4_K super-block whose scales are all 0', () => {
+    const r = rnd(2);
+    const b = new Uint8Array(typeBytes('Q4_1', rows * cols));
+    const dv = new DataView(b.buffer);
+    for (let i = 0; i < b.length / 20; i++) {
+      dv.setUint16(20 * i, i === 5 ? 0 : f32ToF16(r() * 0.01), true);
+      dv.setUint16(20 * i + 2, f32ToF16(-r() * 0.05), true);
+      for (let j = 0; j < 16; j++) b[20 * i + 4 + j] = Math.floor(r() * 256);
+    }
+    check('Q4_1', b);
+    const k = quantize('Q4_K', Float32Array.from({ length: rows * cols }, () => r() - 0.5));
+    k.fill(0, 4, 16); // the first super-block's 6-bit scales and mins: 0 → every value of it is 0
+    new DataView(k.buffer).setUint16(2, f32ToF16(0.5), true); // dmin, so that the mins could matter
+    check('Q4_K', k);
+    expect(toBlockQuant('Q6_K', new Uint8Array(typeBytes('Q6_K', 256)), 1, 256)).toBeNull();
+  });
+});

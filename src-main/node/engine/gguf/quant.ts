@@ -13,6 +13,7 @@
 //   Q6_K 210 B / 256: u8 ql[128], u8 qh[64], i8 scales[16], f16 d: 16 sub-blocks of 16, x = d·scale·(q − 32)
 import { f16ToF32, f32ToF16 } from '../safetensors.ts';
 import { GgufError } from './format.ts';
+import { type QuantWeight, quantWeight } from '../../../common/engine/quant.ts';
 
 /** ggml_type ids (ggml.h enum ggml_type) with block size and bytes per block (ggml.c type_traits). */
 export const GGML_TYPES = {
@@ -379,4 +380,77 @@ export function quantize(t: GgmlTypeName, x: Float32Array): Uint8Array {
     default:
       throw new GgufError(`writing ${t} is not supported (we write F32, F16, Q8_0, Q4_0 and Q4_K)`);
   }
+}
+
+/** The GGUF types the engine keeps block-quantized (common/engine/quant.ts) instead of dequantizing to f32. */
+export const KEPT_QUANT_TYPES: readonly GgmlTypeName[] = ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'];
+
+/**
+ * A [rows, cols] tensor of type t as MatMulNBits blocks of 32, exactly the values ggml dequantizes to up to float
+ * rounding, or null for a type that is not kept (KEPT_QUANT_TYPES): then read it as f32.
+ *   Q8_0: scale d, q + 128 with the default zero point 128.     Q4_0: scale d, the nibble, default zero point 8.
+ *   Q4_1: x = d·q + m       → scale d, zero point −m/d.
+ *   Q4_K: x = d·sc·q − dmin·m per sub-block of 32 (6-bit sc, m) → scale d·sc, zero point dmin·m / (d·sc).
+ * ggml packs a block's 32 nibbles as low = x[0..15], high = x[16..31] (Q4_K: low = sub-block 2k, high = 2k+1, per
+ * 64 values); MatMulNBits as low = x[2j], high = x[2j+1], so the nibbles are repacked. A block whose scale is 0
+ * (every value equal, −m) is stored as q = 0, scale 1, zero point m′ so that it still dequantizes exactly.
+ */
+export function toBlockQuant(t: GgmlTypeName, src: Uint8Array, rows: number, cols: number): QuantWeight | null {
+  if (!KEPT_QUANT_TYPES.includes(t)) return null;
+  const n = rows * cols;
+  if (src.length !== typeBytes(t, n)) throw new GgufError(`${n} ${t} values need ${typeBytes(t, n)} bytes, got ${src.length}`);
+  if (cols % GGML_TYPES[t].block !== 0) throw new GgufError(`${t} rows of ${cols} values are not whole blocks`);
+  const nb = n / 32;
+  const dv = new DataView(src.buffer, src.byteOffset, src.byteLength);
+  const u16 = (o: number): number => dv.getUint16(o, true);
+  const scales = new Float32Array(nb);
+  if (t === 'Q8_0') {
+    const q = new Uint8Array(n);
+    for (let i = 0; i < nb; i++) {
+      scales[i] = h2f(u16(34 * i));
+      for (let j = 0; j < 32; j++) q[32 * i + j] = dv.getInt8(34 * i + 2 + j) + 128;
+    }
+    return quantWeight({ bits: 8, zeroPoints: false }, rows, cols, q, scales, null);
+  }
+  const q = new Uint8Array(n / 2);
+  const zp = t === 'Q4_0' ? null : new Float32Array(nb);
+  // Block b's 32 nibbles, value j from byte `at(j)` and nibble `hiOf(j)`, into MatMulNBits order.
+  const pack = (b: number, byteOf: (j: number) => number, hiOf: (j: number) => boolean, zero: boolean): void => {
+    for (let j = 0; j < 16; j++) {
+      const v = (k: number): number => (zero ? 0 : hiOf(k) ? src[byteOf(k)]! >> 4 : src[byteOf(k)]! & 0xf);
+      q[16 * b + j] = v(2 * j) | (v(2 * j + 1) << 4);
+    }
+  };
+  const setBlock = (b: number, d: number, negMin: number, byteOf: (j: number) => number, hiOf: (j: number) => boolean): void => {
+    // x = d·q − negMin
+    if (d === 0) {
+      scales[b] = 1;
+      zp![b] = negMin;
+      pack(b, byteOf, hiOf, true);
+    } else {
+      scales[b] = d;
+      zp![b] = negMin / d;
+      pack(b, byteOf, hiOf, false);
+    }
+  };
+  for (let i = 0; i < (t === 'Q4_K' ? n / 256 : nb); i++) {
+    if (t === 'Q4_0') {
+      const o = 18 * i;
+      scales[i] = h2f(u16(o));
+      pack(i, (j) => o + 2 + (j & 15), (j) => j >= 16, false);
+    } else if (t === 'Q4_1') {
+      const o = 20 * i;
+      setBlock(i, h2f(u16(o)), -h2f(u16(o + 2)), (j) => o + 4 + (j & 15), (j) => j >= 16);
+    } else {
+      const o = 144 * i;
+      const d = h2f(u16(o));
+      const dmin = h2f(u16(o + 2));
+      for (let s = 0; s < 8; s++) {
+        scaleMinK4Into(s, src, o + 4);
+        const ql = o + 16 + 32 * (s >> 1);
+        setBlock(8 * i + s, fr(d * k4Scale), fr(dmin * k4Min), (j) => ql + j, () => (s & 1) === 1);
+      }
+    }
+  }
+  return quantWeight({ bits: 4, zeroPoints: zp !== null }, rows, cols, q, scales, zp);
 }

@@ -1,0 +1,140 @@
+// Block-quantized frozen weights (common/engine/quant.ts) run in ORT: MatMulNBits forward and its gradient rule's
+// dequantized dX equal f32 Gemm on the dequantized weights; a Llama decoder layer with quantized linears and LoRA,
+// split by vjpSplit, gives the f32 layer's outputs and gradients on the same dequantized weights.
+import { afterAll, describe, expect, it } from 'vitest';
+import { Graph } from '../../common/engine/ir.ts';
+import * as op from '../../common/engine/ops.ts';
+import { grad, vjpSplit } from '../../common/engine/autodiff.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { type QuantSpec, QUANT_CHUNK_VALUES, dequantize, frozenLinear, quantFeeds, quantInputs, quantParts, quantize } from '../../common/engine/quant.ts';
+import { llamaLayerGraph, llamaLayerParams, parseLlamaConfig, ropeTablesFor } from '../../common/engine/families/llama.ts';
+import { causalMaskTable } from '../../common/engine/composites.ts';
+import { loraInputNames } from '../../common/engine/lora.ts';
+import { numel } from '../../common/engine/families/params.ts';
+import { type Feed, Runtime } from './runtime.ts';
+
+const rt = new Runtime({ intraOpThreads: 1 });
+afterAll(() => rt.dispose());
+
+const maxRel = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
+  let d = 0;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    d = Math.max(d, Math.abs(a[i]! - b[i]!));
+    m = Math.max(m, Math.abs(b[i]!));
+  }
+  return d / m;
+};
+
+const SPECS: [string, QuantSpec][] = [
+  ['int4 symmetric', { bits: 4, zeroPoints: false }],
+  ['int4 with f32 zero points', { bits: 4, zeroPoints: true }],
+  ['int8 symmetric', { bits: 8, zeroPoints: false }],
+];
+
+describe('quantized linear', () => {
+  // [N, K] = [48, 96] (one part) and [2304, 4096] (9.4M values: fed in two parts of rows, one MatMulNBits each).
+  for (const [N, K] of [[48, 96], [2304, 4096]] as const) {
+    for (const [label, spec] of SPECS) {
+      it(`${label} [${N}, ${K}]: forward and dX equal f32 Gemm on the dequantized weights`, async () => {
+        expect(quantParts(N, K)).toHaveLength(N * K > QUANT_CHUNK_VALUES ? 2 : 1);
+        const rng = new Rng(3);
+        const T = 5;
+        const wf = rng.fillNormal(new Float32Array(N * K), 0.05);
+        const q = quantize(wf, N, K, spec);
+        const deq = dequantize(q);
+        const x = rng.fillNormal(new Float32Array(T * K), 1);
+        const c = rng.fillNormal(new Float32Array(T * N), 1);
+
+        const build = (quantized: boolean): Graph => {
+          const g = new Graph(quantized ? 'qlin' : 'flin');
+          const xi = g.input('x', 'float32', [T, K]);
+          const ci = g.input('c', 'float32', [T, N]);
+          const w = quantized ? quantInputs(g, 'w', N, K, spec) : g.input('w', 'float32', [N, K]);
+          const y = frozenLinear(xi, w); // [T, N]
+          g.output('y', y);
+          g.output('dx', grad([op.reduceSum(op.mul(y, ci), [], false)], [xi])[0]!); // [T, K] = c·W
+          return g;
+        };
+        const qo = await rt.run(build(true), {}, { x, c, ...quantFeeds('w', q) });
+        const fo = await rt.run(build(false), {}, { x, c, w: deq });
+        expect(maxRel(qo['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRel(qo['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        // The quantization itself is not the identity: the f32 weights give a different product.
+        const raw = await rt.run(build(false), {}, { x, c, w: wf });
+        expect(maxRel(raw['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeGreaterThan(1e-4);
+      }, 60_000);
+    }
+  }
+
+  it('refuses float64 activations and a weight whose rows are not whole blocks', () => {
+    const g = new Graph('bad');
+    expect(() => quantInputs(g, 'w', 4, 40, { bits: 4, zeroPoints: false })).toThrow(/multiple of 32/);
+    const w = quantInputs(g, 'w2', 4, 64, { bits: 4, zeroPoints: false });
+    expect(() => frozenLinear(g.input('x', 'float64', [2, 64]), w)).toThrow(/float32/);
+  });
+});
+
+describe('quantized decoder layer through vjpSplit', () => {
+  const c = parseLlamaConfig({
+    architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 1,
+    num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
+  });
+  const lora = { targets: ['q_proj', 'v_proj', 'down_proj'], r: 4, scale: 2 };
+  const wrt = ['x', ...lora.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
+
+  it('forward, dX and the LoRA gradients equal the f32 layer on the dequantized weights', async () => {
+    const rng = new Rng(9);
+    const T = 16;
+    const params = llamaLayerParams(c, 0);
+    const f32: Record<string, Feed> = {};
+    const qfeeds: Record<string, Feed> = {};
+    const layout: Record<string, QuantSpec> = {};
+    params.forEach((p, i) => {
+      const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
+      if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
+      if (p.kind === 'linear') {
+        const spec = SPECS[i % SPECS.length]![1];
+        const q = quantize(v, p.shape[0] as number, p.shape[1] as number, spec);
+        layout[p.name] = spec;
+        Object.assign(qfeeds, quantFeeds(p.name, q));
+        f32[p.name] = dequantize(q);
+      } else {
+        f32[p.name] = v;
+        qfeeds[p.name] = v;
+      }
+    });
+    expect(Object.keys(layout)).toHaveLength(7);
+    const tabs = ropeTablesFor(c, T);
+    const common: Record<string, Feed> = {
+      x: rng.fillNormal(new Float32Array(T * c.hiddenSize), 1),
+      rope_cos: Float32Array.from(tabs.cos),
+      rope_sin: Float32Array.from(tabs.sin),
+      mask: Float32Array.from(causalMaskTable(T)),
+      d_y: rng.fillNormal(new Float32Array(T * c.hiddenSize), 1),
+    };
+    const fp = llamaLayerParams(c, 0);
+    for (const m of lora.targets) {
+      const p = fp.find((q) => q.name === m)!;
+      const [out, inF] = p.shape as [number, number];
+      common[loraInputNames(m).a] = rng.fillNormal(new Float32Array(lora.r * inF), 0.1);
+      common[loraInputNames(m).b] = rng.fillNormal(new Float32Array(out * lora.r), 0.1);
+    }
+    const run = async (quant: Record<string, QuantSpec>, w: Record<string, Feed>): Promise<Record<string, Float32Array>> => {
+      const s = vjpSplit(llamaLayerGraph(c, 'float32', lora, undefined, quant), { outputs: ['y'], wrt });
+      const fwd = await rt.run(s.forward, { T }, { ...common, ...w });
+      const res: Record<string, Feed> = {};
+      for (const r of s.residuals) res[r] = fwd[r]!.data;
+      const bwd = await rt.run(s.backward, { T }, { ...common, ...w, ...res });
+      const out: Record<string, Float32Array> = { y: fwd['y']!.data as Float32Array };
+      for (const n of wrt) out[n] = bwd[s.gradients[n]!]!.data as Float32Array;
+      return out;
+    };
+    const q = await run(layout, qfeeds);
+    const f = await run({}, f32);
+    for (const k of ['y', ...wrt]) {
+      const e = maxRel(q[k]!, f[k]!);
+      expect(e, `${k}: max rel diff ${e.toExponential(2)}`).toBeLessThan(2e-5);
+    }
+  }, 60_000);
+});
