@@ -196,6 +196,20 @@ export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
   return op.mul(op.trilu(op.expand(g.scalar(1, dtype), [t, t]), true, 1), MASKED);
 }
 
+
+/**
+ * The inputs every decoder-layer graph shares (the driver feeds them by these names): 'x' [T, H], 'rope_cos' and
+ * 'rope_sin' [T, D/2], 'mask' [T, T] (additive, the layer kind's).
+ */
+export function layerInputs(g: Graph, dtype: DType, hidden: number, headDim: number): { x: Tensor; cos: Tensor; sin: Tensor; mask: Tensor } {
+  const T = 'T';
+  return {
+    x: g.input('x', dtype, [T, hidden]),
+    cos: g.input('rope_cos', dtype, [T, headDim / 2]),
+    sin: g.input('rope_sin', dtype, [T, headDim / 2]),
+    mask: g.input('mask', dtype, [T, T]),
+  };
+}
 /**
  * The attention every family shares. q [T, nh, hd] with RoPE applied and the softmax scale folded in, k [T, nkv, hd]
  * with RoPE applied, v [T, nkv·hd], mask [T, T] additive (causal, sliding window or padding: the caller's) ->

@@ -73,19 +73,24 @@ function decode(line: string, cipher: FieldCipher | null): { turn: NewTurn; acto
   return { actor, turn: { ...turn, tokens: bytes(turn.tokens), logprobs: bytes(turn.logprobs) } };
 }
 
+/** A spool file's text, or null when there is none. */
+function readSpool(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new ReinError('internal', `cannot read the capture spool ${file}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
 /**
  * Rewrites a spool file's sealed lines in the clear (`rein encryption disable`, which holds the core lock, so no
  * spool object owns the file). A line that does not open is kept as it is; the next start sets it aside. Returns the
  * lines opened.
  */
 export function unsealSpoolFile(file: string, cipher: FieldCipher): number {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw new ReinError('internal', `cannot read the capture spool ${file}: ${(e as Error).message}`, { cause: e });
-  }
+  const text = readSpool(file);
+  if (text === null) return 0;
   let opened = 0;
   const lines = text
     .split('\n')
@@ -257,13 +262,8 @@ export class CaptureSpool {
 
   /** Reads the spool a previous run left. A line that does not decode (torn by a crash) is set aside, never dropped. */
   private load(): void {
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw new ReinError('internal', `cannot read the capture spool ${this.file}: ${(e as Error).message}`, { cause: e });
-    }
+    const text = readSpool(this.file);
+    if (text === null) return;
     const good: string[] = [];
     const bad: string[] = [];
     for (const l of text.split('\n')) {

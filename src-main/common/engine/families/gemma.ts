@@ -33,7 +33,7 @@ import type { LlamaConfig } from './llama.ts';
 import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { causalMaskTable, geglu, groupedAttention, quantizeActivations, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { causalMaskTable, geglu, groupedAttention, layerInputs, quantizeActivations, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -217,10 +217,7 @@ export function gemmaLayerGraph(c: GemmaConfig, dtype: FloatDType, lora: LayerLo
   const KVH = c.numKvHeads;
   const eps = c.rmsNormEps;
 
-  const x = g.input('x', dtype, [T, H]); // [T, H]
-  const cos = g.input('rope_cos', dtype, [T, D / 2]); // [T, D/2]
-  const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
-  const mask = g.input('mask', dtype, [T, T]); // [T, T]
+  const { x, cos, sin, mask } = layerInputs(g, dtype, H, D); // [T, H], [T, D/2] ×2, [T, T]
   const w: Record<string, Tensor> = {};
   for (const p of gemmaParams(c).filter((q) => q.layer === 0)) w[p.name] = g.input(p.name, dtype, p.shape);
   const linear = loraLinear(g, dtype, w, lora, 'gemmaLayerGraph', {}, c.actQuant?.modules);

@@ -22,7 +22,7 @@ import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
 import { grad } from '../autodiff.ts';
-import { groupedAttention, quantizeActivations, rmsNorm, rope, ropeInvFreq, ropeTables, type ActQuantTable, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { groupedAttention, layerInputs, quantizeActivations, rmsNorm, rope, ropeInvFreq, ropeTables, type ActQuantTable, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 import { type QuantInputs, type QuantSpec, frozenLinear, matmulDequant, quantInputs } from '../quant.ts';
 
@@ -272,10 +272,7 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
   const NH = c.numHeads;
   const KVH = c.numKvHeads;
 
-  const x = g.input('x', dtype, [T, H]); // [T, H]
-  const cos = g.input('rope_cos', dtype, [T, D / 2]); // [T, D/2]
-  const sin = g.input('rope_sin', dtype, [T, D / 2]); // [T, D/2]
-  const mask = g.input('mask', dtype, [T, T]); // [T, T]
+  const { x, cos, sin, mask } = layerInputs(g, dtype, H, D); // [T, H], [T, D/2] ×2, [T, T]
   const w: Record<string, Tensor> = {};
   const qw: Record<string, QuantInputs> = {}; // quantized linears: '<name>.qweight', '.scales', ('.zero_points')
   for (const p of variant?.params ?? llamaLayerParams(c as LlamaConfig, 0)) {
