@@ -100,9 +100,9 @@ export function publishLines(a: AdapterView): string[] {
     p.ok ? `${TARGET_NAMES[t] ?? t}: published${p.model ? ` as ${p.model}` : ''}` : `${TARGET_NAMES[t] ?? t}: not served (${p.message})`);
 }
 
-/** The active version and what serves it; never "live" on a model server when no publish to one succeeded. */
+/** The active version (Rein's own model server answers with it) and which other model servers it was published to; never "served" by one whose publish failed. */
 export function servedSummary(active: AdapterView | null): string {
   if (active === null) return 'Active: base model';
   const ok = Object.entries(active.publish).filter(([, p]) => p.ok).map(([t]) => TARGET_NAMES[t] ?? t);
-  return `Active in Rein: v${active.version} · ${ok.length === 0 ? 'no model server serves it yet' : `served by ${ok.join(', ')}`}`;
+  return `Active in Rein: v${active.version} · ${ok.length === 0 ? 'not published to another model server yet' : `also served by ${ok.join(', ')}`}`;
 }

@@ -269,11 +269,11 @@ describe('training and adapters', () => {
     const a = (publish: AdapterView['publish']): AdapterView => ({ id: 3, modelId: 'm', version: 3, status: 'active', path: '/h/v3', runId: 3, parentVersion: null, createdAt: 1, emaValue: 0, metrics: null, reason: null, publish });
     const failed = { ok: false, message: 'llamaServer: GET http://127.0.0.1:8080/lora-adapters failed: connect ECONNREFUSED; start the server, then run: rein publish --target llamaServer', at };
     expect(servedSummary(null)).toBe('Active: base model');
-    expect(servedSummary(a({}))).toBe('Active in Rein: v3 · no model server serves it yet');
-    expect(servedSummary(a({ llamaServer: failed }))).toBe('Active in Rein: v3 · no model server serves it yet');
+    expect(servedSummary(a({}))).toBe('Active in Rein: v3 · not published to another model server yet');
+    expect(servedSummary(a({ llamaServer: failed }))).toBe('Active in Rein: v3 · not published to another model server yet');
     expect(publishLines(a({ llamaServer: failed }))).toEqual([`llama-server: not served (${failed.message})`]);
     const both = a({ llamaServer: failed, vllm: { ok: true, message: 'loaded', at, model: 'rein-v3' } });
-    expect(servedSummary(both)).toBe('Active in Rein: v3 · served by vLLM');
+    expect(servedSummary(both)).toBe('Active in Rein: v3 · also served by vLLM');
     expect(publishLines(both)).toEqual([`llama-server: not served (${failed.message})`, 'vLLM: published as rein-v3']);
   });
 });
