@@ -1,6 +1,7 @@
 // The compute API over a loaded model: logprobs, sampling, and the driver whose grad() the training step
 // (node/training/step.ts) runs. The trainer worker and the tests call this.
 import { BadInputError } from '../../common/errors.ts';
+import type { Settings } from '../../common/config.ts';
 import { modelLinearParams, modelParams } from '../../common/engine/families/registry.ts';
 import type { ModelConfig } from '../../common/engine/families/registry.ts';
 import type { ResolvedParam } from '../../common/engine/families/params.ts';
@@ -33,6 +34,15 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
    * llama.cpp" for the measured time and memory.
    */
   quantized?: boolean;
+}
+
+/**
+ * How Rein loads a base to train, score or gate on: float32, with the user's `training.matchLlamaCpp`. One place, so
+ * a round's π, the reward model's features (fitted after a round, scored in the core) and the gym gate's play come
+ * from the same forward pass.
+ */
+export function baseEngineOptions(settings: Pick<Settings, 'training.matchLlamaCpp'>, threads?: number): EngineOptions {
+  return { dtype: 'float32', threads, matchLlamaCpp: settings['training.matchLlamaCpp'] };
 }
 
 export interface SampleOptions {

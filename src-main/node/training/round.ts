@@ -18,7 +18,7 @@ import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
-import { Engine, adapterParams } from '../engine/engine.ts';
+import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
@@ -179,7 +179,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   const shape = modelShape(dir);
   const cfg = resolveTrainingConfig(settings['training.preset'], shape, settings['training.custom']);
   const replayRatio = settings['training.replayRatio'];
-  const engine = Engine.load(dir, { dtype: 'float32', threads: o.threads, matchLlamaCpp: settings['training.matchLlamaCpp'] });
+  const engine = Engine.load(dir, baseEngineOptions(settings, o.threads));
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);

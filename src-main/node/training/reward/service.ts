@@ -26,21 +26,24 @@ export interface RewardService {
 }
 
 export function createRewardService(d: RewardDeps): RewardService {
-  let loaded: { dir: string; engine: Engine } | null = null;
+  // Kept for the directory and the load options it was loaded with (training.matchLlamaCpp changes the forward).
+  let loaded: { key: string; engine: Engine } | null = null;
   // One caller at a time loads the engine; the others wait for it.
   let loading: Promise<Engine> | null = null;
 
   async function engineFor(dir: string): Promise<Engine> {
-    if (loaded?.dir === dir) return loaded.engine;
+    const match = d.settings()['training.matchLlamaCpp'];
+    const key = JSON.stringify([dir, match]);
+    if (loaded?.key === key) return loaded.engine;
     if (loading !== null) return loading;
     loading = (async () => {
       const old = loaded;
       loaded = null;
       if (old !== null) await old.engine.close();
       // One ORT thread: scoring a turn is a single forward pass, and the trainer worker may be using the cores.
-      const { Engine } = await import('../../engine/engine.ts');
-      const engine = Engine.load(dir, { dtype: 'float32', threads: 1 });
-      loaded = { dir, engine };
+      const { Engine, baseEngineOptions } = await import('../../engine/engine.ts');
+      const engine = Engine.load(dir, baseEngineOptions({ 'training.matchLlamaCpp': match }, 1));
+      loaded = { key, engine };
       return engine;
     })().finally(() => {
       loading = null;

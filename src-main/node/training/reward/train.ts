@@ -5,7 +5,8 @@
 // same ones in every version) is held out: never fitted, scored for the AUROC and the pair accuracy shown.
 import type { ContextMessage } from '../../../common/domain.ts';
 import { auroc, fitRewardHead, pairAccuracy, predictReward, rewardLabel, type RewardExample, type RewardHead } from '../../../common/training/reward.ts';
-import { Engine } from '../../engine/engine.ts';
+import { Engine, baseEngineOptions } from '../../engine/engine.ts';
+import { readSettings } from '../../store/settings.ts';
 import type { Store } from '../../store/store.ts';
 import type { StoredRewardModel } from '../../store/reward.ts';
 import { turnMessages } from '../../../common/sources.ts';
@@ -60,7 +61,7 @@ export async function trainRewardModel(o: TrainRewardOptions): Promise<StoredRew
   const examples = rewardExamples(o.store, o.modelId);
   const train = examples.filter((e) => !heldOutRating(e.ratingId));
   if (!train.some((e) => e.y === 1) || !train.some((e) => e.y === 0)) return null;
-  const engine = o.engine ?? Engine.load(o.modelDir, { dtype: 'float32', threads: o.threads });
+  const engine = o.engine ?? Engine.load(o.modelDir, baseEngineOptions(readSettings(o.store), o.threads));
   try {
     const feats: (Float32Array | null)[] = [];
     for (const e of examples) {
