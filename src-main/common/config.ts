@@ -82,6 +82,12 @@ export const SETTINGS = {
     'training',
     'On a GGUF base, train on what llama.cpp computes from that file: each frozen layer rounds its input as llama.cpp\'s CPU kernels do for the weight type (8-bit blocks for Q8_0/Q4_0/K-quant weights, fp16 for F16), so the trained model is the served one. Off: exact f32 products with the dequantized weights.',
   ),
+  'training.keepQuantized': def(
+    z.boolean(),
+    true,
+    'training',
+    'On a GGUF base with 4- or 8-bit weights (Q4_0, Q4_1, Q4_K, Q8_0), keep those weights block-quantized in memory while training: 5 to 9 bits per weight instead of 32, for a step that takes about as long. Off: dequantize them to f32 (the same results, several times the memory).',
+  ),
   'popup.enabled': def(z.boolean(), true, 'popup', 'Ask Good / Bad after each captured answer.'),
   'popup.timeoutSeconds': def(
     z.number().int().min(0).max(3600),

@@ -25,6 +25,7 @@ const TITLES: Record<string, string> = {
   'training.rewardMapper': 'Reward mapper',
   'training.onlyWhenIdle': 'Train only while the computer is idle',
   'training.matchLlamaCpp': 'Train on what llama.cpp computes (GGUF bases)',
+  'training.keepQuantized': 'Keep 4- and 8-bit weights quantized while training (GGUF bases)',
   'popup.enabled': 'Ask Good / Bad after each answer',
   'popup.timeoutSeconds': 'Close an unanswered popup after (seconds)',
   'popup.agents': 'Agents that raise the popup',

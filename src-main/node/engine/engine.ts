@@ -37,12 +37,12 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
 }
 
 /**
- * How Rein loads a base to train, score or gate on: float32, with the user's `training.matchLlamaCpp`. One place, so
- * a round's π, the reward model's features (fitted after a round, scored in the core) and the gym gate's play come
- * from the same forward pass.
+ * How Rein loads a base to train, score or gate on: float32, with the user's `training.matchLlamaCpp` and
+ * `training.keepQuantized`. One place, so a round's π, the reward model's features (fitted after a round, scored in
+ * the core) and the gym gate's play come from the same forward pass.
  */
-export function baseEngineOptions(settings: Pick<Settings, 'training.matchLlamaCpp'>, threads?: number): EngineOptions {
-  return { dtype: 'float32', threads, matchLlamaCpp: settings['training.matchLlamaCpp'] };
+export function baseEngineOptions(settings: Pick<Settings, 'training.matchLlamaCpp' | 'training.keepQuantized'>, threads?: number): EngineOptions {
+  return { dtype: 'float32', threads, matchLlamaCpp: settings['training.matchLlamaCpp'], quantized: settings['training.keepQuantized'] };
 }
 
 export interface SampleOptions {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { modelParams } from '../../../common/engine/families/registry.ts';
-import { Engine } from '../engine.ts';
+import { Engine, baseEngineOptions } from '../engine.ts';
 import { loadHfModel, loadModel } from '../hf.ts';
 import type { HfModel } from '../hf.ts';
 import { writeTinyModel } from '../tiny.ts';
@@ -176,8 +176,10 @@ describe.each(['llama', 'qwen2'] as const)('tiny %s GGUF kept block-quantized (E
     } finally {
       g.close();
     }
-    const q = Engine.load(models[arch].quant, { threads: 1, buckets: [16] });
-    const f = Engine.load(models[arch].quant, { threads: 1, buckets: [16], quantized: false });
+    // As a round loads it (baseEngineOptions), with the setting training.keepQuantized on (the default) and off.
+    const as = (keep: boolean) => ({ ...baseEngineOptions({ 'training.matchLlamaCpp': true, 'training.keepQuantized': keep }, 1), buckets: [16] });
+    const q = Engine.load(models[arch].quant, as(true));
+    const f = Engine.load(models[arch].quant, as(false));
     try {
       expect([q.driver.quantized, f.driver.quantized]).toEqual([true, false]);
       const ids = q.tokenizer!.encode('def f(a): return a+1');

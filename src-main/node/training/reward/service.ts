@@ -26,14 +26,15 @@ export interface RewardService {
 }
 
 export function createRewardService(d: RewardDeps): RewardService {
-  // Kept for the directory and the load options it was loaded with (training.matchLlamaCpp changes the forward).
+  // Kept for the directory and the settings it was loaded with (baseEngineOptions).
   let loaded: { key: string; engine: Engine } | null = null;
   // One caller at a time loads the engine; the others wait for it.
   let loading: Promise<Engine> | null = null;
 
   async function engineFor(dir: string): Promise<Engine> {
-    const match = d.settings()['training.matchLlamaCpp'];
-    const key = JSON.stringify([dir, match]);
+    const s = d.settings();
+    const opts = { 'training.matchLlamaCpp': s['training.matchLlamaCpp'], 'training.keepQuantized': s['training.keepQuantized'] };
+    const key = JSON.stringify([dir, opts]);
     if (loaded?.key === key) return loaded.engine;
     if (loading !== null) return loading;
     loading = (async () => {
@@ -42,7 +43,7 @@ export function createRewardService(d: RewardDeps): RewardService {
       if (old !== null) await old.engine.close();
       // One ORT thread: scoring a turn is a single forward pass, and the trainer worker may be using the cores.
       const { Engine, baseEngineOptions } = await import('../../engine/engine.ts');
-      const engine = Engine.load(dir, baseEngineOptions({ 'training.matchLlamaCpp': match }, 1));
+      const engine = Engine.load(dir, baseEngineOptions(opts, 1));
       loaded = { key, engine };
       return engine;
     })().finally(() => {
