@@ -1,15 +1,14 @@
 // `rein model list|add|use|remove` in process against a temp home, over the stores of
 // node/system/test-utils/model-stores.ts (Ollama, LM Studio, loose GGUFs): what cannot be trained is refused with its
 // reason and nothing is added; adding, using and removing never touch the files.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalModel } from '../../common/system.ts';
 import { composeCore } from '../../node/compose.ts';
 import type { ReinCore } from '../../node/core/core.ts';
 import { resolveHome } from '../../node/home.ts';
-import { writeModelStores } from '../../node/system/test-utils/model-stores.ts';
+import { useModelStores } from '../../node/system/test-utils/model-stores.ts';
 import type { ModelStores } from '../../node/system/test-utils/model-stores.ts';
 import { modelShape } from '../../node/model-files/base-model.ts';
 import { runCliInProcess } from '../test-utils/rein.ts';
@@ -20,29 +19,16 @@ let st: ModelStores;
 let hf: string;
 let blob: string;
 let core: ReinCore;
-const saved = { HOME: process.env.HOME, OLLAMA_MODELS: process.env.OLLAMA_MODELS, HF_HUB_CACHE: process.env.HF_HUB_CACHE, HF_HOME: process.env.HF_HOME };
+const stores = useModelStores('rein-cli-models-');
 
 beforeAll(() => {
-  root = mkdtempSync(path.join(tmpdir(), 'rein-cli-models-'));
-  st = writeModelStores(root);
+  ({ root, st } = stores);
   ({ hf, blob } = st);
-  // The verbs read process.env, as the app does.
-  process.env.HOME = st.user;
-  process.env.OLLAMA_MODELS = st.ollama;
-  delete process.env.HF_HUB_CACHE;
-  delete process.env.HF_HOME;
   // runCliInProcess uses <root>/home; this core watches the same store.
   core = composeCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
-}, 120_000);
-
-afterAll(() => {
-  core?.close();
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(root, { recursive: true, force: true });
 });
+
+afterAll(() => core?.close());
 
 describe('rein model list|add|use|remove', () => {
   const rein = (...argv: string[]) => runCliInProcess(root, argv);

@@ -2,8 +2,7 @@
 // writer, `rein model to-gguf`), LM Studio's folder, a loose GGUF in a models.folders folder, and bad input (a
 // manifest pointing nowhere, a digest that is a path, a truncated GGUF, a tensor type we do not read), each listed
 // with its reason. The CLI's side (add, use, remove) is cli/commands/models.test.ts.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalModel } from '../../common/system.ts';
@@ -11,32 +10,20 @@ import { composeCore } from '../compose.ts';
 import type { ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { modelShape } from '../model-files/base-model.ts';
-import { writeModelStores } from './test-utils/model-stores.ts';
+import { useModelStores } from './test-utils/model-stores.ts';
 import type { ModelStores } from './test-utils/model-stores.ts';
 
 let root: string;
 let st: ModelStores;
 let core: ReinCore;
-const saved = { HOME: process.env.HOME, OLLAMA_MODELS: process.env.OLLAMA_MODELS, HF_HUB_CACHE: process.env.HF_HUB_CACHE, HF_HOME: process.env.HF_HOME };
+const stores = useModelStores('rein-models-');
 
 beforeAll(() => {
-  root = mkdtempSync(path.join(tmpdir(), 'rein-models-'));
-  st = writeModelStores(root);
-  process.env.HOME = st.user;
-  process.env.OLLAMA_MODELS = st.ollama;
-  delete process.env.HF_HUB_CACHE;
-  delete process.env.HF_HOME;
+  ({ root, st } = stores);
   core = composeCore({ home: resolveHome({ REIN_HOME: path.join(root, 'home') }) });
-}, 120_000);
-
-afterAll(() => {
-  core?.close();
-  for (const [k, v] of Object.entries(saved)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  rmSync(root, { recursive: true, force: true });
 });
+
+afterAll(() => core?.close());
 
 const byId = (ms: LocalModel[]) => Object.fromEntries(ms.map((m) => [m.id, m]));
 

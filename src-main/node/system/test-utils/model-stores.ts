@@ -2,8 +2,10 @@
 // quantized to Q8_0 by our own writer (`rein model to-gguf`), two bad manifests (a blob never written, a digest that
 // is a path), LM Studio's folder (with a vision projector beside the model), and a folder of loose GGUFs (a truncated
 // one and one with a tensor of a type we do not read). Point HOME and OLLAMA_MODELS at `user` and `ollama`.
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { hfToGguf } from '../../engine/gguf/convert.ts';
 import { writeTinyModel } from '../../engine/tiny.ts';
 import { writeOllamaModel } from './ollama-fixture.ts';
@@ -52,4 +54,30 @@ export function writeModelStores(root: string): ModelStores {
   copyFileSync(q8, path.join(loose, 'q3k.gguf'));
   setTensorType(path.join(loose, 'q3k.gguf'), 'blk.0.attn_q.weight', 11);
   return { user, ollama, hf, q8, blob, lmStudioFile, loose };
+}
+
+/**
+ * For a test file: before its tests, writes the stores into a fresh temp folder and points HOME and OLLAMA_MODELS at
+ * them with the HF cache variables unset (a machine holding only these stores); after them, restores the environment
+ * and removes the folder. Read `root` and `st` inside hooks and tests.
+ */
+export function useModelStores(prefix: string): { root: string; st: ModelStores } {
+  const saved = { HOME: process.env.HOME, OLLAMA_MODELS: process.env.OLLAMA_MODELS, HF_HUB_CACHE: process.env.HF_HUB_CACHE, HF_HOME: process.env.HF_HOME };
+  const h = { root: '', st: null as unknown as ModelStores };
+  beforeAll(() => {
+    h.root = mkdtempSync(path.join(tmpdir(), prefix));
+    h.st = writeModelStores(h.root);
+    process.env.HOME = h.st.user;
+    process.env.OLLAMA_MODELS = h.st.ollama;
+    delete process.env.HF_HUB_CACHE;
+    delete process.env.HF_HOME;
+  }, 120_000);
+  afterAll(() => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    rmSync(h.root, { recursive: true, force: true });
+  });
+  return h;
 }
