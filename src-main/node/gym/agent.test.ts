@@ -7,7 +7,8 @@ import type { Env, StepResult } from '../../common/gym/env.ts';
 import { Agent } from './agent.ts';
 import { BlackjackAgent, SmallLmBlackjackAgent, smallLmOpening } from './agents.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
-import { evaluateAgent, runEpisode, trainAgent } from './runner.ts';
+import { envGateReturns, evaluateAgent, runEpisode, trainAgent } from './runner.ts';
+import { envGateDecision } from '../../common/training/gate.ts';
 
 class ScriptedBackend implements AgentBackend {
   tokenBudget = 10_000;
@@ -204,6 +205,20 @@ describe('Agent', () => {
     await runEpisode(agent, fixedBlackjack(), 2);
     expect(own.prompts.length).toBe(n + 1);
     await expect(agent.playWith(other, () => agent.playWith(other, async () => 0))).rejects.toThrow(/already playing/);
+  });
+
+  it('the env gate compares the returns training optimises: a candidate whose replies cannot be read is rejected though it wins as often', async () => {
+    const agent = new BlackjackAgent(new ScriptedBackend(() => 'stick'), { batchEpisodes: 1 });
+    const seeds = [5, 6, 7];
+    const parent = await agent.playWith(new ScriptedBackend(() => 'stick'), () => evaluateAgent(agent, fixedBlackjack(), seeds));
+    // The candidate answers nothing readable on the first two hands: the default action (stick) plays the same hand.
+    const candidate = await agent.playWith(new ScriptedBackend((i) => (i < 2 ? '...' : 'stick')), () => evaluateAgent(agent, fixedBlackjack(), seeds));
+    expect(candidate.returns).toEqual(parent.returns);
+    expect(candidate.shapedReturns).toEqual(parent.returns.map((r, i) => (i < 2 ? r - 1 : r)));
+    expect(parent.shapedReturns).toEqual(parent.returns);
+    const m = { env: 'blackjack', firstSeed: seeds[0]!, kl: 0, klTokens: 0, ...envGateReturns(candidate, parent) };
+    expect(m).toMatchObject({ episodes: 3, candidateWins: m.parentWins, candidateInvalid: 2, parentInvalid: 0, differing: 2 });
+    expect(envGateDecision(m).accept).toBe(false);
   });
 
   it('assignReward before act names the mistake', () => {

@@ -110,6 +110,14 @@ export abstract class Agent<Obs, Action> {
     return this.messages;
   }
 
+  /**
+   * The episode's return so far as training credits it: the env's rewards plus `invalidPenalty` for each unreadable
+   * reply (undiscounted). The env gate compares candidates on this, the reward the rounds optimise.
+   */
+  get shapedReturn(): number {
+    return this.steps.reduce((s, x) => s + x.reward, 0);
+  }
+
   /** Episodes finished and waiting for the next round. */
   get waitingEpisodes(): number {
     return this.episodes.length;
