@@ -75,6 +75,33 @@ describe('Agent', () => {
     expect(agent.conversation).toEqual([]);
   });
 
+  it('with groupSize, each seed is played that many times in a row and a step\'s credit is its return less the mean of the group\'s others', async () => {
+    // Dealer 10, 7; player 10, 2; then an 8: sticking at 12 loses to 17, hitting to 20 and sticking wins.
+    const cards = [10, 7, 10, 2, 8];
+    let k = 0;
+    const env = new BlackjackEnv({}, () => cards[k++ % cards.length]!);
+    const seeds: number[] = [];
+    const reset = env.reset.bind(env);
+    env.reset = (seed: number) => {
+      k = 0;
+      seeds.push(seed);
+      return reset(seed);
+    };
+    // Episodes 1 and 3 stick at once; 2 and 4 hit at 12, then stick at 20. The fifth episode (seed 2) waits.
+    const replies = ['stick', 'hit', 'stick', 'stick', 'hit', 'stick', 'stick'];
+    const backend = new ScriptedBackend((i) => replies[i]!);
+    const agent = new BlackjackAgent(backend, { batchEpisodes: 4, groupSize: 2 });
+    const rounds = await trainAgent(agent, env, { episodes: 5 });
+    expect(seeds).toEqual([0, 0, 1, 1, 2]);
+    expect(rounds).toHaveLength(1);
+    // The loser's baseline is the winner's +1 (credit −2), the winner's the loser's −1 (credit +2 on both its steps).
+    expect(backend.recorded.map((e) => e.steps.map((s) => s.credit))).toEqual([[-2], [2, 2], [-2], [2, 2]]);
+    // A group of one (trainNow flushes it) keeps its return.
+    await agent.trainNow();
+    expect(backend.recorded.at(-1)!.steps.map((s) => s.credit)).toEqual([-1]);
+    expect(() => new BlackjackAgent(backend, { groupSize: 0 })).toThrow(/groupSize must be a positive integer/);
+  });
+
   it('discounted returns: G_t = r_t + γ·G_{t+1}', () => {
     expect(Agent.returns([0, 0, 1], 0.9)).toEqual([0.81, 0.9, 1]);
     expect(Agent.returns([1, -1, 2], 1)).toEqual([2, 1, 2]);

@@ -57,13 +57,16 @@ export async function runEpisode<Obs, Action>(agent: Agent<Obs, Action>, env: En
     obs = r.obs;
   }
   const shapedReturn = agent.shapedReturn;
-  const round = await agent.terminateEpisode();
+  const round = await agent.terminateEpisode({ group: seed });
   return { seed, return: ret, steps, truncated, error: null, shapedReturn, round };
 }
 
 export interface TrainOptions {
   episodes: number;
-  /** The seed of training episode i (default i: training seeds stay below evaluate.ts HELD_OUT_BASE). */
+  /**
+   * The seed of training episode i (default ⌊i / groupSize⌋: each seed played the agent's groupSize times in a row;
+   * training seeds stay below evaluate.ts HELD_OUT_BASE).
+   */
   seedOf?: (i: number) => number;
   onEpisode?: (e: AgentEpisode, i: number) => void;
 }
@@ -73,7 +76,7 @@ export async function trainAgent<Obs, Action>(agent: Agent<Obs, Action>, env: En
   agent.training = true;
   const rounds: RoundStats[] = [];
   for (let i = 0; i < o.episodes; i++) {
-    const e = await runEpisode(agent, env, o.seedOf?.(i) ?? i);
+    const e = await runEpisode(agent, env, o.seedOf?.(i) ?? Math.floor(i / agent.options.groupSize));
     if (e.round !== null) rounds.push(e.round);
     o.onEpisode?.(e, i);
   }
