@@ -1,4 +1,4 @@
-// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400]
+// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400] [group=1]
 // Issue #16's learning bar through the product (src-main/node/gym/experiment.ts, what `rein gym` runs): a fresh Rein
 // home on the small LM with the balanced preset unchanged; the untrained agent plays `held` held-out hands; then
 // `episodes` training episodes, a round through the scheduler, the worker and the gate each time `batch` episodes
@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { GYM_ENVS, runGym, type GymEnvName } from '../src-main/node/gym/experiment.ts';
+import { GYM_ENVS, HIT_BUCKETS, runGym, type GymEnvName, type HitTable } from '../src-main/node/gym/experiment.ts';
 import type { Evaluation } from '../src-main/common/gym/evaluate.ts';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
@@ -22,8 +22,8 @@ const line = (name: string, e: Evaluation): string =>
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-bench-'));
 try {
-  const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400) };
-  console.log(`gym bench: ${env}, small LM, balanced preset; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
+  const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400), group: num('group', 1) };
+  console.log(`gym bench: ${env}, small LM, balanced preset; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
@@ -34,6 +34,7 @@ try {
     curveEvery: o.curve,
     curveHands: o.curveHands,
     gateEpisodes: o.gate,
+    group: o.group,
     onRound: (x, c) =>
       console.log(
         `  round ${x.runId}: v${x.version ?? '-'} ${x.status}, ${x.trained} trained, ` +
@@ -48,6 +49,11 @@ try {
   console.log(line('untrained', r.before) + `, unreadable ${r.before.invalid}/${r.before.steps}`);
   console.log(line('trained', r.after) + `, unreadable ${r.after.invalid}/${r.after.steps}`);
   for (const [k, e] of Object.entries(r.baselines)) console.log(line(k, e));
+  if (r.hits !== undefined) {
+    const t = (h: HitTable): string => HIT_BUCKETS.map((k) => `${k} ${h[k].steps === 0 ? '-' : pct(h[k].hits / h[k].steps)} of ${h[k].steps}`).join(', ');
+    console.log(`hit rate per state, untrained: ${t(r.hits.before)}`);
+    console.log(`hit rate per state, trained:   ${t(r.hits.after)}`);
+  }
   const accepted = r.rounds.filter((x) => x.status === 'active').length;
   console.log(`${r.episodes} training episodes (${r.stats.steps} agent steps in all, ${r.stats.invalid} unreadable), ${r.rounds.length} rounds (${accepted} accepted); training ${r.trainSeconds.toFixed(0)} s, total ${r.seconds.toFixed(0)} s wall`);
   if (r.baselines.basic !== undefined) {

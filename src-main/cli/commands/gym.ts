@@ -33,7 +33,7 @@ const json = (e: Evaluation) => ({ winRate: e.wins.rate, winCi: e.wins.ci, wins:
 registerCommand({
   name: 'gym',
   summary: 'Train the small demo LM as an agent in a Gym-style environment (blackjack, frozen-lake) and compare before/after.',
-  usage: 'rein gym <blackjack|frozen-lake> [--episodes N] [--batch N] [--held N] [--seed S] [--gate-episodes N] [--natural] [--sab] [--penalty X] [--keep]',
+  usage: 'rein gym <blackjack|frozen-lake> [--episodes N] [--batch N] [--held N] [--seed S] [--gate-episodes N] [--group N] [--natural] [--sab] [--penalty X] [--keep]',
   args: [1, 1],
   options: {
     episodes: { type: 'string', help: 'training episodes <n> (default 320)' },
@@ -41,6 +41,7 @@ registerCommand({
     held: { type: 'string', help: 'held-out episodes evaluated before and after <n> (default 2000)' },
     seed: { type: 'string', help: 'random seed <n> (default 1)' },
     'gate-episodes': { type: 'string', help: "held-out episodes each round's env gate plays on the candidate and on its parent <n> (default 400; 0: the rating gate)" },
+    group: { type: 'string', help: 'play each training seed <n> times in a row and credit each step against the mean return of the others (default 1: the round\'s reward baseline only)' },
     natural: { type: 'boolean', help: 'blackjack: a winning natural pays 1.5' },
     sab: { type: 'boolean', help: "blackjack: Sutton & Barto's rules (a natural wins unless the dealer has one)" },
     penalty: { type: 'string', help: 'reward added to a step whose reply names no action <x> (default -1)' },
@@ -55,6 +56,7 @@ registerCommand({
     const held = intOption(ctx.options, 'held', 10, 1_000_000) ?? 2000;
     const seed = intOption(ctx.options, 'seed', 0, 1_000_000) ?? 1;
     const gateEpisodes = intOption(ctx.options, 'gate-episodes', 0, 1_000_000) 
+    const group = intOption(ctx.options, 'group', 1, 1_000) ?? 1;
     const penaltyText = ctx.options.penalty;
     const penalty = typeof penaltyText === 'string' ? Number(penaltyText) : undefined;
     if (penalty !== undefined && !Number.isFinite(penalty)) throw new BadInputError(`--penalty must be a number, got ${JSON.stringify(penaltyText)}`, 'penalty');
@@ -71,6 +73,7 @@ registerCommand({
         home: path.join(root, 'home'),
         episodes,
         batchEpisodes: batch,
+        group,
         heldOut: held,
         seed,
         ...(gateEpisodes === undefined ? {} : { gateEpisodes }),

@@ -100,6 +100,22 @@ describe('the env gate', () => {
     expect(d.reason).toMatch(/paired change -0\.010 \[-0\.024, \+0\.004\]: worse than the parent on these episodes; KL/);
   });
 
+  it('judges the return training optimises: a candidate that only adds unreadable replies is rejected, its win rates reported as the env\'s', () => {
+    // Both play the same hands to the same env returns (the unreadable replies played the default action, stick, where
+    // the parent stuck too); the candidate's replies could not be read on 40 of 400 hands (−1 each).
+    const [, p] = hands(0, true);
+    const shaped = { candidate: p.map((r, i) => (i < 40 ? r - 1 : r)), parent: p };
+    const m = { ...env(p, p), ...pairedReturns(p, p, shaped) };
+    expect(m).toMatchObject({ episodes: 400, candidate: -0.25, parent: -0.25, candidateWins: 0.25, parentWins: 0.25, differing: 40 });
+    expect(m.shaped).toEqual({ candidate: -0.35, parent: -0.25 });
+    expect(m.change.mean).toBeCloseTo(-0.1, 12);
+    const d = envGateDecision(m);
+    expect(d.accept).toBe(false);
+    expect(d.reason).toMatch(/wins 25\.0% against 25\.0%; with the penalty of each unreadable reply \(the return training optimises\) -0\.350 against -0\.250; 40 played differently\): paired change -0\.100 .*measurably/);
+    // Judged on the env's rewards alone the two are the same policy.
+    expect(envGateDecision(env(p, p)).accept).toBe(true);
+  });
+
   it('rejects a candidate measurably worse than its parent (a collapse), or with no paired episode', () => {
     const [c, p] = hands(30, false);
     const d = envGateDecision(env(c, p));

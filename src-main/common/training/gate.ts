@@ -126,11 +126,18 @@ export function gateDecision(m: GateMetrics): { accept: boolean; reason: string 
 // policies agree the episodes are identical, so the paired difference has only the hands they play differently in
 // its variance). An env-gated round holds out no rated turn: its held-out set is the env seeds.
 //
+// The return compared is the one training optimises: the env's rewards plus the agent's penalty for each reply it
+// could not read (node/gym/agent.ts invalidPenalty, the shaped return). Judged on the env's rewards alone, a
+// candidate whose replies degenerate into text the agent cannot read loses nothing where the default action is as
+// good as what it replaced (blackjack's default is stick): such candidates passed at a change of exactly 0.000, the
+// next round started from them, and a 320-episode bench ended with 83% of the replies unreadable. The win rates
+// reported stay the env's.
+//
 // The decision: with d_i = return_candidate(i) − return_parent(i) on n paired episodes, mean d̄ and its 95% interval
 // d̄ ± 1.96·sd(d)/√n (reported),
 //   1. reject when no paired episode was played;
 //   2. reject when d̄ < 0: the candidate did worse than its parent on these episodes. A collapse (a policy that stops
-//      reading the state, or answers nothing the agent can read) has d̄ far below 0 and its interval below 0 too;
+//      reading the state, or answers what the agent cannot read) has d̄ far below 0 and its interval below 0 too;
 //   3. otherwise (d̄ ≥ 0: no worse on these episodes, ties included) accept.
 // Why the point estimate and not the interval: a policy-gradient step is small by design, and over a few hundred
 // episodes its gain lies inside the interval. A rule that asked for a gain shown at 95% would reject the steps that
@@ -158,9 +165,14 @@ export interface EnvGateMetrics {
   /** Win rates (return > 0) of both. */
   candidateWins: number;
   parentWins: number;
-  /** candidate − parent, paired per episode, with its 95% normal interval. */
+  /**
+   * Mean returns as training credits them (the env's rewards plus the agent's penalty per unreadable reply), when the
+   * player reports them; the change is then of these.
+   */
+  shaped?: { candidate: number; parent: number };
+  /** candidate − parent, paired per episode (of the shaped returns when given), with its 95% normal interval. */
   change: { mean: number; ci: [number, number] };
-  /** Episodes whose return differed between the two. */
+  /** Episodes whose return (shaped, when given) differed between the two. */
   differing: number;
   /** Replies the agent could not read, of the steps, on each side. */
   candidateInvalid: number;
@@ -172,22 +184,34 @@ export interface EnvGateMetrics {
   klTokens: number;
 }
 
-/** The paired comparison of two return lists on the same seeds (NaN where an episode was abandoned: left out). */
-export function pairedReturns(candidate: readonly number[], parent: readonly number[]): Pick<EnvGateMetrics, 'episodes' | 'candidate' | 'parent' | 'candidateWins' | 'parentWins' | 'change' | 'differing'> {
-  const pairs = candidate.map((c, i) => [c, parent[i]!] as const).filter(([c, p]) => Number.isFinite(c) && Number.isFinite(p));
-  const n = pairs.length;
-  const mean = (f: (x: readonly [number, number]) => number): number => (n === 0 ? 0 : pairs.reduce((s, x) => s + f(x), 0) / n);
-  const d = mean(([c, p]) => c - p);
-  const sd = n < 2 ? 0 : Math.sqrt(pairs.reduce((s, [c, p]) => s + (c - p - d) ** 2, 0) / (n - 1));
+/**
+ * The paired comparison of two return lists on the same seeds (NaN where an episode was abandoned: left out). With
+ * `shaped` (the same episodes' returns as training credits them: the env's rewards plus the agent's penalty for each
+ * unreadable reply), the change and the episodes played differently are of the shaped returns, the ones the rounds
+ * optimise; the mean returns and win rates stay the env's.
+ */
+export function pairedReturns(
+  candidate: readonly number[],
+  parent: readonly number[],
+  shaped?: { candidate: readonly number[]; parent: readonly number[] },
+): Pick<EnvGateMetrics, 'episodes' | 'candidate' | 'parent' | 'candidateWins' | 'parentWins' | 'shaped' | 'change' | 'differing'> {
+  const rows = candidate
+    .map((c, i) => ({ c, p: parent[i]!, sc: shaped?.candidate[i] ?? c, sp: shaped?.parent[i] ?? parent[i]! }))
+    .filter((x) => Number.isFinite(x.c) && Number.isFinite(x.p) && Number.isFinite(x.sc) && Number.isFinite(x.sp));
+  const n = rows.length;
+  const mean = (f: (x: (typeof rows)[number]) => number): number => (n === 0 ? 0 : rows.reduce((s, x) => s + f(x), 0) / n);
+  const d = mean((x) => x.sc - x.sp);
+  const sd = n < 2 ? 0 : Math.sqrt(rows.reduce((s, x) => s + (x.sc - x.sp - d) ** 2, 0) / (n - 1));
   const h = n === 0 ? 0 : (1.96 * sd) / Math.sqrt(n);
   return {
     episodes: n,
-    candidate: mean(([c]) => c),
-    parent: mean(([, p]) => p),
-    candidateWins: mean(([c]) => Number(c > 0)),
-    parentWins: mean(([, p]) => Number(p > 0)),
+    candidate: mean((x) => x.c),
+    parent: mean((x) => x.p),
+    candidateWins: mean((x) => Number(x.c > 0)),
+    parentWins: mean((x) => Number(x.p > 0)),
+    ...(shaped === undefined ? {} : { shaped: { candidate: mean((x) => x.sc), parent: mean((x) => x.sp) } }),
     change: { mean: d, ci: [d - h, d + h] },
-    differing: pairs.filter(([c, p]) => c !== p).length,
+    differing: rows.filter((x) => x.sc !== x.sp).length,
   };
 }
 
@@ -195,8 +219,9 @@ export function envGateDecision(m: EnvGateMetrics): { accept: boolean; reason: s
   if (m.episodes === 0) return { accept: false, reason: `no held-out ${m.env} episode finished on both sides to compare the candidate with its parent` };
   const f = (x: number): string => (x >= 0 ? '+' : '') + x.toFixed(3);
   const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+  const shaped = m.shaped === undefined ? '' : `; with the penalty of each unreadable reply (the return training optimises) ${m.shaped.candidate.toFixed(3)} against ${m.shaped.parent.toFixed(3)}`;
   const what =
-    `mean return ${m.candidate.toFixed(3)} against the parent's ${m.parent.toFixed(3)} on ${m.episodes} held-out ${m.env} episodes (wins ${pct(m.candidateWins)} against ${pct(m.parentWins)}, ${m.differing} played differently): ` +
+    `mean return ${m.candidate.toFixed(3)} against the parent's ${m.parent.toFixed(3)} on ${m.episodes} held-out ${m.env} episodes (wins ${pct(m.candidateWins)} against ${pct(m.parentWins)}${shaped}; ${m.differing} played differently): ` +
     `paired change ${f(m.change.mean)} [${f(m.change.ci[0])}, ${f(m.change.ci[1])}]`;
   const kl = `KL to the parent ${m.kl.toFixed(4)} nats/token over ${m.klTokens} tokens`;
   if (m.change.mean < 0) return { accept: false, reason: `${what}: worse than the parent on these episodes${m.change.ci[1] < 0 ? ' (measurably: its 95% CI is below 0)' : ''}; ${kl}` };

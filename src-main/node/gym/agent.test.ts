@@ -7,7 +7,8 @@ import type { Env, StepResult } from '../../common/gym/env.ts';
 import { Agent } from './agent.ts';
 import { BlackjackAgent, SmallLmBlackjackAgent, smallLmOpening } from './agents.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
-import { evaluateAgent, runEpisode, trainAgent } from './runner.ts';
+import { envGateReturns, evaluateAgent, runEpisode, trainAgent } from './runner.ts';
+import { envGateDecision } from '../../common/training/gate.ts';
 
 class ScriptedBackend implements AgentBackend {
   tokenBudget = 10_000;
@@ -72,6 +73,33 @@ describe('Agent', () => {
     expect(backend.recorded[0]!.steps[0]!.sample.logprobs).toEqual([-0.5, -0.1]);
     expect(agent.stats).toMatchObject({ episodes: 2, steps: 4, invalid: 0, rounds: 1 });
     expect(agent.conversation).toEqual([]);
+  });
+
+  it('with groupSize, each seed is played that many times in a row and a step\'s credit is its return less the mean of the group\'s others', async () => {
+    // Dealer 10, 7; player 10, 2; then an 8: sticking at 12 loses to 17, hitting to 20 and sticking wins.
+    const cards = [10, 7, 10, 2, 8];
+    let k = 0;
+    const env = new BlackjackEnv({}, () => cards[k++ % cards.length]!);
+    const seeds: number[] = [];
+    const reset = env.reset.bind(env);
+    env.reset = (seed: number) => {
+      k = 0;
+      seeds.push(seed);
+      return reset(seed);
+    };
+    // Episodes 1 and 3 stick at once; 2 and 4 hit at 12, then stick at 20. The fifth episode (seed 2) waits.
+    const replies = ['stick', 'hit', 'stick', 'stick', 'hit', 'stick', 'stick'];
+    const backend = new ScriptedBackend((i) => replies[i]!);
+    const agent = new BlackjackAgent(backend, { batchEpisodes: 4, groupSize: 2 });
+    const rounds = await trainAgent(agent, env, { episodes: 5 });
+    expect(seeds).toEqual([0, 0, 1, 1, 2]);
+    expect(rounds).toHaveLength(1);
+    // The loser's baseline is the winner's +1 (credit −2), the winner's the loser's −1 (credit +2 on both its steps).
+    expect(backend.recorded.map((e) => e.steps.map((s) => s.credit))).toEqual([[-2], [2, 2], [-2], [2, 2]]);
+    // A group of one (trainNow flushes it) keeps its return.
+    await agent.trainNow();
+    expect(backend.recorded.at(-1)!.steps.map((s) => s.credit)).toEqual([-1]);
+    expect(() => new BlackjackAgent(backend, { groupSize: 0 })).toThrow(/groupSize must be a positive integer/);
   });
 
   it('discounted returns: G_t = r_t + γ·G_{t+1}', () => {
@@ -204,6 +232,20 @@ describe('Agent', () => {
     await runEpisode(agent, fixedBlackjack(), 2);
     expect(own.prompts.length).toBe(n + 1);
     await expect(agent.playWith(other, () => agent.playWith(other, async () => 0))).rejects.toThrow(/already playing/);
+  });
+
+  it('the env gate compares the returns training optimises: a candidate whose replies cannot be read is rejected though it wins as often', async () => {
+    const agent = new BlackjackAgent(new ScriptedBackend(() => 'stick'), { batchEpisodes: 1 });
+    const seeds = [5, 6, 7];
+    const parent = await agent.playWith(new ScriptedBackend(() => 'stick'), () => evaluateAgent(agent, fixedBlackjack(), seeds));
+    // The candidate answers nothing readable on the first two hands: the default action (stick) plays the same hand.
+    const candidate = await agent.playWith(new ScriptedBackend((i) => (i < 2 ? '...' : 'stick')), () => evaluateAgent(agent, fixedBlackjack(), seeds));
+    expect(candidate.returns).toEqual(parent.returns);
+    expect(candidate.shapedReturns).toEqual(parent.returns.map((r, i) => (i < 2 ? r - 1 : r)));
+    expect(parent.shapedReturns).toEqual(parent.returns);
+    const m = { env: 'blackjack', firstSeed: seeds[0]!, kl: 0, klTokens: 0, ...envGateReturns(candidate, parent) };
+    expect(m).toMatchObject({ episodes: 3, candidateWins: m.parentWins, candidateInvalid: 2, parentInvalid: 0, differing: 2 });
+    expect(envGateDecision(m).accept).toBe(false);
   });
 
   it('assignReward before act names the mistake', () => {

@@ -35,6 +35,12 @@ export interface AgentOptions<Action> {
   gamma?: number;
   /** Episodes per training round (default 16). */
   batchEpisodes?: number;
+  /**
+   * Episodes played in a row from the same env seed (default 1). With more, each step's credit is its return less
+   * the mean return of the group's other episodes (a leave-one-out group baseline: see terminateEpisode); the caller
+   * plays each seed this many times in a row (runner.ts trainAgent and runGym do) and names it to terminateEpisode.
+   */
+  groupSize?: number;
   /** Reply length in tokens (default 16). */
   maxTokens?: number;
   temperature?: number;
@@ -72,6 +78,8 @@ export abstract class Agent<Obs, Action> {
   private messages: ChatMessage[] = [];
   private steps: PendingStep[] = [];
   private episodes: RecordedStep[][] = [];
+  /** The finished episodes of the group being played (groupSize > 1): their steps, returns and the group's seed. */
+  private group: { key: number | undefined; episodes: { steps: PendingStep[]; credit: number[] }[] } = { key: undefined, episodes: [] };
   private draws = 0;
   private episodeCount = 0;
   readonly stats: AgentStats = { episodes: 0, steps: 0, invalid: 0, trimmed: 0, overlong: 0, envErrors: 0, envErrorReasons: [], rounds: 0 };
@@ -89,6 +97,7 @@ export abstract class Agent<Obs, Action> {
       invalidPenalty: o.invalidPenalty ?? -1,
       gamma: o.gamma ?? 1,
       batchEpisodes: o.batchEpisodes ?? 16,
+      groupSize: o.groupSize ?? 1,
       maxTokens: o.maxTokens ?? 16,
       temperature: o.temperature ?? 1,
       topP: o.topP ?? 1,
@@ -96,6 +105,7 @@ export abstract class Agent<Obs, Action> {
       onProgress: o.onProgress,
     };
     if (!(this.options.gamma >= 0 && this.options.gamma <= 1)) throw new RangeError(`gamma must be in [0, 1], got ${this.options.gamma}`);
+    if (!Number.isInteger(this.options.groupSize) || this.options.groupSize < 1) throw new RangeError(`groupSize must be a positive integer, got ${this.options.groupSize}`);
     if (!Number.isInteger(this.options.batchEpisodes) || this.options.batchEpisodes < 1) throw new RangeError(`batchEpisodes must be a positive integer, got ${this.options.batchEpisodes}`);
     if (!Number.isFinite(this.options.invalidPenalty)) throw new RangeError(`invalidPenalty must be a finite number, got ${this.options.invalidPenalty}`);
   }
@@ -108,6 +118,14 @@ export abstract class Agent<Obs, Action> {
   /** The chat of the episode so far (system prompt first). */
   get conversation(): readonly ChatMessage[] {
     return this.messages;
+  }
+
+  /**
+   * The episode's return so far as training credits it: the env's rewards plus `invalidPenalty` for each unreadable
+   * reply (undiscounted). The env gate compares candidates on this, the reward the rounds optimise.
+   */
+  get shapedReturn(): number {
+    return this.steps.reduce((s, x) => s + x.reward, 0);
   }
 
   /** Episodes finished and waiting for the next round. */
@@ -224,10 +242,22 @@ export abstract class Agent<Obs, Action> {
   }
 
   /**
-   * Ends the episode. When training, its steps join the batch with their discounted returns; when the batch holds
-   * `batchEpisodes` episodes they are stored as rated turns and a round trains, whose stats are returned (else null).
+   * Ends the episode. When training, its steps join the batch with their credit, the discounted return G_t; when
+   * the batch holds `batchEpisodes` episodes they are stored as rated turns and a round trains, whose stats are
+   * returned (else null).
+   *
+   * With `groupSize` > 1, `group` names the env seed the episode was played from (runEpisode passes it), and the
+   * episodes of one seed wait until the group is complete (or the next episode names another seed): then each
+   * step's credit is G_t − b, b the mean return (from the start) of the group's other episodes. That baseline
+   * depends on the start state and, in an env whose chance follows its seed, on the same draws (blackjack deals the
+   * same cards), but never on this episode's own actions, so the policy gradient stays unbiased (Kool, van Hoof &
+   * Welling 2019, "Buy 4 REINFORCE samples, get a baseline for free"; GRPO's group baseline without its division by
+   * the standard deviation). What is left in the credit is the effect of the episode's choices on the same deal,
+   * not the luck of the deal: with one global baseline, a step's credit is mostly the value of the state it was in,
+   * and a model that barely reads the state learns the action of the states that win (blackjack: stick on 20) as
+   * if it were right everywhere. The round's EMA baseline then meets credits centred on 0. A group of one keeps G_t.
    */
-  async terminateEpisode(): Promise<RoundStats | null> {
+  async terminateEpisode(o: { group?: number } = {}): Promise<RoundStats | null> {
     const steps = this.steps;
     this.messages = [];
     this.steps = [];
@@ -235,14 +265,44 @@ export abstract class Agent<Obs, Action> {
     this.stats.episodes++;
     if (!this.training) return null;
     const credit = Agent.returns(steps.map((s) => s.reward), this.options.gamma);
+    if (this.options.groupSize === 1) {
+      this.batch(steps, credit);
+    } else {
+      if (this.group.episodes.length > 0 && this.group.key !== o.group) this.closeGroup();
+      this.group.key = o.group;
+      this.group.episodes.push({ steps, credit });
+      if (this.group.episodes.length >= this.options.groupSize) this.closeGroup();
+    }
+    if (this.episodes.length < this.options.batchEpisodes) return null;
+    return this.trainBatch();
+  }
+
+  private batch(steps: readonly PendingStep[], credit: readonly number[]): void {
     const recorded = steps.flatMap((s, i): RecordedStep[] => (s.sample === null ? [] : [{ messages: s.messages, sample: s.sample, credit: credit[i]! }]));
     if (recorded.length > 0) this.episodes.push(recorded);
-    if (this.episodes.length < this.options.batchEpisodes) return null;
-    return this.trainNow();
+  }
+
+  /** The group's episodes join the batch, each step credited G_t − (mean return of the others). */
+  private closeGroup(): void {
+    const eps = this.group.episodes;
+    this.group = { key: undefined, episodes: [] };
+    const total = eps.reduce((s, e) => s + e.credit[0]!, 0);
+    for (const e of eps) {
+      const b = eps.length === 1 ? 0 : (total - e.credit[0]!) / (eps.length - 1);
+      this.batch(
+        e.steps,
+        e.credit.map((g) => g - b),
+      );
+    }
   }
 
   /** Stores the waiting episodes and trains a round now, whatever the batch holds (null when nothing waits). */
   async trainNow(): Promise<RoundStats | null> {
+    if (this.group.episodes.length > 0) this.closeGroup();
+    return this.trainBatch();
+  }
+
+  private async trainBatch(): Promise<RoundStats | null> {
     const batch = this.episodes;
     this.episodes = [];
     if (batch.length === 0) return null;

@@ -3,8 +3,8 @@
 // through the scheduler and the gate), a curve point on the first `curveHands` held-out seeds after every
 // `curveEvery` rounds, and the trained agent evaluated on the same held-out seeds. For blackjack, basic strategy and a
 // random policy play the same seeds.
-import { BlackjackEnv, basicStrategy, randomBlackjack, type BlackjackOptions } from '../../common/gym/blackjack.ts';
-import type { Env, Policy } from '../../common/gym/env.ts';
+import { BlackjackEnv, basicStrategy, randomBlackjack, type BlackjackAction, type BlackjackObs, type BlackjackOptions } from '../../common/gym/blackjack.ts';
+import type { Env, Policy, StepResult } from '../../common/gym/env.ts';
 import { evaluatePolicy, heldOutSeeds, type Evaluation } from '../../common/gym/evaluate.ts';
 import { meanEstimate, type MeanEstimate } from '../../common/training/intervals.ts';
 import { FrozenLakeEnv, randomFrozenLake } from '../../common/gym/frozen-lake.ts';
@@ -23,6 +23,8 @@ export interface GymOptions {
   home: string;
   episodes: number;
   batchEpisodes: number;
+  /** Episodes played in a row from each training seed, with a leave-one-out group baseline (Agent groupSize; default 1). */
+  group?: number;
   /** Held-out episodes evaluated before and after. */
   heldOut: number;
   seed: number;
@@ -63,14 +65,45 @@ export interface GymResult {
   rounds: RoundStats[];
   curve: CurvePoint[];
   stats: Agent<unknown, unknown>['stats'];
+  /**
+   * Blackjack: how often the agent hit (an unreadable reply plays stick) in each kind of state during the held-out
+   * evaluations before and after training: hard totals 4-11, 12-16 and 17-21, and soft totals.
+   */
+  hits?: { before: HitTable; after: HitTable };
   trainSeconds: number;
   seconds: number;
 }
 
+export const HIT_BUCKETS = ['hard 4-11', 'hard 12-16', 'hard 17-21', 'soft'] as const;
+export type HitTable = Record<(typeof HIT_BUCKETS)[number], { hits: number; steps: number }>;
+
+const hitBucket = (o: BlackjackObs): (typeof HIT_BUCKETS)[number] => (o.usableAce ? 'soft' : o.playerSum <= 11 ? 'hard 4-11' : o.playerSum <= 16 ? 'hard 12-16' : 'hard 17-21');
+
+/** Blackjack with a tally of the actions played per kind of state, while `table` is set. */
+class TalliedBlackjack extends BlackjackEnv {
+  table: HitTable | null = null;
+  private last: BlackjackObs | null = null;
+  override reset(seed: number): BlackjackObs {
+    return (this.last = super.reset(seed));
+  }
+  override step(action: BlackjackAction): StepResult<BlackjackObs> {
+    if (this.table !== null && this.last !== null) {
+      const b = this.table[hitBucket(this.last)];
+      b.steps++;
+      if (action === 'hit') b.hits++;
+    }
+    const r = super.step(action);
+    this.last = r.obs;
+    return r;
+  }
+}
+
+const emptyTable = (): HitTable => Object.fromEntries(HIT_BUCKETS.map((k) => [k, { hits: 0, steps: 0 }])) as HitTable;
+
 function setup(name: GymEnvName, backend: AgentBackend, o: GymOptions): { env: Env<unknown, unknown>; agent: Agent<unknown, unknown>; baselines: Record<string, Policy<unknown, unknown>> } {
-  const common = { batchEpisodes: o.batchEpisodes, seed: o.seed, ...(o.invalidPenalty === undefined ? {} : { invalidPenalty: o.invalidPenalty }) };
+  const common = { batchEpisodes: o.batchEpisodes, groupSize: o.group ?? 1, seed: o.seed, ...(o.invalidPenalty === undefined ? {} : { invalidPenalty: o.invalidPenalty }) };
   if (name === 'blackjack') {
-    const env = new BlackjackEnv(o.blackjack ?? {});
+    const env = new TalliedBlackjack(o.blackjack ?? {});
     return { env: env as Env<unknown, unknown>, agent: new SmallLmBlackjackAgent(backend, common) as Agent<unknown, unknown>, baselines: { basic: basicStrategy, random: randomBlackjack } as Record<string, Policy<unknown, unknown>> };
   }
   const env = new FrozenLakeEnv();
@@ -85,7 +118,11 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
     h.session.gateOn(agent, env, { episodes: o.gateEpisodes ?? GATE_EPISODES });
     const seeds = heldOutSeeds(o.heldOut);
     const curveSeeds = seeds.slice(0, o.curveHands ?? Math.min(o.heldOut, 400));
+    const tallied = env instanceof TalliedBlackjack ? env : null;
+    const hits = { before: emptyTable(), after: emptyTable() };
+    if (tallied !== null) tallied.table = hits.before;
     const before = await evaluateAgent(agent, env, seeds, (i) => o.onEvaluate?.('before', i + 1, seeds.length));
+    if (tallied !== null) tallied.table = null;
     const curve: CurvePoint[] = [];
     const rounds: RoundStats[] = [];
     const t1 = performance.now();
@@ -93,7 +130,8 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
     agent.training = true;
     for (let i = 0; i < o.episodes; i++) {
       // Training seeds follow the run's seed and stay below the held-out range (evaluate.ts HELD_OUT_BASE).
-      const e = await runEpisode(agent, env, o.seed * 10_000_000 + i);
+      // Each seed is played `group` times in a row (the agent's group baseline).
+      const e = await runEpisode(agent, env, o.seed * 10_000_000 + Math.floor(i / (o.group ?? 1)));
       o.onEpisode?.(e, i);
       if (e.round === null) continue;
       rounds.push(e.round);
@@ -108,7 +146,9 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
       o.onRound?.(e.round, point);
     }
     const trainSeconds = (performance.now() - t1) / 1000 - curveSeconds;
+    if (tallied !== null) tallied.table = hits.after;
     const after = await evaluateAgent(agent, env, seeds, (i) => o.onEvaluate?.('after', i + 1, seeds.length));
+    if (tallied !== null) tallied.table = null;
     const pairs = before.returns.map((b, i) => [b, after.returns[i]!] as const).filter(([b, a]) => !Number.isNaN(b) && !Number.isNaN(a));
     return {
       env: o.env,
@@ -122,6 +162,7 @@ export async function runGym(o: GymOptions): Promise<GymResult> {
       rounds,
       curve,
       stats: { ...agent.stats },
+      ...(tallied === null ? {} : { hits }),
       trainSeconds,
       seconds: (performance.now() - t0) / 1000,
     };

@@ -6,10 +6,13 @@ import type { Env } from '../../common/gym/env.ts';
 import { summarize, type EpisodeOutcome, type Evaluation } from '../../common/gym/evaluate.ts';
 import type { Agent } from './agent.ts';
 import type { RoundStats } from './backend.ts';
+import { pairedReturns, type EnvGateMetrics } from '../../common/training/gate.ts';
 
 export interface AgentEpisode extends EpisodeOutcome {
   /** Why the episode was abandoned (the env threw), or null. */
   error: string | null;
+  /** The return as training credits it (Agent.shapedReturn: the env's rewards plus the unreadable replies' penalties). */
+  shapedReturn: number;
   round: RoundStats | null;
 }
 
@@ -19,8 +22,9 @@ export const MAX_EPISODE_STEPS = 1000;
 export async function runEpisode<Obs, Action>(agent: Agent<Obs, Action>, env: Env<Obs, Action>, seed: number, maxSteps = MAX_EPISODE_STEPS): Promise<AgentEpisode> {
   const failed = (where: string, e: unknown, steps: number, ret: number): AgentEpisode => {
     const error = `${env.name} ${where} (seed ${seed}): ${(e as Error)?.message ?? String(e)}`;
+    const shapedReturn = agent.shapedReturn;
     agent.abortEpisode(error);
-    return { seed, return: ret, steps, truncated: false, error, round: null };
+    return { seed, return: ret, steps, truncated: false, error, shapedReturn, round: null };
   };
   let obs: Obs;
   try {
@@ -52,13 +56,17 @@ export async function runEpisode<Obs, Action>(agent: Agent<Obs, Action>, env: En
     }
     obs = r.obs;
   }
-  const round = await agent.terminateEpisode();
-  return { seed, return: ret, steps, truncated, error: null, round };
+  const shapedReturn = agent.shapedReturn;
+  const round = await agent.terminateEpisode({ group: seed });
+  return { seed, return: ret, steps, truncated, error: null, shapedReturn, round };
 }
 
 export interface TrainOptions {
   episodes: number;
-  /** The seed of training episode i (default i: training seeds stay below evaluate.ts HELD_OUT_BASE). */
+  /**
+   * The seed of training episode i (default ⌊i / groupSize⌋: each seed played the agent's groupSize times in a row;
+   * training seeds stay below evaluate.ts HELD_OUT_BASE).
+   */
   seedOf?: (i: number) => number;
   onEpisode?: (e: AgentEpisode, i: number) => void;
 }
@@ -68,7 +76,7 @@ export async function trainAgent<Obs, Action>(agent: Agent<Obs, Action>, env: En
   agent.training = true;
   const rounds: RoundStats[] = [];
   for (let i = 0; i < o.episodes; i++) {
-    const e = await runEpisode(agent, env, o.seedOf?.(i) ?? i);
+    const e = await runEpisode(agent, env, o.seedOf?.(i) ?? Math.floor(i / agent.options.groupSize));
     if (e.round !== null) rounds.push(e.round);
     o.onEpisode?.(e, i);
   }
@@ -78,6 +86,8 @@ export async function trainAgent<Obs, Action>(agent: Agent<Obs, Action>, env: En
 export interface AgentEvaluation extends Evaluation {
   /** Each seed's return in the order given (NaN where the env threw): for paired comparisons on the same seeds. */
   returns: number[];
+  /** The same with the unreadable replies' penalties added (AgentEpisode.shapedReturn): what training optimises. */
+  shapedReturns: number[];
   /** Replies extractAction could not read during the evaluation, of `steps`. */
   invalid: number;
   steps: number;
@@ -92,6 +102,7 @@ export async function evaluateAgent<Obs, Action>(agent: Agent<Obs, Action>, env:
   try {
     const outcomes: EpisodeOutcome[] = [];
     const returns: number[] = [];
+    const shapedReturns: number[] = [];
     const draws = agent.seedDraws(0);
     for (const [i, seed] of seeds.entries()) {
       // Each held-out episode samples from its own fixed seeds (10,000 apart): the same draws before and after.
@@ -99,11 +110,27 @@ export async function evaluateAgent<Obs, Action>(agent: Agent<Obs, Action>, env:
       const e = await runEpisode(agent, env, seed);
       if (e.error === null) outcomes.push(e);
       returns.push(e.error === null ? e.return : Number.NaN);
+      shapedReturns.push(e.error === null ? e.shapedReturn : Number.NaN);
       onEpisode?.(i);
     }
     agent.seedDraws(draws);
-    return { ...summarize(outcomes), returns, invalid: agent.stats.invalid - before.invalid, steps: agent.stats.steps - before.steps, envErrors: agent.stats.envErrors - before.envErrors };
+    return { ...summarize(outcomes), returns, shapedReturns, invalid: agent.stats.invalid - before.invalid, steps: agent.stats.steps - before.steps, envErrors: agent.stats.envErrors - before.envErrors };
   } finally {
     agent.training = was;
   }
+}
+
+/**
+ * The env gate's comparison of a round's candidate with its parent from their evaluations on the same seeds
+ * (GymSession.gateOn): paired on the shaped returns, the ones training optimises (common/training/gate.ts), with the
+ * env's win rates and each side's unreadable replies reported.
+ */
+export function envGateReturns(candidate: AgentEvaluation, parent: AgentEvaluation): Omit<EnvGateMetrics, 'env' | 'firstSeed' | 'kl' | 'klTokens'> {
+  return {
+    ...pairedReturns(candidate.returns, parent.returns, { candidate: candidate.shapedReturns, parent: parent.shapedReturns }),
+    candidateInvalid: candidate.invalid,
+    candidateSteps: candidate.steps,
+    parentInvalid: parent.invalid,
+    parentSteps: parent.steps,
+  };
 }

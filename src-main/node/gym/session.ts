@@ -18,14 +18,14 @@ import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../ser
 import { loadModelTokenizer, modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
-import { k3, pairedReturns, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
+import { k3, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { gateSeeds } from '../../common/gym/evaluate.ts';
 import type { Env } from '../../common/gym/env.ts';
 import { Engine } from '../engine/engine.ts';
 import type { EnvGateRequest } from '../training/round.ts';
 import type { Agent } from './agent.ts';
 import { EngineBackend } from './engine-backend.ts';
-import { evaluateAgent } from './runner.ts';
+import { envGateReturns, evaluateAgent } from './runner.ts';
 
 /** Held-out episodes the env gate plays on each side per round, by default. */
 export const GATE_EPISODES = 400;
@@ -75,7 +75,8 @@ export class GymSession implements AgentBackend {
    * Gates this session's rounds on the env (common/training/gate.ts, kind `env`): each round's candidate and its
    * parent play `episodes` fresh held-out seeds (gateSeeds: disjoint from training's and the evaluation's) with
    * `agent`, on Rein's engine with the adapters in memory, each episode with the same sampling seeds on both sides;
-   * the round accepts the candidate unless the paired change in return is measurably below 0. `episodes: 0` goes
+   * the round accepts the candidate unless the paired change in the return training optimises (the env's rewards
+   * plus the penalty of each unreadable reply: runner.ts envGateReturns) is below 0. `episodes: 0` goes
    * back to the rating gate.
    */
   gateOn<Obs, Action>(agent: Agent<Obs, Action>, env: Env<Obs, Action>, o: { episodes?: number } = {}): void {
@@ -109,11 +110,7 @@ export class GymSession implements AgentBackend {
       return {
         env: env.name,
         firstSeed: seeds[0]!,
-        ...pairedReturns(candidate.returns, parent.returns),
-        candidateInvalid: candidate.invalid,
-        candidateSteps: candidate.steps,
-        parentInvalid: parent.invalid,
-        parentSteps: parent.steps,
+        ...envGateReturns(candidate, parent),
         kl: klTokens === 0 ? 0 : kl / klTokens,
         klTokens,
       };
