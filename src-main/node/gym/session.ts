@@ -21,7 +21,7 @@ import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, Sampl
 import { k3, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { gateSeeds } from '../../common/gym/evaluate.ts';
 import type { Env } from '../../common/gym/env.ts';
-import { Engine } from '../engine/engine.ts';
+import { Engine, baseEngineOptions } from '../engine/engine.ts';
 import type { EnvGateRequest } from '../training/round.ts';
 import type { Agent } from './agent.ts';
 import { EngineBackend } from './engine-backend.ts';
@@ -121,8 +121,9 @@ export class GymSession implements AgentBackend {
 
   private gateBackend(): EngineBackend {
     if (this.gateEngine === null) {
-      const modelId = this.core.settings()['model.active'] ?? DEFAULT_MODEL_ID;
-      const engine = Engine.load(resolveModelDir(this.core.store, modelId), { dtype: 'float32', threads: 1 });
+      const settings = this.core.settings();
+      const modelId = settings['model.active'] ?? DEFAULT_MODEL_ID;
+      const engine = Engine.load(resolveModelDir(this.core.store, modelId), baseEngineOptions(settings, 1));
       this.gateEngine = new EngineBackend(engine, this.tokenBudget, modelId);
     }
     return this.gateEngine;
