@@ -17,6 +17,7 @@ import { loraScale } from '../../common/engine/lora.ts';
 import type { Feed, Runtime } from './runtime.ts';
 import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
+import { HEAD_TILE_VALUES, headTileName, headTileRanges } from '../../common/engine/head.ts';
 
 export type FArray = Float32Array | Float64Array;
 
@@ -51,6 +52,8 @@ export interface DriverOptions {
   headGrad?: Exclude<HeadGrad, 'none'>;
   /** Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals. */
   recomputeAbove?: number;
+  /** Values per tile of an f32 lm_head in the head graphs (head.ts HEAD_TILE_VALUES). */
+  headTileValues?: number;
 }
 
 export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048] as const;
@@ -92,6 +95,7 @@ export class Driver {
   readonly headChunk: number;
   readonly headGradMode: Exclude<HeadGrad, 'none'>;
   readonly recomputeAbove: number;
+  readonly headTileValues: number;
   private readonly rt: Runtime;
   private readonly w: DriverWeights;
   private readonly baseLayers = new Map<string, Graph>();
@@ -121,6 +125,7 @@ export class Driver {
     this.headChunk = opts.headChunk ?? 128;
     this.headGradMode = opts.headGrad ?? 'fused';
     this.recomputeAbove = opts.recomputeAbove ?? 512;
+    this.headTileValues = opts.headTileValues ?? HEAD_TILE_VALUES;
     this.rt = runtime;
     this.w = weights;
     if (weights.layers.length !== config.numLayers) {
@@ -142,9 +147,18 @@ export class Driver {
     };
     this.layerFeeds = weights.layers.map(feeds);
     this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
+    const W = weights.lmHead;
+    if (!isQuant(W)) {
+      // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.
+      headTileRanges(config.vocabSize, config.hiddenSize, this.headTileValues).forEach(([r0, r1], k) => {
+        this.headFeeds[headTileName(k)] = W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize);
+      });
+    }
     this.family = modelGraphs(config);
-    this.head = this.family.head(this.dtype, 'none', this.headQuant);
-    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant);
+    // The vocabulary in tiles (head.ts): the [chunk, V] logits, their log-softmax and its cotangent never exist.
+    const tiles = { tileValues: this.headTileValues };
+    this.head = this.family.head(this.dtype, 'none', this.headQuant, tiles);
+    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant, tiles);
     this.logits = this.family.logits(this.dtype, this.headQuant);
   }
 
@@ -282,12 +296,25 @@ export class Driver {
       }
       const tg = new BigInt64Array(C);
       for (let i = 0; i < n; i++) tg[i] = BigInt(targets[r0 + i]!);
-      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg });
+      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg, 'lm_head.rows': this.headRowsOf(targets, r0, n, C) });
       const lp = out['logp']!.data as FArray;
       for (let i = 0; i < n; i++) logp[r0 + i] = lp[i]!;
       if (dlogpOut !== null) dlogpOut.set((out['dlogp_dh']!.data as FArray).subarray(0, n * H), r0 * H);
     }
     return logp;
+  }
+
+  /** The lm_head's rows of targets[r0 .. r0 + n), [C, H] (zero rows past n): what the tiled head reads as W[targets]. */
+  private headRowsOf(targets: readonly number[], r0: number, n: number, C: number): FArray {
+    const H = this.config.hiddenSize;
+    const W = this.w.lmHead;
+    const out = this.alloc(C * H);
+    for (let i = 0; i < n; i++) {
+      const t = targets[r0 + i]!;
+      if (isQuant(W)) dequantizeRows(W, t, t + 1, out.subarray(i * H, (i + 1) * H) as Float32Array);
+      else out.set(W.subarray(t * H, (t + 1) * H), i * H);
+    }
+    return out;
   }
 
   private checkSpan(tokens: readonly number[], start: number): void {
@@ -423,7 +450,8 @@ export class Driver {
     const names = Object.keys(w.layers[0]!);
     this.fullGraphs ??= {
       layer: vjpSplit(this.baseLayer(0), { outputs: ['y'], wrt: ['x', ...names] }),
-      head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
+      // The untiled head: its gradient toward the whole lm_head input.
+      head: vjpSplit(this.family.head(this.dtype, 'none', null), { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
     };
     const { layer, head } = this.fullGraphs;
     const bind = { T };
