@@ -46,15 +46,29 @@ export interface DriverOptions {
   dtype: FloatDType;
   /** Token-count buckets a sequence is padded up to (ascending); longer sequences use multiples of the last. */
   buckets?: readonly number[];
-  /** Rows per head-graph run: the [chunk, V] logits are the largest buffers of a step. */
+  /**
+   * Rows per head-graph run (512; fewer for a shorter sequence: the bucket of its rows). The head reads the
+   * vocabulary in tiles (head.ts), so a chunk costs [chunk, H] accumulators and one tile's [chunk, n] logits, and
+   * each run reads the whole lm_head once (a quantized one is dequantized once per run).
+   */
   headChunk?: number;
   /** The lm_head backward: the hand-fused one (default) or the autodiff's. */
   headGrad?: Exclude<HeadGrad, 'none'>;
-  /** Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals. */
+  /**
+   * Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals: 512 for an f32
+   * base, 256 for a block-quantized one (RECOMPUTE_ABOVE_QUANT).
+   */
   recomputeAbove?: number;
   /** Values per tile of an f32 lm_head in the head graphs (head.ts HEAD_TILE_VALUES). */
   headTileValues?: number;
 }
+
+/**
+ * recomputeAbove's default for a block-quantized base. Whoever runs a 4-bit base is short of memory, and there the
+ * residuals are the step's largest buffers: at 512 tokens a Qwen2-0.5B keeps 3.3 GiB of them for 24 layers beside
+ * 0.7 GiB of weights. Recomputing each layer's forward in the backward keeps only its input (README, bench table).
+ */
+export const RECOMPUTE_ABOVE_QUANT = 256;
 
 export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048] as const;
 
@@ -122,9 +136,8 @@ export class Driver {
     this.config = config;
     this.dtype = opts.dtype;
     this.buckets = opts.buckets ?? DEFAULT_BUCKETS;
-    this.headChunk = opts.headChunk ?? 128;
+    this.headChunk = opts.headChunk ?? 512;
     this.headGradMode = opts.headGrad ?? 'fused';
-    this.recomputeAbove = opts.recomputeAbove ?? 512;
     this.headTileValues = opts.headTileValues ?? HEAD_TILE_VALUES;
     this.rt = runtime;
     this.w = weights;
@@ -139,6 +152,7 @@ export class Driver {
     this.layerQuant = weights.layers.map(layout);
     this.layoutKeys = this.layerQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
     this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    this.recomputeAbove = opts.recomputeAbove ?? (this.quantized ? RECOMPUTE_ABOVE_QUANT : 512);
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
       const f: Record<string, Feed> = {};
@@ -282,7 +296,7 @@ export class Driver {
   /** The head over rows [r0, r1) of h, predicting targets[r − r0]; chunked. */
   private async headRows(h: FArray, rows: number, targets: readonly number[], dlogpOut: FArray | null): Promise<Float64Array> {
     const H = this.config.hiddenSize;
-    const C = this.headChunk;
+    const C = Math.min(this.headChunk, this.bucket(rows));
     const logp = new Float64Array(rows);
     const graph = dlogpOut === null ? this.head : this.headGrad;
     for (let r0 = 0; r0 < rows; r0 += C) {
