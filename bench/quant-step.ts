@@ -6,11 +6,15 @@
 //   2. the Qwen2-0.5B shape (bench/train-step.ts's step: reference forward, then the MIS-PO step with LoRA r = 16 on
 //      all 7 projections) at seq 512 with an int4 base (symmetric, blocks of 32: every decoder linear; the tied
 //      embedding / lm_head stays f32, see README), against the fp32 step on the same weights dequantized: time and
-//      peak RSS ratios, and the losses;
+//      peak RSS ratios, and the losses. Every kind runs with the engine's defaults (a quantized base recomputes each
+//      layer's forward in the backward above 256 tokens, driver.ts RECOMPUTE_ABOVE_QUANT), beside two more int4
+//      kinds: 'int4-residuals' keeps the residuals as the f32 step does, and 'int4-embed' quantizes the tied
+//      embedding too (a Q4_0 file's token_embd: rows dequantized on lookup, the lm_head through MatMulNBits; not the
+//      fp32 step's weights, so its loss differs);
 //   3. a Llama-3-8B shape (32 layers, H 4096, FFN 14336, 32/8 heads, vocab 128256) with random int4 weights drawn
 //      directly (lm_head through MatMulNBits, embedding rows dequantized on lookup): one LoRA step (forward and
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
-//   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-recompute
+//   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-residuals  --no-embed
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -64,8 +68,10 @@ const tokensFor = (c: LlamaConfig, T: number, seed: number): number[] => {
   return Array.from({ length: T }, () => Math.floor(r.uniform() * c.vocabSize));
 };
 
-/** One Qwen2-0.5B-shaped step kind in this fresh process: 'int4' keeps the base quantized, 'fp32' holds it dequantized. */
-async function halfBChild(kind: 'int4' | 'fp32' | 'int4-recompute'): Promise<ChildResult> {
+type HalfBKind = 'fp32' | 'int4' | 'int4-residuals' | 'int4-embed';
+
+/** One Qwen2-0.5B-shaped step kind in this fresh process: the int4 kinds keep the base quantized, 'fp32' holds it dequantized. */
+async function halfBChild(kind: HalfBKind): Promise<ChildResult> {
   const config = qwen2HalfBConfig(LAYERS);
   const byKey = new Map(llamaParams(config).map((p) => [p.hfKey, p]));
   const weights = new Map<string, FArray | QuantWeight>();
@@ -73,7 +79,7 @@ async function halfBChild(kind: 'int4' | 'fp32' | 'int4-recompute'): Promise<Chi
   // Quantized tensor by tensor: no f32 copy of the whole model exists in the int4 process.
   generateWeightsEach(config, 0, (k, a) => {
     const p = byKey.get(k)!;
-    if (p.kind === 'linear') {
+    if (p.kind === 'linear' || (kind === 'int4-embed' && p.kind === 'embedding')) {
       const q = quantize(a, p.shape[0] as number, p.shape[1] as number, INT4);
       const w = kind === 'fp32' ? dequantize(q) : q;
       weightBytes += kind === 'fp32' ? 4 * a.length : quantBytes(q);
@@ -83,8 +89,7 @@ async function halfBChild(kind: 'int4' | 'fp32' | 'int4-recompute'): Promise<Chi
       weights.set(k, a);
     }
   });
-  const recomputeAbove = kind === 'int4-recompute' ? SEQ / 2 : SEQ;
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove, headChunk: 128 });
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, ...(kind === 'int4-residuals' ? { recomputeAbove: SEQ } : {}) });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
@@ -134,9 +139,9 @@ async function eightBChild(): Promise<ChildResult> {
     }
   });
   console.error(`8B: ${(weightBytes / GiB).toFixed(2)} GiB of int4 weights drawn in ${gen.wallS.toFixed(0)} s; RSS ${(process.memoryUsage().rss / GiB).toFixed(2)} GiB`);
-  // Above 256 tokens the backward recomputes each layer's forward: keeping 32 layers' residuals at seq 512 would
-  // take ~4 GiB (what bench/train-step.ts's seq-1024 case does for the 0.5B).
-  const engine = Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: 256, headChunk: 256 });
+  // The engine's defaults: a quantized base recomputes each layer's forward in the backward above 256 tokens (32
+  // layers' residuals at seq 512 would take ~4 GiB), and the head runs over 512 rows at a time in vocabulary tiles.
+  const engine = Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
@@ -217,11 +222,11 @@ async function main(): Promise<void> {
     }
     const f = runChild('fp32');
     const q = runChild('int4');
-    const qr = args.includes('--no-recompute') ? null : runChild('int4-recompute');
+    const extra = [...(args.includes('--no-residuals') ? [] : [runChild('int4-residuals')]), ...(args.includes('--no-embed') ? [] : [runChild('int4-embed')])];
     const fmt = (r: ChildResult): string =>
       `${r.kind}: weights ${(r.weightBytes / GiB).toFixed(2)} GiB; first step ${r.warmS.toFixed(1)} s; steps ${r.stepS.map((s, i) => `${s.toFixed(1)} s (cpu/wall ${(r.cpuS[i]! / s).toFixed(2)})`).join(', ')}; ` +
       `loss ${r.loss.toPrecision(8)}, Σ log p ${r.logpSum.toPrecision(8)}; peak RSS ${(r.rssBytes / GiB).toFixed(2)} GiB; load ${r.load}`;
-    console.log(`Qwen2-0.5B shape, ${LAYERS} layers (each in a fresh process; int4-recompute recomputes each layer's forward in the backward):\n  ${fmt(f)}\n  ${fmt(q)}${qr === null ? '' : `\n  ${fmt(qr)}`}`);
+    console.log(`Qwen2-0.5B shape, ${LAYERS} layers (each in a fresh process; the int4 kinds recompute each layer's forward in the backward, but int4-residuals):\n  ${[f, q, ...extra].map(fmt).join('\n  ')}`);
     const tr = median(q.stepS) / median(f.stepS);
     const cr = median(q.cpuS) / median(f.cpuS);
     const rr = q.rssBytes / f.rssBytes;
@@ -229,7 +234,7 @@ async function main(): Promise<void> {
     const pr = Math.abs(q.logpSum - f.logpSum) / Math.abs(f.logpSum);
     console.log(`  int4 / fp32: step time ${tr.toFixed(2)}× wall, ${cr.toFixed(2)}× CPU (target ≤ 0.8); peak RSS ${rr.toFixed(2)}× (target ≤ 0.45); ` +
       `relative difference: loss ${lr.toExponential(2)}, Σ log p ${pr.toExponential(2)} (target ≤ 1e-4)`);
-    if (qr !== null) console.log(`  int4-recompute / fp32: step time ${(median(qr.stepS) / median(f.stepS)).toFixed(2)}× wall, ${(median(qr.cpuS) / median(f.cpuS)).toFixed(2)}× CPU; peak RSS ${(qr.rssBytes / f.rssBytes).toFixed(2)}×`);
+    for (const r of extra) console.log(`  ${r.kind} / fp32: step time ${(median(r.stepS) / median(f.stepS)).toFixed(2)}× wall, ${(median(r.cpuS) / median(f.cpuS)).toFixed(2)}× CPU; peak RSS ${(r.rssBytes / f.rssBytes).toFixed(2)}×`);
   }
   if (!args.includes('--no-8b')) {
     const e = runChild('8b');
@@ -241,6 +246,6 @@ async function main(): Promise<void> {
 const ci = args.indexOf('--child');
 if (ci >= 0) {
   const kind = args[ci + 1];
-  const r = kind === '8b' ? await eightBChild() : await halfBChild(kind === 'int4' || kind === 'int4-recompute' ? kind : 'fp32');
+  const r = kind === '8b' ? await eightBChild() : await halfBChild((['int4', 'int4-residuals', 'int4-embed'] as const).find((k) => k === kind) ?? 'fp32');
   console.log(JSON.stringify(r));
 } else await main();

@@ -282,12 +282,12 @@ registerOp('MatMulNBits', {
 });
 
 /** `t` + 0 · Σ dep[:, 0]: the same values, computed only once `dep` exists (an ordering edge for ORT's scheduler). */
-function after(t: Tensor, dep: Tensor): Tensor {
+export function after(t: Tensor, dep: Tensor): Tensor {
   return op.add(t, op.reshape(op.mul(op.reduceSum(op.slice(dep, [0], [1], [1]), [], false), 0), [1]));
 }
 
 /** X·Wᵀ for one part: [T, K] → [T, r1 − r0]. */
-function matmulPart(x: Tensor, spec: QuantSpec, p: QuantPart, K: number): Tensor {
+export function matmulPart(x: Tensor, spec: QuantSpec, p: QuantPart, K: number): Tensor {
   const ins = p.zeroPoints === null ? [x, p.qweight, p.scales] : [x, p.qweight, p.scales, p.zeroPoints];
   return op.apply('MatMulNBits', ins, { K, N: p.r1 - p.r0, bits: spec.bits })[0]!;
 }
@@ -299,7 +299,7 @@ export function matmulNBits(x: Tensor, w: QuantInputs): Tensor {
 }
 
 /** One part of W as f32 [r1 − r0, K], from primitives (Cast, Floor, Sub, Mul). */
-function dequantPart(spec: QuantSpec, p: QuantPart, K: number): Tensor {
+export function dequantPart(spec: QuantSpec, p: QuantPart, K: number): Tensor {
   const n = p.r1 - p.r0;
   const nb = K / QUANT_BLOCK;
   const q = op.cast(p.qweight, 'float32'); // [n, nb, bytes]

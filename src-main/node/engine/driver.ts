@@ -17,6 +17,7 @@ import { loraScale } from '../../common/engine/lora.ts';
 import type { Feed, Runtime } from './runtime.ts';
 import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
+import { HEAD_TILE_VALUES, headTileName, headTileRanges } from '../../common/engine/head.ts';
 
 export type FArray = Float32Array | Float64Array;
 
@@ -45,13 +46,30 @@ export interface DriverOptions {
   dtype: FloatDType;
   /** Token-count buckets a sequence is padded up to (ascending); longer sequences use multiples of the last. */
   buckets?: readonly number[];
-  /** Rows per head-graph run: the [chunk, V] logits are the largest buffers of a step. */
+  /**
+   * Rows per head-graph run (256; fewer for a shorter sequence: the bucket of its rows). The head reads the
+   * vocabulary in tiles (head.ts), and each run reads the whole lm_head once (a quantized one is dequantized once
+   * per run), so larger chunks are faster; but ORT still holds about one [chunk, V] f32 in all for a run (Qwen2-0.5B:
+   * 128 rows +0.08 GiB peak RSS and 1.28 s a run, 256 rows +0.16 GiB and 1.76 s, 512 rows +0.32 GiB and 2.70 s).
+   */
   headChunk?: number;
   /** The lm_head backward: the hand-fused one (default) or the autodiff's. */
   headGrad?: Exclude<HeadGrad, 'none'>;
-  /** Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals. */
+  /**
+   * Above this bucket, the backward recomputes each layer's forward instead of keeping its residuals: 512 for an f32
+   * base, 256 for a block-quantized one (RECOMPUTE_ABOVE_QUANT).
+   */
   recomputeAbove?: number;
+  /** Values per tile of an f32 lm_head in the head graphs (head.ts HEAD_TILE_VALUES). */
+  headTileValues?: number;
 }
+
+/**
+ * recomputeAbove's default for a block-quantized base. Whoever runs a 4-bit base is short of memory, and there the
+ * residuals are the step's largest buffers: at 512 tokens a Qwen2-0.5B keeps 3.3 GiB of them for 24 layers beside
+ * 0.7 GiB of weights. Recomputing each layer's forward in the backward keeps only its input (README, bench table).
+ */
+export const RECOMPUTE_ABOVE_QUANT = 256;
 
 export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048] as const;
 
@@ -92,6 +110,7 @@ export class Driver {
   readonly headChunk: number;
   readonly headGradMode: Exclude<HeadGrad, 'none'>;
   readonly recomputeAbove: number;
+  readonly headTileValues: number;
   private readonly rt: Runtime;
   private readonly w: DriverWeights;
   private readonly baseLayers = new Map<string, Graph>();
@@ -118,9 +137,9 @@ export class Driver {
     this.config = config;
     this.dtype = opts.dtype;
     this.buckets = opts.buckets ?? DEFAULT_BUCKETS;
-    this.headChunk = opts.headChunk ?? 128;
+    this.headChunk = opts.headChunk ?? 256;
     this.headGradMode = opts.headGrad ?? 'fused';
-    this.recomputeAbove = opts.recomputeAbove ?? 512;
+    this.headTileValues = opts.headTileValues ?? HEAD_TILE_VALUES;
     this.rt = runtime;
     this.w = weights;
     if (weights.layers.length !== config.numLayers) {
@@ -134,6 +153,7 @@ export class Driver {
     this.layerQuant = weights.layers.map(layout);
     this.layoutKeys = this.layerQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
     this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    this.recomputeAbove = opts.recomputeAbove ?? (this.quantized ? RECOMPUTE_ABOVE_QUANT : 512);
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
       const f: Record<string, Feed> = {};
@@ -142,9 +162,18 @@ export class Driver {
     };
     this.layerFeeds = weights.layers.map(feeds);
     this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
+    const W = weights.lmHead;
+    if (!isQuant(W)) {
+      // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.
+      headTileRanges(config.vocabSize, config.hiddenSize, this.headTileValues).forEach(([r0, r1], k) => {
+        this.headFeeds[headTileName(k)] = W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize);
+      });
+    }
     this.family = modelGraphs(config);
-    this.head = this.family.head(this.dtype, 'none', this.headQuant);
-    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant);
+    // The vocabulary in tiles (head.ts): the [chunk, V] logits, their log-softmax and its cotangent never exist.
+    const tiles = { tileValues: this.headTileValues };
+    this.head = this.family.head(this.dtype, 'none', this.headQuant, tiles);
+    this.headGrad = this.family.head(this.dtype, this.headGradMode, this.headQuant, tiles);
     this.logits = this.family.logits(this.dtype, this.headQuant);
   }
 
@@ -268,7 +297,7 @@ export class Driver {
   /** The head over rows [r0, r1) of h, predicting targets[r − r0]; chunked. */
   private async headRows(h: FArray, rows: number, targets: readonly number[], dlogpOut: FArray | null): Promise<Float64Array> {
     const H = this.config.hiddenSize;
-    const C = this.headChunk;
+    const C = Math.min(this.headChunk, this.bucket(rows));
     const logp = new Float64Array(rows);
     const graph = dlogpOut === null ? this.head : this.headGrad;
     for (let r0 = 0; r0 < rows; r0 += C) {
@@ -282,12 +311,25 @@ export class Driver {
       }
       const tg = new BigInt64Array(C);
       for (let i = 0; i < n; i++) tg[i] = BigInt(targets[r0 + i]!);
-      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg });
+      const out = await this.rt.run(graph, { T: C }, { h: hc, ...this.headFeeds, targets: tg, 'lm_head.rows': this.headRowsOf(targets, r0, n, C) });
       const lp = out['logp']!.data as FArray;
       for (let i = 0; i < n; i++) logp[r0 + i] = lp[i]!;
       if (dlogpOut !== null) dlogpOut.set((out['dlogp_dh']!.data as FArray).subarray(0, n * H), r0 * H);
     }
     return logp;
+  }
+
+  /** The lm_head's rows of targets[r0 .. r0 + n), [C, H] (zero rows past n): what the tiled head reads as W[targets]. */
+  private headRowsOf(targets: readonly number[], r0: number, n: number, C: number): FArray {
+    const H = this.config.hiddenSize;
+    const W = this.w.lmHead;
+    const out = this.alloc(C * H);
+    for (let i = 0; i < n; i++) {
+      const t = targets[r0 + i]!;
+      if (isQuant(W)) dequantizeRows(W, t, t + 1, out.subarray(i * H, (i + 1) * H) as Float32Array);
+      else out.set(W.subarray(t * H, (t + 1) * H), i * H);
+    }
+    return out;
   }
 
   private checkSpan(tokens: readonly number[], start: number): void {
@@ -423,7 +465,8 @@ export class Driver {
     const names = Object.keys(w.layers[0]!);
     this.fullGraphs ??= {
       layer: vjpSplit(this.baseLayer(0), { outputs: ['y'], wrt: ['x', ...names] }),
-      head: vjpSplit(this.head, { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
+      // The untiled head: its gradient toward the whole lm_head input.
+      head: vjpSplit(this.family.head(this.dtype, 'none', null), { outputs: ['logp'], wrt: ['h', 'norm', 'lm_head'], recompute: true }),
     };
     const { layer, head } = this.fullGraphs;
     const bind = { T };

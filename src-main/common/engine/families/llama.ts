@@ -25,6 +25,7 @@ import { grad } from '../autodiff.ts';
 import { groupedAttention, layerInputs, quantizeActivations, rmsNorm, rope, ropeInvFreq, ropeTables, type ActQuantTable, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 import { type QuantInputs, type QuantSpec, frozenLinear, matmulDequant, quantInputs } from '../quant.ts';
+import { type HeadTiling, headTiles, tiledLogprobs } from '../head.ts';
 
 /** Which weights of a graph are block-quantized (quant.ts), by parameter-table name; the others are f32 inputs. */
 export type QuantLayout = Readonly<Record<string, QuantSpec>>;
@@ -320,17 +321,32 @@ export function llamaLayerGraph(c: LlamaLike, dtype: FloatDType, lora: LayerLora
  * backward of any loss of the logps is dLoss/dh_t = dLoss/dlogp_t · dlogp_dh_t: the lm_head backward happens in the
  * same pass as its forward, and no [T, V] value outlives the chunk.
  *
+ * With `tiles` ('none' and 'fused' only; the driver's default), the lm_head is read in row tiles with a running
+ * log-sum-exp (head.ts), so no [T, V] value exists; it then also takes 'lm_head.rows' [T, H] (W[targets]) and, for an
+ * f32 head, 'lm_head.tileK' [n, H] views in place of 'lm_head'.
+ *
  * 'fused' is a performance exception (house style 6; llama.test.ts proves it equals 'symbolic'): with p = softmax,
  * ∂logp_t/∂hn_t = W[target_t] − p_t·W, so one Exp over [T, V] and a Gemm whose C input is the gathered rows replace
  * the symbolic chain's scatter of a one-hot, reduce, exp, mul and sub over [T, V].
  */
-export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad, quant: QuantSpec | null = null): Graph {
-  const g = new Graph(`${withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`}${quant === null ? '' : '_q'}`);
+export function llamaHeadGraph(c: LlamaLike, dtype: FloatDType, withGrad: HeadGrad, quant: QuantSpec | null = null, tiles: HeadTiling | null = null): Graph {
+  const tiled = tiles !== null && withGrad !== 'symbolic';
+  const g = new Graph(`${withGrad === 'none' ? 'llama_head' : `llama_head_grad_${withGrad}`}${quant === null ? '' : '_q'}${tiled ? '_tiled' : ''}`);
   const T = 'T';
   const H = c.hiddenSize;
   const V = c.vocabSize;
   const h = g.input('h', dtype, [T, H]); // [T, H]
   const norm = g.input('norm', dtype, [H]); // [H]
+  if (tiled) {
+    // The vocabulary in tiles with a running log-sum-exp (head.ts): no [T, V] buffer, the same log p and ∂log p/∂h.
+    const hn = rmsNorm(h, norm, c.rmsNormEps); // [T, H]
+    const parts = headTiles(g, dtype, V, H, quant, tiles.tileValues); // f32 'lm_head.tileK' [n, H] or the quantized parts
+    const rows = g.input('lm_head.rows', dtype, [T, H]); // [T, H], W[targets]
+    const { logp, dx } = tiledLogprobs(quantizeActivations(hn, c.actQuant?.lmHead), parts, rows, withGrad === 'fused');
+    g.output('logp', logp); // [T]
+    if (dx !== null) g.output('dlogp_dh', grad([hn], [h], [dx])[0]!); // [T, H], straight through the rounding
+    return g;
+  }
   // [V, H], f32 or quantized ('lm_head.qweight', …)
   const W = quant === null ? g.input('lm_head', dtype, [V, H]) : quantInputs(g, 'lm_head', V, H, quant);
   const targets = g.input('targets', 'int64', [T]); // [T]

@@ -17,6 +17,7 @@ import { causalMaskTable, type FloatDType, type HeadGrad } from '../composites.t
 import type { LayerLora } from '../lora.ts';
 import type { LlamaArchitecture, LlamaConfig, QuantLayout } from './llama.ts';
 import type { QuantSpec } from '../quant.ts';
+import type { HeadTiling } from '../head.ts';
 import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
 import type { GemmaArchitecture, GemmaConfig } from './gemma.ts';
 import { MOE_ARCHITECTURES, moeLayerGraph, moeLinearParams, moeParams, parseMoeConfig } from './moe.ts';
@@ -75,8 +76,11 @@ export function modelLinearParams(c: ModelConfig): ResolvedParam[] {
 export interface ModelGraphs {
   /** `quant`: the layer's block-quantized weights (Llama family only; quant.ts). */
   layer(dtype: FloatDType, lora: LayerLora | null, quant?: QuantLayout): Graph;
-  /** `quant`: the lm_head's quantization, or null for f32 (Llama family only). */
-  head(dtype: FloatDType, withGrad: HeadGrad, quant?: QuantSpec | null): Graph;
+  /**
+   * `quant`: the lm_head's quantization, or null for f32 (Llama family only). `tiles`: the vocabulary in tiles with a
+   * running log-sum-exp (head.ts; Llama family, 'none' and 'fused'), or one [T, V] product when null or absent.
+   */
+  head(dtype: FloatDType, withGrad: HeadGrad, quant?: QuantSpec | null, tiles?: HeadTiling | null): Graph;
   logits(dtype: FloatDType, quant?: QuantSpec | null): Graph;
   /** Factor on the embedding rows (Gemma: √H). */
   embedScale(dtype: FloatDType): number;
@@ -111,7 +115,7 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
   if (isMoe(c)) {
     return {
       layer: (dtype, lora, quant) => (noQuant(c, quant), moeLayerGraph(c, dtype, lora)),
-      head: (dtype, withGrad, quant) => llamaHeadGraph(c, dtype, withGrad, quant ?? null),
+      head: (dtype, withGrad, quant, tiles) => llamaHeadGraph(c, dtype, withGrad, quant ?? null, tiles ?? null),
       logits: (dtype, quant) => llamaLogitsGraph(c, dtype, quant ?? null),
       embedScale: () => 1,
       layerKind: () => 'all',
@@ -121,7 +125,7 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
   if (!isLlama(c)) throw new ModelConfigError(`no graphs for architecture ${(c as ModelConfig).architecture}`, 'architectures');
   return {
     layer: (dtype, lora, quant) => llamaLayerGraph(c, dtype, lora, undefined, quant),
-    head: (dtype, withGrad, quant) => llamaHeadGraph(c, dtype, withGrad, quant ?? null),
+    head: (dtype, withGrad, quant, tiles) => llamaHeadGraph(c, dtype, withGrad, quant ?? null, tiles ?? null),
     logits: (dtype, quant) => llamaLogitsGraph(c, dtype, quant ?? null),
     embedScale: () => 1,
     layerKind: () => 'all',
