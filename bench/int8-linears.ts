@@ -214,11 +214,12 @@ async function main(): Promise<void> {
       return process.memoryUsage().rss;
     };
     const r0 = rss();
-    let b: Uint8Array | null = model(nbitsNode(N, K, 0), [{ name: 'x', type: F, dims: [T, K] }], qTensors(w), ['y', [T, N]]);
+    const held: { b: Uint8Array | null } = { b: null };
+    held.b = model(nbitsNode(N, K, 0), [{ name: 'x', type: F, dims: [T, K] }], qTensors(w), ['y', [T, N]]);
     const r1 = rss();
-    const s = await ort.InferenceSession.create(b, sessionOpts);
+    const s = await ort.InferenceSession.create(held.b, sessionOpts);
     const r2 = rss();
-    b = null;
+    held.b = null;
     const r3 = rss();
     await s.run({ x: new ort.Tensor('float32', new Float32Array(T * K), [T, K]) });
     const r4 = rss();

@@ -60,6 +60,17 @@ describe('quantized linear', () => {
         const fo = await rt.run(build(false), {}, { x, c, w: deq });
         expect(maxRel(qo['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
         expect(maxRel(qo['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        // Baked in as constants (Driver's prepack: ORT prepacks MatMulNBits' weights), the same product; the dX
+        // dequantization still reads the fed weights, and a forward-only session reads none.
+        const consts = { id: 'w', values: quantFeeds('w', q) };
+        const po = await rt.run(build(true), {}, { x, c, ...quantFeeds('w', q) }, undefined, consts);
+        expect(maxRel(po['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRel(po['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        const fwd = new Graph(`qfwd${N}`);
+        fwd.output('y', frozenLinear(fwd.input('x', 'float32', [T, K]), quantInputs(fwd, 'w', N, K, spec)));
+        const compiled = await rt.compile(fwd, {}, consts);
+        expect(compiled.inputNames).toEqual(['x']);
+        expect(maxRel((await compiled.run({ x }))['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
         // The quantization itself is not the identity: the f32 weights give a different product.
         const raw = await rt.run(build(false), {}, { x, c, w: wf });
         expect(maxRel(raw['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeGreaterThan(1e-4);
