@@ -11,6 +11,7 @@
 //      directly (lm_head through MatMulNBits, embedding rows dequantized on lookup): one LoRA step (forward and
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
 //   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-recompute
+//          --prepack on|off (the driver's default: DriverOptions.prepack)
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -40,6 +41,7 @@ const RANK = 16;
 const ALPHA = 32;
 const INT4 = { bits: 4, zeroPoints: false } as const;
 const GiB = 2 ** 30;
+const PREPACK = args.includes('--prepack') ? { prepack: args[args.indexOf('--prepack') + 1] === 'on' } : {};
 
 const llama3_8b: LlamaConfig = parseLlamaConfig({
   architectures: ['LlamaForCausalLM'], vocab_size: 128256, hidden_size: 4096, intermediate_size: 14336, num_hidden_layers: 32,
@@ -84,7 +86,7 @@ async function halfBChild(kind: 'int4' | 'fp32' | 'int4-recompute'): Promise<Chi
     }
   });
   const recomputeAbove = kind === 'int4-recompute' ? SEQ / 2 : SEQ;
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove, headChunk: 128 });
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove, headChunk: 128, ...PREPACK });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);

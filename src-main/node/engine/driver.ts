@@ -14,9 +14,8 @@ import type { FloatDType, HeadGrad } from '../../common/engine/composites.ts';
 import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
-import os from 'node:os';
 import type { Feed, Runtime, SessionConstants } from './runtime.ts';
-import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantBytes, quantFeeds } from '../../common/engine/quant.ts';
+import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
 
 export type FArray = Float32Array | Float64Array;
@@ -56,8 +55,9 @@ export interface DriverOptions {
    * Block-quantized layer weights baked into per-layer sessions as constants, which ORT prepacks for MatMulNBits
    * (about 2× faster than the fed weights it dequantizes into f32 per call; the same product to float rounding), at
    * the cost of one packed copy (≈1.3× the quantized bytes) per layer graph kind in use, for one shape bucket at a
-   * time. Default: on when 4× the quantized layer bytes fit in a sixteenth of the machine's memory (a 0.5B base on a
-   * 16 GB machine, not an 8B one).
+   * time, and of one ORT arena per layer session: each keeps its high-water mark of a layer's transients (about
+   * 200 MB per layer at T = 512 for a 0.5B; onnxruntime-node has no shared allocator, and without an arena ORT runs
+   * many times slower). Off by default: README "Quantized frozen weights" has the measurements.
    */
   prepack?: boolean;
 }
@@ -152,8 +152,7 @@ export class Driver {
       return f;
     };
     this.layerFeeds = weights.layers.map(feeds);
-    const qBytes = weights.layers.reduce((n, r) => n + Object.values(r).reduce((m, v) => m + (isQuant(v) ? quantBytes(v) : 0), 0), 0);
-    const prepack = opts.prepack ?? 4 * qBytes <= os.totalmem() / 16;
+    const prepack = opts.prepack ?? false;
     this.layerConsts = weights.layers.map((r, i) => {
       const values: Record<string, Float32Array | Uint8Array> = {};
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) Object.assign(values, quantFeeds(k, v));

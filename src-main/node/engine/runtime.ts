@@ -209,9 +209,6 @@ export class Runtime {
       // ORT's extended fusions (x·sigmoid(x) -> com.microsoft.QuickGelu, ...) are applied to float64 graphs although
       // their kernels are float-only, and the session then fails to load; float64 graphs (gradient checks) get 'basic'.
       graphOptimizationLevel: this.optimization ?? (graph.nodes.some((n) => n.outputs.some((t) => t.dtype === 'float64')) ? 'basic' : 'all'),
-      // A session with constants is one of many (one per layer): each session's arena would keep its own high-water
-      // mark of the layer's transients (24 layers × ~200 MB at T = 512 for a 0.5B), so these allocate per run.
-      ...(constants === undefined ? {} : { enableCpuMemArena: false }),
     };
     let session: ort.InferenceSession;
     try {
