@@ -11,7 +11,7 @@
 //      directly (lm_head through MatMulNBits, embedding rows dequantized on lookup): one LoRA step (forward and
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
 //   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-recompute
-//          --prepack on|off (the driver's default: DriverOptions.prepack)
+//          --prepack on|off (the driver's default: DriverOptions.prepack)  --only-backward (part 1 alone)
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -217,6 +217,7 @@ async function main(): Promise<void> {
       console.log(`dX backward of one Qwen2-0.5B layer's 7 linears at T=${SEQ} (median of 3; load ${loadAverage()}):`);
       await backwardChoice();
     }
+    if (args.includes('--only-backward')) return;
     const f = runChild('fp32');
     const q = runChild('int4');
     const qr = args.includes('--no-recompute') ? null : runChild('int4-recompute');

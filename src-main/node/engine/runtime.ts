@@ -209,6 +209,9 @@ export class Runtime {
       // ORT's extended fusions (x·sigmoid(x) -> com.microsoft.QuickGelu, ...) are applied to float64 graphs although
       // their kernels are float-only, and the session then fails to load; float64 graphs (gradient checks) get 'basic'.
       graphOptimizationLevel: this.optimization ?? (graph.nodes.some((n) => n.outputs.some((t) => t.dtype === 'float64')) ? 'basic' : 'all'),
+      // Sessions with constants are many (one per layer), each with its own intra-op threads: spinning after a run,
+      // they would take the cores from the next layer's session.
+      ...(constants === undefined ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
     };
     let session: ort.InferenceSession;
     try {
