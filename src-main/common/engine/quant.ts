@@ -299,49 +299,10 @@ export function matmulNBits(x: Tensor, w: QuantInputs): Tensor {
   return ys.length === 1 ? ys[0]! : op.concat(ys, 1);
 }
 
-// The symmetric dequantization's ops: the nibbles split on bytes (ONNX opset 18 BitwiseAnd, BitShift), then one
-// per-row DequantizeLinear over rows of one block, y = (q − zero)·scale, with the default zero point as a uint8 constant.
-registerOp('QuantNibble', {
-  infer(inputs) {
-    if (inputs.length !== 1 || inputs[0]!.dtype !== 'uint8') throw new GraphError('QuantNibble', 'takes one uint8 input');
-    return [{ dtype: 'uint8', shape: inputs[0]!.shape }];
-  },
-  emit: (node) =>
-    node.attrs['high'] === true
-      ? { opType: 'BitShift', inputs: [0, { dtype: 'uint8', dims: [1], values: [4] }], attrs: [{ name: 'direction', type: 'string', value: 'RIGHT' }] }
-      : { opType: 'BitwiseAnd', inputs: [0, { dtype: 'uint8', dims: [1], values: [15] }], attrs: [] },
-});
-registerOp('QuantDequantizeRows', {
-  infer(inputs) {
-    const [q, sc] = inputs as [Tensor, Tensor];
-    if (inputs.length !== 2 || q.dtype !== 'uint8' || q.rank !== 2 || sc.dtype !== 'float32' || fmtShape(sc.shape) !== fmtShape([q.shape[0]!])) {
-      throw new GraphError('QuantDequantizeRows', `takes uint8 [R, B] and float32 [R], got ${fmtShape(q.shape)}, ${fmtShape(sc.shape)}`);
-    }
-    return [{ dtype: 'float32', shape: q.shape }];
-  },
-  emit: (node) => {
-    const R = node.inputs[0]!.shape[0] as number;
-    const zero = node.attrs['zero'] as number;
-    return { opType: 'DequantizeLinear', inputs: [0, 1, { dtype: 'uint8', dims: [R], values: new Array<number>(R).fill(zero) }], attrs: [{ name: 'axis', type: 'int', value: 0 }] };
-  },
-});
-
-/** One part of W as f32 [r1 − r0, K]: symmetric weights by nibble ops and DequantizeLinear, float zero points by primitives (Cast, Floor, Sub, Mul). */
+/** One part of W as f32 [r1 − r0, K], from primitives (Cast, Floor, Sub, Mul). */
 function dequantPart(spec: QuantSpec, p: QuantPart, K: number): Tensor {
   const n = p.r1 - p.r0;
   const nb = K / QUANT_BLOCK;
-  if (p.zeroPoints === null) {
-    let v: Tensor; // uint8 [n·nb, 32]
-    if (spec.bits === 8) v = op.reshape(p.qweight, [n * nb, QUANT_BLOCK]);
-    else {
-      const b = op.reshape(p.qweight, [n * nb, 16, 1]);
-      const lo = op.apply('QuantNibble', [b], { high: false })[0]!;
-      const hi = op.apply('QuantNibble', [b], { high: true })[0]!;
-      v = op.reshape(op.concat([lo, hi], 2), [n * nb, QUANT_BLOCK]);
-    }
-    const w = op.apply('QuantDequantizeRows', [v, p.scales], { zero: spec.bits === 4 ? 8 : 128 })[0]!; // [n·nb, 32]
-    return op.reshape(w, [n, K]);
-  }
   const q = op.cast(p.qweight, 'float32'); // [n, nb, bytes]
   let v: Tensor; // [n, nb, 32]
   if (spec.bits === 8) v = q;
