@@ -15,6 +15,7 @@
 //      directly (lm_head through MatMulNBits, embedding rows dequantized on lookup): one LoRA step (forward and
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
 //   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-residuals  --no-embed
+//          --prepack on|off (the driver's default: DriverOptions.prepack)  --only-backward (part 1 alone)
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -44,6 +45,7 @@ const RANK = 16;
 const ALPHA = 32;
 const INT4 = { bits: 4, zeroPoints: false } as const;
 const GiB = 2 ** 30;
+const PREPACK = args.includes('--prepack') ? { prepack: args[args.indexOf('--prepack') + 1] === 'on' } : {};
 
 const llama3_8b: LlamaConfig = parseLlamaConfig({
   architectures: ['LlamaForCausalLM'], vocab_size: 128256, hidden_size: 4096, intermediate_size: 14336, num_hidden_layers: 32,
@@ -89,7 +91,7 @@ async function halfBChild(kind: HalfBKind): Promise<ChildResult> {
       weights.set(k, a);
     }
   });
-  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, ...(kind === 'int4-residuals' ? { recomputeAbove: SEQ } : {}) });
+  const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, ...(kind === 'int4-residuals' ? { recomputeAbove: SEQ } : {}), ...PREPACK });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);
@@ -220,6 +222,7 @@ async function main(): Promise<void> {
       console.log(`dX backward of one Qwen2-0.5B layer's 7 linears at T=${SEQ} (median of 3; load ${loadAverage()}):`);
       await backwardChoice();
     }
+    if (args.includes('--only-backward')) return;
     const f = runChild('fp32');
     const q = runChild('int4');
     const extra = [...(args.includes('--no-residuals') ? [] : [runChild('int4-residuals')]), ...(args.includes('--no-embed') ? [] : [runChild('int4-embed')])];

@@ -59,6 +59,11 @@ export interface OnnxEmit {
    * narrow float that exists only there, RoundNarrow's round trip).
    */
   computeAs?: ComputeDType;
+  /**
+   * Node-input indices ORT prepacks when they are constant initializers (MatMulNBits' weights): when the run names
+   * such a graph input as a constant (EmitOptions.constants), emission makes it an initializer for this node only.
+   */
+  prepacked?: number[];
 }
 
 export interface OpDef {

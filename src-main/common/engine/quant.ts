@@ -267,6 +267,7 @@ registerOp('MatMulNBits', {
       { name: 'block_size', type: 'int', value: QUANT_BLOCK },
       { name: 'accuracy_level', type: 'int', value: 0 },
     ],
+    prepacked: node.inputs.slice(1).map((_, i) => i + 1),
   }),
   // Y = X·Wᵀ: dX = dY·W; the packed weights, scales and zero points are frozen (no cotangent).
   grad: ({ node, gOut, needs }) => {

@@ -16,6 +16,27 @@ export const MS_DOMAIN = 'com.microsoft';
 export interface EmitOptions {
   /** Values for the graph's symbols ('T' -> 512). Every symbol the emitted part uses must be bound. */
   bindings?: Bindings;
+  /**
+   * Graph inputs to emit as constant initializers, by name, where an op prepacks them (OnnxEmit.prepacked: ORT then
+   * packs MatMulNBits' weights once, at session creation). Every other consumer of the same input still reads the fed
+   * input, so nothing else is constant-folded (a dequantization of a constant weight would be folded into f32).
+   */
+  constants?: Readonly<Record<string, Float32Array | Uint8Array>>;
+}
+
+/** The graph inputs that `constants` would make initializers (those an op that prepacks reads), in graph order. */
+export function prepackedInputs(graph: Graph, constants: Readonly<Record<string, unknown>>): string[] {
+  const found = new Set<string>();
+  for (const n of graph.nodes) {
+    if (n.op === 'Input' || n.op === 'Constant' || !n.inputs.some((t) => t.node.op === 'Input' && (t.node.attrs['name'] as string) in constants)) continue;
+    const e = opDef(n.op).emit(n, {});
+    for (const i of e.prepacked ?? []) {
+      const t = n.inputs[i];
+      const name = t?.node.op === 'Input' ? (t.node.attrs['name'] as string) : undefined;
+      if (name !== undefined && name in constants) found.add(name);
+    }
+  }
+  return graph.inputs.map((t) => t.node.attrs['name'] as string).filter((n) => found.has(n));
 }
 
 function typedBytes(dtype: DType, values: readonly number[]): Uint8Array {
@@ -87,6 +108,20 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
   };
 
   const initializers: onnxProto.onnx.ITensorProto[] = [];
+  const consts = opts.constants ?? {};
+  const constNames = new Map<string, string>(); // input name → its initializer's name
+  const constOf = (t: Tensor): string => {
+    const input = t.node.attrs['name'] as string;
+    let n = constNames.get(input);
+    if (n === undefined) {
+      n = fresh(`${input}_const`);
+      constNames.set(input, n);
+      const a = consts[input]!;
+      const dims = bindShape(t.shape, b, `constant '${input}'`);
+      initializers.push({ name: n, dataType: ONNX_DTYPE[t.dtype], dims, rawData: new Uint8Array(a.buffer, a.byteOffset, a.byteLength) });
+    }
+    return n;
+  };
   const nodes: onnxProto.onnx.INodeProto[] = [];
   const domains = new Set<string>();
   let k = 0;
@@ -107,6 +142,7 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
       if (x === null) return '';
       if (typeof x === 'number') {
         const t = n.inputs[x]!;
+        if (e.prepacked?.includes(x) === true && t.node.op === 'Input' && (t.node.attrs['name'] as string) in consts) return constOf(t);
         if (via === undefined || !isFloat(t.dtype) || t.dtype === via) return nameOf(t);
         const name = fresh(`${nameOf(t)}_as_${via}`);
         cast(nameOf(t), via, name);
@@ -140,7 +176,8 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
   }
   for (const a of aliases) nodes.push({ name: `out_${a.to}`, opType: 'Identity', domain: '', input: [nameOf(a.from)], output: [a.to] });
 
-  const usedInputs = graph.inputs.filter((t) => needed.has(t.node));
+  const read = new Set(nodes.flatMap((n) => n.input ?? []));
+  const usedInputs = graph.inputs.filter((t) => needed.has(t.node) && (read.has(names.get(t)!) || graph.outputs.some((o) => o.tensor === t)));
   const opsetImport: onnxProto.onnx.IOperatorSetIdProto[] = [{ domain: '', version: OPSET }];
   for (const d of domains) opsetImport.push({ domain: d, version: 1 });
   return {

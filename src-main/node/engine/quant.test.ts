@@ -6,12 +6,13 @@ import { Graph } from '../../common/engine/ir.ts';
 import * as op from '../../common/engine/ops.ts';
 import { grad, vjpSplit } from '../../common/engine/autodiff.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { type QuantSpec, QUANT_CHUNK_VALUES, dequantize, frozenLinear, quantFeeds, quantInputs, quantParts, quantize } from '../../common/engine/quant.ts';
-import { llamaLayerGraph, llamaLayerParams, parseLlamaConfig, ropeTablesFor } from '../../common/engine/families/llama.ts';
+import { type QuantSpec, type QuantWeight, QUANT_CHUNK_VALUES, dequantize, frozenLinear, quantFeeds, quantInputs, quantParts, quantize } from '../../common/engine/quant.ts';
+import { llamaLayerGraph, llamaLayerParams, llamaParams, parseLlamaConfig, ropeTablesFor } from '../../common/engine/families/llama.ts';
 import { causalMaskTable } from '../../common/engine/composites.ts';
 import { loraInputNames } from '../../common/engine/lora.ts';
 import { numel } from '../../common/engine/families/params.ts';
 import { type Feed, Runtime } from './runtime.ts';
+import { Engine } from './engine.ts';
 
 const rt = new Runtime({ intraOpThreads: 1 });
 afterAll(() => rt.dispose());
@@ -60,6 +61,17 @@ describe('quantized linear', () => {
         const fo = await rt.run(build(false), {}, { x, c, w: deq });
         expect(maxRel(qo['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
         expect(maxRel(qo['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        // Baked in as constants (Driver's prepack: ORT prepacks MatMulNBits' weights), the same product; the dX
+        // dequantization still reads the fed weights, and a forward-only session reads none.
+        const consts = { id: 'w', values: quantFeeds('w', q) };
+        const po = await rt.run(build(true), {}, { x, c, ...quantFeeds('w', q) }, undefined, consts);
+        expect(maxRel(po['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRel(po['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        const fwd = new Graph(`qfwd${N}`);
+        fwd.output('y', frozenLinear(fwd.input('x', 'float32', [T, K]), quantInputs(fwd, 'w', N, K, spec)));
+        const compiled = await rt.compile(fwd, {}, consts);
+        expect(compiled.inputNames).toEqual(['x']);
+        expect(maxRel((await compiled.run({ x }))['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
         // The quantization itself is not the identity: the f32 weights give a different product.
         const raw = await rt.run(build(false), {}, { x, c, w: wf });
         expect(maxRel(raw['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeGreaterThan(1e-4);
@@ -137,4 +149,40 @@ describe('quantized decoder layer through vjpSplit', () => {
       expect(e, `${k}: max rel diff ${e.toExponential(2)}`).toBeLessThan(2e-5);
     }
   }, 60_000);
+});
+
+describe('prepacked quantized layers (DriverOptions.prepack)', () => {
+  it('give the fed path’s log-probs and LoRA gradients, for two shape buckets in turn', async () => {
+    const c = parseLlamaConfig({
+      architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
+    });
+    const rng = new Rng(21);
+    const weights = new Map<string, Float32Array | QuantWeight>();
+    llamaParams(c).forEach((p, i) => {
+      const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
+      if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
+      weights.set(p.hfKey, p.kind === 'linear' ? quantize(v, p.shape[0] as number, p.shape[1] as number, SPECS[i % SPECS.length]![1]) : v);
+    });
+    const engines = [false, true].map((prepack) => Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: 1, buckets: [16, 32], prepack }));
+    try {
+      for (const n of [12, 30, 12]) {
+        const tokens = Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize);
+        const [fed, packed] = await Promise.all(engines.map(async (e) => {
+          const adapter = e.newAdapter({ r: 4, alpha: 8 }, 1);
+          for (const p of adapter.pairs) new Rng(5).fork(p.baseKey).fillNormal(p.b, 0.05);
+          const lp = await e.logprobs(tokens, { adapter });
+          const g = await e.driver.grad(tokens, 1, adapter, (l) => new Float64Array(l.length).fill(-1));
+          return { lp, grads: g.grads };
+        }));
+        expect(maxRel(packed!.lp, fed!.lp)).toBeLessThan(1e-5);
+        fed!.grads.forEach((g, i) => {
+          expect(maxRel(packed!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
+          expect(maxRel(packed!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
+        });
+      }
+    } finally {
+      await Promise.all(engines.map((e) => e.close()));
+    }
+  }, 120_000);
 });

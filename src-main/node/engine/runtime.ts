@@ -6,7 +6,7 @@ import os from 'node:os';
 import ort from 'onnxruntime-node';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { type Bindings, type DType, type Graph, bindShape, shapeSymbols } from '../../common/engine/ir.ts';
-import { toOnnx } from './onnx.ts';
+import { prepackedInputs, toOnnx } from './onnx.ts';
 
 export type ExecutionProvider = 'cpu' | 'cuda' | 'dml' | 'webgpu';
 export const EXECUTION_PROVIDERS: readonly ExecutionProvider[] = ['cpu', 'cuda', 'dml', 'webgpu'];
@@ -132,11 +132,27 @@ function bindingKey(graph: Graph, bindings: Bindings): string {
     .join(',');
 }
 
+/**
+ * Weights to bake into a session as constants (EmitOptions.constants: only where an op prepacks them), under an id
+ * that names this set of values (a layer): graphs that bake any get one session per (graph, bindings, id).
+ */
+export interface SessionConstants {
+  id: string;
+  values: Readonly<Record<string, Float32Array | Uint8Array>>;
+}
+
 export class Runtime {
   readonly provider: ExecutionProvider;
   readonly intraOpThreads: number;
   private readonly optimization: RuntimeOptions['optimization'];
   private readonly cache = new Map<string, Promise<CompiledGraph>>();
+  /**
+   * Per (graph, constants id), the one cached key with those constants: each such session holds its own packed copy
+   * of the weights, so a new shape bucket releases the previous bucket's session instead of keeping both.
+   */
+  private readonly constKeys = new Map<string, string>();
+  /** Per graph and constant names: whether the graph bakes any of them. */
+  private readonly bakes = new Map<string, boolean>();
 
   constructor(opts: RuntimeOptions = {}) {
     const p = opts.provider ?? 'cpu';
@@ -147,11 +163,30 @@ export class Runtime {
   }
 
   /** The compiled graph for these bindings, created once and cached per (graph, bindings, provider). */
-  compile(graph: Graph, bindings: Bindings = {}): Promise<CompiledGraph> {
-    const key = `${graph.key}|${bindingKey(graph, bindings)}|${this.provider}`;
+  compile(graph: Graph, bindings: Bindings = {}, constants?: SessionConstants): Promise<CompiledGraph> {
+    let consts: SessionConstants | undefined;
+    if (constants !== undefined) {
+      const names = Object.keys(constants.values).sort().join(',');
+      const bk = `${graph.key}|${names}`;
+      let bakes = this.bakes.get(bk);
+      if (bakes === undefined) {
+        bakes = prepackedInputs(graph, constants.values).length > 0;
+        this.bakes.set(bk, bakes);
+      }
+      if (bakes) consts = constants;
+    }
+    const key = `${graph.key}|${bindingKey(graph, bindings)}|${this.provider}${consts === undefined ? '' : `|const=${consts.id}`}`;
     let c = this.cache.get(key);
+    if (c === undefined && consts !== undefined) {
+      const ck = `${graph.key}|const=${consts.id}`;
+      const old = this.constKeys.get(ck);
+      const oldC = old === undefined ? undefined : this.cache.get(old);
+      if (old !== undefined) this.cache.delete(old);
+      this.constKeys.set(ck, key);
+      oldC?.then((o) => o.dispose()).catch(() => undefined);
+    }
     if (c === undefined) {
-      c = this.create(graph, bindings);
+      c = this.create(graph, bindings, consts);
       this.cache.set(key, c);
       // A failed creation is not cached: the next call retries (and fails again with its own error).
       c.catch(() => this.cache.delete(key));
@@ -159,8 +194,8 @@ export class Runtime {
     return c;
   }
 
-  private async create(graph: Graph, bindings: Bindings): Promise<CompiledGraph> {
-    const bytes = toOnnx(graph, { bindings });
+  private async create(graph: Graph, bindings: Bindings, constants?: SessionConstants): Promise<CompiledGraph> {
+    const bytes = toOnnx(graph, constants === undefined ? { bindings } : { bindings, constants: constants.values });
     const p = this.provider;
     if (p !== 'cpu') {
       const backend = ort.listSupportedBackends().find((x) => x.name === p);
@@ -178,6 +213,9 @@ export class Runtime {
       // ORT's extended fusions (x·sigmoid(x) -> com.microsoft.QuickGelu, ...) are applied to float64 graphs although
       // their kernels are float-only, and the session then fails to load; float64 graphs (gradient checks) get 'basic'.
       graphOptimizationLevel: this.optimization ?? (graph.nodes.some((n) => n.outputs.some((t) => t.dtype === 'float64')) ? 'basic' : 'all'),
+      // Sessions with constants are many (one per layer), each with its own intra-op threads: spinning after a run,
+      // they would take the cores from the next layer's session.
+      ...(constants === undefined ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
     };
     let session: ort.InferenceSession;
     try {
@@ -190,8 +228,8 @@ export class Runtime {
   }
 
   /** Compiles (or reuses) and runs. */
-  async run(graph: Graph, bindings: Bindings, feeds: Readonly<Record<string, Feed>>, outputs?: readonly string[]): Promise<Record<string, HostTensor>> {
-    return (await this.compile(graph, bindings)).run(feeds, outputs);
+  async run(graph: Graph, bindings: Bindings, feeds: Readonly<Record<string, Feed>>, outputs?: readonly string[], constants?: SessionConstants): Promise<Record<string, HostTensor>> {
+    return (await this.compile(graph, bindings, constants)).run(feeds, outputs);
   }
 
   /** Releases the sessions of one graph (every bucket), or of all graphs. */
