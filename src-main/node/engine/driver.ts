@@ -23,8 +23,9 @@ export type FArray = Float32Array | Float64Array;
 
 /**
  * The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. A linear weight (and
- * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): the layer graph then reads it through
- * MatMulNBits, and the embedding rows are dequantized on lookup.
+ * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): a layer's are dequantized into a reused
+ * f32 scratch for each run of the f32 layer graph (DriverOptions.dequantizeLayerMaxBytes; a larger layer's graph reads
+ * them through MatMulNBits), the lm_head goes through MatMulNBits, and the embedding rows are dequantized on lookup.
  */
 export interface DriverWeights {
   layers: Record<string, FArray | QuantWeight>[];
