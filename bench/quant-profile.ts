@@ -1,4 +1,5 @@
 // node bench/quant-profile.ts [--kind fp32|int4|int4-residuals] [--layers N] [--seq T] [--steps N] [--ort-profile DIR]
+//                              [--dequantize-max BYTES] (DriverOptions.dequantizeLayerMaxBytes; 0: layers through MatMulNBits)
 // Where a Qwen2-0.5B-shaped LoRA step's time goes (bench/quant-step.ts's step, one kind in this process): wall time
 // per ORT graph run, summed per graph name over the timed steps, and the rest (JS between runs: embedding, feeds,
 // the objective). With --ort-profile, every session writes ORT's per-node profile under DIR, and the op types'
@@ -25,6 +26,7 @@ const LAYERS = Number(opt('layers', '24'));
 const SEQ = Number(opt('seq', '512'));
 const STEPS = Number(opt('steps', '1'));
 const PROFILE = opt('ort-profile', '');
+const DQ = args.includes('--dequantize-max') ? { dequantizeLayerMaxBytes: Number(opt('dequantize-max', '0')) } : {};
 
 // Wall time per graph run, by graph name.
 const acc = new Map<string, { n: number; ms: number }>();
@@ -64,7 +66,7 @@ generateWeightsEach(config, 0, (k, a) => {
     weights.set(k, KIND === 'fp32' ? dequantize(q) : q);
   } else weights.set(k, a);
 });
-const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: 2, ...(KIND === 'int4-residuals' ? { recomputeAbove: SEQ } : {}) });
+const engine = Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: 2, ...(KIND === 'int4-residuals' ? { recomputeAbove: SEQ } : {}), ...DQ });
 weights.clear();
 const adapter = engine.newAdapter({ r: 16, alpha: 32 }, 1);
 const rng = new Rng(2);
@@ -82,7 +84,7 @@ const t = await timed(async () => {
 on = false;
 const total = t.wallS * 1000 / STEPS;
 let inRuns = 0;
-console.log(`${KIND}, ${LAYERS} layers, seq ${SEQ}: step ${total.toFixed(0)} ms (cpu/wall ${(t.cpuS / t.wallS).toFixed(2)}), loss ${t.value.toPrecision(8)}; load ${loadAverage()}`);
+console.log(`${KIND}${DQ.dequantizeLayerMaxBytes === undefined ? '' : ` (dequantizeLayerMaxBytes ${DQ.dequantizeLayerMaxBytes})`}, ${LAYERS} layers, seq ${SEQ}: step ${total.toFixed(0)} ms (cpu/wall ${(t.cpuS / t.wallS).toFixed(2)}), loss ${t.value.toPrecision(8)}; load ${loadAverage()}`);
 for (const [k, e] of [...acc].sort((a, b) => b[1].ms - a[1].ms)) {
   inRuns += e.ms / STEPS;
   console.log(`  ${k.padEnd(44)} ${String(e.n / STEPS).padStart(4)} runs ${(e.ms / STEPS).toFixed(0).padStart(6)} ms  ${(e.ms / STEPS / e.n * STEPS).toFixed(1).padStart(7)} ms/run`);
