@@ -152,7 +152,7 @@ describe('quantized decoder layer through vjpSplit', () => {
 });
 
 describe('prepacked quantized layers (DriverOptions.prepack)', () => {
-  it('give the fed path’s log-probs and LoRA gradients, for two shape buckets in turn', async () => {
+  it('give the default path’s log-probs and LoRA gradients (layers dequantized per run), for two shape buckets in turn', async () => {
     const c = parseLlamaConfig({
       architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2,
       num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
