@@ -1,7 +1,7 @@
 // Builds the small LM (src-main/node/demo): tokenizer, pretraining through the engine, then 200 sampled
 // answers rated by the corpus's style detectors. Writes the model to resources/small-lm (or argv[2]) with BUILD.json:
 // the settings, the losses, the measured rates and the sha256 of model.safetensors, so a rebuild can be compared.
-// Usage: npm run build:small-lm [-- outDir] ; deterministic for a seed on one machine (single-threaded ORT).
+// Usage: [SMALL_LM_INSTRUCTED=share] npm run build:small-lm [-- outDir] ; deterministic for a seed on one machine (single-threaded ORT).
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -10,7 +10,8 @@ import { measureStyles, sampleAnswers } from '../src-main/node/demo/evaluate.ts'
 import { pretrainSmallLm } from '../src-main/node/demo/pretrain.ts';
 
 const out = path.resolve(process.argv[2] ?? 'resources/small-lm');
-const settings = { seed: 0, steps: Number(process.env.SMALL_LM_STEPS ?? 600), batch: 8 };
+const instructed = Number(process.env.SMALL_LM_INSTRUCTED ?? 0);
+const settings = { seed: 0, steps: Number(process.env.SMALL_LM_STEPS ?? 600), batch: 8, ...(instructed > 0 ? { instructed } : {}) };
 const r = await pretrainSmallLm(out, {
   ...settings,
   overwrite: true,

@@ -8,7 +8,7 @@ import { Rng } from '../../common/engine/rng.ts';
 import { Engine } from '../engine/engine.ts';
 import type { FArray } from '../engine/driver.ts';
 import { writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
-import { sampleDialogue } from './corpus.ts';
+import { instructDialogue, sampleDialogue } from './corpus.ts';
 import { renderDialogue, writeSmallLm, type SmallLmOptions } from './small-lm.ts';
 
 export interface PretrainOptions extends SmallLmOptions {
@@ -17,6 +17,8 @@ export interface PretrainOptions extends SmallLmOptions {
   batch?: number;
   lr?: number;
   warmup?: number;
+  /** The share of dialogues whose prompt names the answer's opening (corpus.ts instructDialogue; default 0, none). */
+  instructed?: number;
   onProgress?: (p: { step: number; steps: number; loss: number; elapsedS: number; etaS: number }) => void;
 }
 
@@ -36,6 +38,8 @@ export async function pretrainSmallLm(dir: string, o: PretrainOptions = {}): Pro
   const batch = o.batch ?? 8;
   const lrMax = o.lr ?? 3e-3;
   const warmup = o.warmup ?? Math.min(50, Math.floor(steps / 10));
+  const instructed = o.instructed ?? 0;
+  if (!(instructed >= 0 && instructed <= 1)) throw new RangeError(`instructed must be a share in [0, 1], got ${instructed}`);
   const written = writeSmallLm(dir, o);
   const engine = Engine.load(written.dir, { threads: 1, buckets: [32, 64, 96, 128, 192, 256] });
   const tok = engine.tokenizer!;
@@ -54,7 +58,9 @@ export async function pretrainSmallLm(dir: string, o: PretrainOptions = {}): Pro
     let tokens = 0;
     let nll = 0;
     for (let b = 0; b < batch; b++) {
-      const ids = tok.encode(renderDialogue(sampleDialogue(rng)));
+      const d = sampleDialogue(rng);
+      // No draw when nothing is instructed: the default model's stream stays what it was.
+      const ids = tok.encode(renderDialogue(instructed > 0 && rng.uniform() < instructed ? instructDialogue(d) : d));
       const g = await engine.driver.fullGrad(ids, 1, (lp) => new Float64Array(lp.length).fill(-1));
       for (const v of g.logp) nll -= v;
       tokens += g.logp.length;

@@ -77,7 +77,7 @@ export interface GymResult {
 export const HIT_BUCKETS = ['hard 4-11', 'hard 12-16', 'hard 17-21', 'soft'] as const;
 export type HitTable = Record<(typeof HIT_BUCKETS)[number], { hits: number; steps: number }>;
 
-const hitBucket = (o: BlackjackObs): (typeof HIT_BUCKETS)[number] => (o.usableAce ? 'soft' : o.playerSum <= 11 ? 'hard 4-11' : o.playerSum <= 16 ? 'hard 12-16' : 'hard 17-21');
+export const hitBucket = (o: BlackjackObs): (typeof HIT_BUCKETS)[number] => (o.usableAce ? 'soft' : o.playerSum <= 11 ? 'hard 4-11' : o.playerSum <= 16 ? 'hard 12-16' : 'hard 17-21');
 
 /** Blackjack with a tally of the actions played per kind of state, while `table` is set. */
 class TalliedBlackjack extends BlackjackEnv {
@@ -98,7 +98,7 @@ class TalliedBlackjack extends BlackjackEnv {
   }
 }
 
-const emptyTable = (): HitTable => Object.fromEntries(HIT_BUCKETS.map((k) => [k, { hits: 0, steps: 0 }])) as HitTable;
+export const emptyTable = (): HitTable => Object.fromEntries(HIT_BUCKETS.map((k) => [k, { hits: 0, steps: 0 }])) as HitTable;
 
 function setup(name: GymEnvName, backend: AgentBackend, o: GymOptions): { env: Env<unknown, unknown>; agent: Agent<unknown, unknown>; baselines: Record<string, Policy<unknown, unknown>> } {
   const common = { batchEpisodes: o.batchEpisodes, groupSize: o.group ?? 1, seed: o.seed, ...(o.invalidPenalty === undefined ? {} : { invalidPenalty: o.invalidPenalty }) };
