@@ -16,6 +16,7 @@
 //      backward, layers recomputed) at seq 512, peak RSS and tokens/s.
 //   flags: --steps N (2)  --seq T (512)  --layers N (24)  --no-8b  --only-8b  --no-backward  --no-residuals  --no-embed
 //          --prepack on|off (the driver's default: DriverOptions.prepack)  --only-backward (part 1 alone)
+//          --dequantize-max BYTES (DriverOptions.dequantizeLayerMaxBytes: 0 runs the layers through MatMulNBits)
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Graph } from '../src-main/common/engine/ir.ts';
@@ -45,7 +46,10 @@ const RANK = 16;
 const ALPHA = 32;
 const INT4 = { bits: 4, zeroPoints: false } as const;
 const GiB = 2 ** 30;
-const PREPACK = args.includes('--prepack') ? { prepack: args[args.indexOf('--prepack') + 1] === 'on' } : {};
+const PREPACK = {
+  ...(args.includes('--prepack') ? { prepack: args[args.indexOf('--prepack') + 1] === 'on' } : {}),
+  ...(args.includes('--dequantize-max') ? { dequantizeLayerMaxBytes: flag('dequantize-max', 0) } : {}),
+};
 
 const llama3_8b: LlamaConfig = parseLlamaConfig({
   architectures: ['LlamaForCausalLM'], vocab_size: 128256, hidden_size: 4096, intermediate_size: 14336, num_hidden_layers: 32,
@@ -143,7 +147,7 @@ async function eightBChild(): Promise<ChildResult> {
   console.error(`8B: ${(weightBytes / GiB).toFixed(2)} GiB of int4 weights drawn in ${gen.wallS.toFixed(0)} s; RSS ${(process.memoryUsage().rss / GiB).toFixed(2)} GiB`);
   // The engine's defaults: a quantized base recomputes each layer's forward in the backward above 256 tokens (32
   // layers' residuals at seq 512 would take ~4 GiB), and the head runs over 512 rows at a time in vocabulary tiles.
-  const engine = Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS });
+  const engine = Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, ...PREPACK });
   weights.clear();
   const adapter = engine.newAdapter({ r: RANK, alpha: ALPHA }, 1);
   const rng = new Rng(2);

@@ -68,12 +68,19 @@ export function quantWeight(spec: QuantSpec, rows: number, cols: number, qweight
 /** Bytes a quantized weight holds. */
 export const quantBytes = (w: QuantWeight): number => w.qweight.byteLength + w.scales.byteLength + (w.zeroPoints?.byteLength ?? 0);
 
-/** Rows [r0, r1) of W as f32, into out (row-major [r1 − r0, K]) at offset 0. */
+/**
+ * Rows [r0, r1) of W as f32, into out (row-major [r1 − r0, K]) at offset 0. Each value is f32(f32(q − zero) · scale),
+ * as ORT's MatMulNBits dequantizes (with an integer zero point, q − zero is exact and this is the one rounding of the
+ * product). A float zero point (Q4_K, Q4_1) needs that order to the bit: a base under matchLlamaCpp rounds the
+ * activations to 8 bits, so an ulp in a weight can move a rounding step, and s·(q − z) rounded once differs from ORT in
+ * half of a Q4_K weight's last bits (a tiny Qwen2 Q4_K's log-probs then moved by 0.03, gguf/load.test.ts).
+ */
 export function dequantizeRows(w: QuantWeight, r0: number, r1: number, out: Float32Array = new Float32Array((r1 - r0) * w.cols)): Float32Array {
   const K = w.cols;
   const nbRow = K / QUANT_BLOCK;
   const bpb = bytesPerBlock(w.spec.bits);
   const dflt = w.spec.bits === 4 ? 8 : 128;
+  const lut = new Float32Array(16); // one block's 16 int4 values
   for (let r = r0; r < r1; r++) {
     for (let b = 0; b < nbRow; b++) {
       const blk = r * nbRow + b;
@@ -81,12 +88,14 @@ export function dequantizeRows(w: QuantWeight, r0: number, r1: number, out: Floa
       const z = w.zeroPoints === null ? dflt : w.zeroPoints[blk]!;
       const src = blk * bpb;
       const dst = (r - r0) * K + b * QUANT_BLOCK;
-      if (w.spec.bits === 8) for (let j = 0; j < QUANT_BLOCK; j++) out[dst + j] = s * (w.qweight[src + j]! - z);
+      // Two f32 values multiply exactly in a double; the store rounds once, as an f32 multiply does.
+      if (w.spec.bits === 8) for (let j = 0; j < QUANT_BLOCK; j++) out[dst + j] = s * Math.fround(w.qweight[src + j]! - z);
       else {
+        for (let i = 0; i < 16; i++) lut[i] = s * Math.fround(i - z);
         for (let j = 0; j < bpb; j++) {
           const byte = w.qweight[src + j]!;
-          out[dst + 2 * j] = s * ((byte & 15) - z);
-          out[dst + 2 * j + 1] = s * ((byte >> 4) - z);
+          out[dst + 2 * j] = lut[byte & 15]!;
+          out[dst + 2 * j + 1] = lut[byte >> 4]!;
         }
       }
     }

@@ -14,7 +14,7 @@ import type { FloatDType, HeadGrad } from '../../common/engine/composites.ts';
 import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
-import type { Feed, Runtime, SessionConstants } from './runtime.ts';
+import type { Feed, HostTensor, Runtime, SessionConstants } from './runtime.ts';
 import { type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
 import { HEAD_TILE_VALUES, headTileName, headTileRanges } from '../../common/engine/head.ts';
@@ -23,8 +23,9 @@ export type FArray = Float32Array | Float64Array;
 
 /**
  * The frozen weights, by parameter-table name: one record per layer, and the model-scope ones. A linear weight (and
- * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): the layer graph then reads it through
- * MatMulNBits, and the embedding rows are dequantized on lookup.
+ * embed_tokens / lm_head) may be block-quantized (common/engine/quant.ts): a layer's are dequantized into a reused
+ * f32 scratch for each run of the f32 layer graph (DriverOptions.dequantizeLayerMaxBytes; a larger layer's graph reads
+ * them through MatMulNBits), the lm_head goes through MatMulNBits, and the embedding rows are dequantized on lookup.
  */
 export interface DriverWeights {
   layers: Record<string, FArray | QuantWeight>[];
@@ -71,6 +72,28 @@ export interface DriverOptions {
    * many times slower). Off by default: README "Quantized frozen weights" has the measurements.
    */
   prepack?: boolean;
+  /**
+   * The most bytes of one layer's weights in f32 that the driver dequantizes per run (DEQUANTIZE_LAYER_MAX_BYTES):
+   * a block-quantized layer no larger is fed to the f32 layer graph, its weights dequantized in JS into a reused
+   * buffer before each run, instead of going through MatMulNBits. ORT 1.30's MatMulNBits with fed (not prepacked)
+   * weights dequantizes them far slower than this (bench/quant-profile.ts: 0.5B layer forward 367 ms against 130 ms
+   * for the f32 graph, and the backward's dequantization another ~250 ms; JS takes ~1 ns a value, 16 ms a layer).
+   * 0 turns it off; prepack: true does too.
+   */
+  dequantizeLayerMaxBytes?: number;
+}
+
+/**
+ * dequantizeLayerMaxBytes's default: a Qwen2-0.5B layer is 59 MB in f32, a Llama-3-8B or Qwen2.5-7B layer 0.87 GB
+ * (its step at seq 512: 256 against 398 s of CPU through MatMulNBits, peak RSS 7.07 against 6.64 GiB; README). A larger
+ * layer goes through MatMulNBits.
+ */
+export const DEQUANTIZE_LAYER_MAX_BYTES = 2 ** 30;
+
+/** A set of f32 buffers for one layer's dequantized weights, by name, and the layer they hold. */
+interface LayerScratch {
+  layer: number;
+  buffers: Map<string, Float32Array>;
 }
 
 /**
@@ -143,6 +166,15 @@ export class Driver {
   private readonly headFeeds: Record<string, Feed>;
   /** Per layer, its quantized weights' feeds to bake into the layer's sessions (DriverOptions.prepack), or undefined. */
   private readonly layerConsts: (SessionConstants | undefined)[];
+  /**
+   * Per layer, the quantized weights fed dequantized to the f32 layer graph (DriverOptions.dequantizeLayerMaxBytes),
+   * by name; empty for a layer that reads them through MatMulNBits (or has none).
+   */
+  private readonly layerDequant: [string, QuantWeight][][];
+  /** The quantization each layer's graph is built for: the layer's own, or none when its weights are dequantized. */
+  private readonly graphQuant: QuantLayout[];
+  /** Free scratch sets (one is enough for sequential runs; concurrent calls each take their own). */
+  private readonly scratchFree: LayerScratch[] = [];
 
   constructor(config: ModelConfig, weights: DriverWeights, runtime: Runtime, opts: DriverOptions) {
     this.config = config;
@@ -162,7 +194,15 @@ export class Driver {
       return q;
     };
     this.layerQuant = weights.layers.map(layout);
-    this.layoutKeys = this.layerQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
+    const prepack = opts.prepack ?? false;
+    const dqMax = prepack ? 0 : (opts.dequantizeLayerMaxBytes ?? DEQUANTIZE_LAYER_MAX_BYTES);
+    this.layerDequant = weights.layers.map((r) => {
+      const q = Object.entries(r).filter((e): e is [string, QuantWeight] => isQuant(e[1]));
+      const bytes = Object.values(r).reduce((n, v) => n + 4 * (isQuant(v) ? v.rows * v.cols : v.length), 0);
+      return q.length > 0 && bytes <= dqMax && this.dtype === 'float32' ? q : [];
+    });
+    this.graphQuant = this.layerQuant.map((q, i) => (this.layerDequant[i]!.length > 0 ? {} : q));
+    this.layoutKeys = this.graphQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
     this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
     this.recomputeAbove = opts.recomputeAbove ?? (this.quantized ? RECOMPUTE_ABOVE_QUANT : 512);
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
@@ -171,8 +211,7 @@ export class Driver {
       for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
       return f;
     };
-    this.layerFeeds = weights.layers.map(feeds);
-    const prepack = opts.prepack ?? false;
+    this.layerFeeds = weights.layers.map((r, i) => (this.layerDequant[i]!.length > 0 ? feeds(Object.fromEntries(Object.entries(r).filter(([, v]) => !isQuant(v)))) : feeds(r)));
     this.layerConsts = weights.layers.map((r, i) => {
       const values: Record<string, Float32Array | Uint8Array> = {};
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) Object.assign(values, quantFeeds(k, v));
@@ -281,7 +320,7 @@ export class Driver {
   private baseLayer(i: number): Graph {
     let g = this.baseLayers.get(this.layoutKeys[i]!);
     if (g === undefined) {
-      g = this.family.layer(this.dtype, null, this.layerQuant[i]!);
+      g = this.family.layer(this.dtype, null, this.graphQuant[i]!);
       this.baseLayers.set(this.layoutKeys[i]!, g);
     }
     return g;
@@ -291,12 +330,42 @@ export class Driver {
     const key = `${[...spec.targets].sort().join(',')}|${spec.r}|${spec.scale}|${this.layoutKeys[layer]!}`;
     let g = this.loraGraphs.get(key);
     if (g === undefined) {
-      const graph = this.family.layer(this.dtype, spec, this.layerQuant[layer]!);
+      const graph = this.family.layer(this.dtype, spec, this.graphQuant[layer]!);
       const wrt = ['x', ...spec.targets.flatMap((m) => [loraInputNames(m).a, loraInputNames(m).b])];
       g = { graph, split: vjpSplit(graph, { outputs: ['y'], wrt }), recompute: vjpSplit(graph, { outputs: ['y'], wrt, recompute: true }) };
       this.loraGraphs.set(key, g);
     }
     return g;
+  }
+
+  /**
+   * Runs a graph of layer i: its weight feeds are added to `feeds` (quantized ones dequantized into a scratch set
+   * when the layer's graph is the f32 one), and its prepacked constants passed on.
+   */
+  private async runLayer(i: number, graph: Graph, bind: { T: number }, feeds: Record<string, Feed>, outputs?: readonly string[]): Promise<Record<string, HostTensor>> {
+    const dq = this.layerDequant[i]!;
+    if (dq.length === 0) return this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, outputs, this.layerConsts[i]);
+    const s = this.scratchFree.pop() ?? { layer: -1, buffers: new Map<string, Float32Array>() };
+    try {
+      const w: Record<string, Feed> = {};
+      for (const [k, q] of dq) {
+        const n = q.rows * q.cols;
+        let b = s.buffers.get(k);
+        if (b === undefined || b.length < n) {
+          b = new Float32Array(n);
+          s.buffers.set(k, b);
+          s.layer = -1;
+        }
+        w[k] = b.length === n ? b : b.subarray(0, n);
+      }
+      if (s.layer !== i) {
+        for (const [k, q] of dq) dequantizeRows(q, 0, q.rows, w[k] as Float32Array);
+        s.layer = i;
+      }
+      return await this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]!, ...w }, outputs);
+    } finally {
+      this.scratchFree.push(s);
+    }
   }
 
   /** Runs every layer forward; returns the last layer's output [T, H]. */
@@ -305,8 +374,8 @@ export class Driver {
     for (let i = 0; i < this.config.numLayers; i++) {
       const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...(plan?.feeds[i] ?? {}) };
-      x = (await this.rt.run(graph, { T }, feeds, ['y'], this.layerConsts[i]))['y']!.data as FArray;
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...(plan?.feeds[i] ?? {}) };
+      x = (await this.runLayer(i, graph, { T }, feeds, ['y']))['y']!.data as FArray;
     }
     return x;
   }
@@ -428,13 +497,13 @@ export class Driver {
     let x = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]! };
+      const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
-        x = (await this.rt.run(this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y'], this.layerConsts[i]))['y']!.data as FArray;
+        x = (await this.runLayer(i, this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y']))['y']!.data as FArray;
       } else {
         const split = splitOf(i);
-        const out = await this.rt.run(split.forward, bind, feeds, undefined, this.layerConsts[i]);
+        const out = await this.runLayer(i, split.forward, bind, feeds);
         const res: Record<string, Feed> = { x };
         for (const r of split.residuals) res[r] = out[r]!.data;
         saved.push(res);
@@ -457,10 +526,10 @@ export class Driver {
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
-      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...this.layerFeeds[i]!, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
+      const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
       const split = splitOf(i);
-      const out = await this.rt.run(split.backward, bind, feeds, undefined, this.layerConsts[i]);
+      const out = await this.runLayer(i, split.backward, bind, feeds);
       for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
       dy = out[split.gradients['x']!]!.data as FArray;
     }

@@ -11,7 +11,7 @@ import { llamaLayerGraph, llamaLayerParams, llamaParams, parseLlamaConfig, ropeT
 import { causalMaskTable } from '../../common/engine/composites.ts';
 import { loraInputNames } from '../../common/engine/lora.ts';
 import { numel } from '../../common/engine/families/params.ts';
-import { type Feed, Runtime } from './runtime.ts';
+import { CompiledGraph, type Feed, Runtime } from './runtime.ts';
 import { Engine } from './engine.ts';
 
 const rt = new Runtime({ intraOpThreads: 1 });
@@ -152,7 +152,7 @@ describe('quantized decoder layer through vjpSplit', () => {
 });
 
 describe('prepacked quantized layers (DriverOptions.prepack)', () => {
-  it('give the fed path’s log-probs and LoRA gradients, for two shape buckets in turn', async () => {
+  it('give the default path’s log-probs and LoRA gradients (layers dequantized per run), for two shape buckets in turn', async () => {
     const c = parseLlamaConfig({
       architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2,
       num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
@@ -183,6 +183,77 @@ describe('prepacked quantized layers (DriverOptions.prepack)', () => {
       }
     } finally {
       await Promise.all(engines.map((e) => e.close()));
+    }
+  }, 120_000);
+});
+
+describe('a quantized base runs the f32 layer graph on its weights dequantized per run (the default)', () => {
+  it('equals an f32 engine on the dequantized weights bit for bit, never runs MatMulNBits in a layer, and concurrent calls agree', async () => {
+    const c = parseLlamaConfig({
+      architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 3,
+      num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
+    });
+    const rng = new Rng(31);
+    const quant = new Map<string, Float32Array | QuantWeight>();
+    const f32 = new Map<string, Float32Array>();
+    llamaParams(c).forEach((p, i) => {
+      const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
+      if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
+      const q = p.kind === 'linear' ? quantize(v, p.shape[0] as number, p.shape[1] as number, SPECS[i % SPECS.length]![1]) : v;
+      quant.set(p.hfKey, q);
+      f32.set(p.hfKey, q instanceof Float32Array ? q : dequantize(q));
+    });
+    const opts = { dtype: 'float32', threads: 1, buckets: [16, 32] } as const;
+    const engines = {
+      dequantized: Engine.fromWeights(c, (k) => quant.get(k)!, opts),
+      nbits: Engine.fromWeights(c, (k) => quant.get(k)!, { ...opts, dequantizeLayerMaxBytes: 0 }),
+      f32: Engine.fromWeights(c, (k) => f32.get(k)!, opts),
+    };
+    // Which graphs each engine runs: the default must not reach MatMulNBits in a layer graph.
+    const nbitsRuns = new Map<string, number>();
+    let current = '';
+    const run0 = CompiledGraph.prototype.run;
+    CompiledGraph.prototype.run = function (this: CompiledGraph, ...a: Parameters<CompiledGraph['run']>) {
+      if (this.graph.name.includes('_layer') && this.graph.nodes.some((n) => n.op === 'MatMulNBits')) nbitsRuns.set(current, (nbitsRuns.get(current) ?? 0) + 1);
+      return run0.apply(this, a);
+    };
+    const step = async (e: Engine, tokens: number[]) => {
+      const adapter = e.newAdapter({ r: 4, alpha: 8 }, 1);
+      for (const p of adapter.pairs) new Rng(5).fork(p.baseKey).fillNormal(p.b, 0.05);
+      const lp = await e.logprobs(tokens, { adapter });
+      const g = await e.driver.grad(tokens, 1, adapter, (l) => new Float64Array(l.length).fill(-1));
+      return { lp, grads: g.grads };
+    };
+    try {
+      for (const n of [12, 30]) {
+        const tokens = Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize);
+        const out: Record<string, Awaited<ReturnType<typeof step>>> = {};
+        for (const [name, e] of Object.entries(engines)) {
+          current = name;
+          out[name] = await step(e, tokens);
+        }
+        expect(out['dequantized']!.lp).toEqual(out['f32']!.lp);
+        out['f32']!.grads.forEach((g, i) => {
+          expect(out['dequantized']!.grads[i]!.a).toEqual(g.a);
+          expect(out['dequantized']!.grads[i]!.b).toEqual(g.b);
+          expect(maxRel(out['nbits']!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
+          expect(maxRel(out['nbits']!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
+        });
+        expect(maxRel(out['nbits']!.lp, out['f32']!.lp)).toBeLessThan(1e-5);
+        // Three calls in flight on one engine: each takes its own scratch, so none reads another's layer.
+        current = 'dequantized';
+        const other = tokens.map((t) => (t * 5 + 1) % c.vocabSize);
+        const [a, b, s] = await Promise.all([step(engines.dequantized, tokens), engines.dequantized.logprobs(other), step(engines.dequantized, other)]);
+        expect(a.lp).toEqual(out['dequantized']!.lp);
+        a.grads.forEach((g, i) => expect(g.a).toEqual(out['dequantized']!.grads[i]!.a));
+        expect(b).toEqual(await engines.f32.logprobs(other));
+        expect(s.lp).toEqual((await step(engines.f32, other)).lp);
+      }
+      expect(nbitsRuns.get('dequantized') ?? 0).toBe(0);
+      expect(nbitsRuns.get('nbits') ?? 0).toBeGreaterThan(0);
+    } finally {
+      CompiledGraph.prototype.run = run0;
+      await Promise.all(Object.values(engines).map((e) => e.close()));
     }
   }, 120_000);
 });
