@@ -90,7 +90,7 @@ describe('the reward model on the small LM', () => {
     const capture = async (id: string, text: string): Promise<number> =>
       (await core.call('captureTurn', { source: 'api', eventId: id, prompt: HELD_OUT_PROMPTS[0]!, response: text }, 'cli')).turn!.id;
     const clear = await capture('ask-1', 'Sure. You can open the file and read it line by line. That should work.');
-    const q = await capture('ask-2', 'Sure. You can open the file and read it line by line. Should I explain the edge cases?');
+    const q = await capture('ask-2', 'Sure. You can open the file and read it line by line. That should work. Should I explain the edge cases?');
     expect(await core.call('rewardAsk', { turnId: clear }, 'cli')).toMatchObject({ ask: true, p: null, rewardModelVersion: 1 });
 
     await core.call('setSettings', { values: { 'reward.ask': 'unsure' } }, 'cli');
