@@ -97,16 +97,6 @@ export class BlackjackEnv implements Env<BlackjackObs, BlackjackAction> {
   }
 }
 
-/**
- * How many of the deck's 13 ranks would bust a hit from `o` (a fact a player reads off the hand, not advice): none
- * while the hand is soft (its ace drops to 1 instead) or at 11 or less, else those above 21 − sum, the ten-cards
- * counted four times (12: the four ten-cards; 20: all but the ace).
- */
-export function bustingCards(o: BlackjackObs): number {
-  if (o.usableAce) return 0;
-  return DECK.filter((c) => o.playerSum + c > 21).length;
-}
-
 // Basic strategy for these rules (no double, split or surrender; the dealer stands on soft 17): Sutton & Barto's
 // optimal policy for Example 5.1 (Figure 5.2, found by Monte Carlo ES). Hard totals: hit at 11 or less; at 12 stick
 // against a dealer 4-6; at 13-16 stick against 2-6; stick at 17 or more. Soft totals: stick at 19 or more; at 18

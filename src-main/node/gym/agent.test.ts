@@ -61,7 +61,7 @@ describe('Agent', () => {
     // 12 → hit (15) → hit (25, bust: −1).
     expect(e1).toMatchObject({ return: -1, steps: 2, error: null, round: null });
     expect(backend.prompts[1]!.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
-    expect(backend.prompts[1]![3]!.content).toBe('Your total is 15. The dealer shows 10. 7 of 13 cards bust you.');
+    expect(backend.prompts[1]![3]!.content).toBe('Your total is 15. The dealer shows 10.');
     expect(agent.waitingEpisodes).toBe(1);
     const e2 = await runEpisode(agent, env, 2);
     expect(e2.round).toMatchObject({ runId: 1, status: 'active' });
@@ -69,7 +69,7 @@ describe('Agent', () => {
     // G_1 = 0 + 0.5·(−1), G_2 = −1: the hit that busted carries the loss, the first hit half of it.
     expect(backend.recorded[0]!.steps.map((s) => s.credit)).toEqual([-0.5, -1]);
     // Each step is stored with the chat it was sampled from (the newest observation last) and its tokens and μ.
-    expect(backend.recorded[0]!.steps[1]!.messages.at(-1)!.content).toBe('Your total is 15. The dealer shows 10. 7 of 13 cards bust you.');
+    expect(backend.recorded[0]!.steps[1]!.messages.at(-1)!.content).toBe('Your total is 15. The dealer shows 10.');
     expect(backend.recorded[0]!.steps[0]!.sample.logprobs).toEqual([-0.5, -0.1]);
     expect(agent.stats).toMatchObject({ episodes: 2, steps: 4, invalid: 0, rounds: 1 });
     expect(agent.conversation).toEqual([]);
@@ -167,7 +167,7 @@ describe('Agent', () => {
     const backend = new ScriptedBackend(() => 'hit');
     const agent = new BlackjackAgent(backend, { batchEpisodes: 1, maxTokens: 10 });
     const sys = agent.getSystemPrompt().length;
-    const obs = agent.formatObservation({ playerSum: 12, dealerCard: 10, usableAce: false }).length;
+    const obs = 'Your total is 12. The dealer shows 10.'.length;
     // Room for the system prompt, one observation, one reply and the next observation, not more.
     backend.tokenBudget = sys + 2 * obs + 'hit'.length + 10;
     const env = new BlackjackEnv({}, (() => {

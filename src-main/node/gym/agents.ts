@@ -4,7 +4,7 @@
 // its answers opens with one of four sentences (corpus.ts OPEN), so their action is read from that opening, a code
 // book the model has to learn to use from the reward alone. An answer that opens otherwise (an apology) is
 // unreadable: penalised and played as the default action, like any unreadable reply.
-import { bustingCards, type BlackjackAction, type BlackjackObs } from '../../common/gym/blackjack.ts';
+import type { BlackjackAction, BlackjackObs } from '../../common/gym/blackjack.ts';
 import { FROZEN_LAKE_4X4, type FrozenLakeAction } from '../../common/gym/frozen-lake.ts';
 import { Agent, type AgentOptions } from './agent.ts';
 import type { AgentBackend } from './backend.ts';
@@ -15,12 +15,11 @@ export class BlackjackAgent extends Agent<BlackjackObs, BlackjackAction> {
   }
 
   getSystemPrompt(): string {
-    return 'You are an expert blackjack player. Each turn you see your hand total, the dealer\'s face-up card, whether you hold a usable ace and how many of the 13 cards would bust you. Answer "hit" to take a card or "stick" to stop.';
+    return 'You are an expert blackjack player. Each turn you see your hand total, the dealer\'s face-up card and whether you hold a usable ace. Answer "hit" to take a card or "stick" to stop.';
   }
 
   formatObservation(o: BlackjackObs): string {
-    const bust = bustingCards(o);
-    return `Your total is ${o.playerSum}${o.usableAce ? ' with a usable ace' : ''}. The dealer shows ${o.dealerCard === 1 ? 'an ace' : o.dealerCard}. ${bust === 0 ? 'No card can bust you.' : `${bust} of 13 cards bust you.`}`;
+    return `Your total is ${o.playerSum}${o.usableAce ? ' with a usable ace' : ''}. The dealer shows ${o.dealerCard === 1 ? 'an ace' : o.dealerCard}.`;
   }
 
   extractAction(text: string): BlackjackAction | null {
