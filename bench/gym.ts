@@ -1,6 +1,6 @@
-// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400] [group=1]
+// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400] [group=1] [model=DIR]
 // Issue #16's learning bar through the product (src-main/node/gym/experiment.ts, what `rein gym` runs): a fresh Rein
-// home on the small LM with the balanced preset unchanged; the untrained agent plays `held` held-out hands; then
+// home on the small LM (or the model in DIR) with the balanced preset unchanged; the untrained agent plays `held` held-out hands; then
 // `episodes` training episodes, a round through the scheduler, the worker and the gate each time `batch` episodes
 // wait; a curve point on the first `curveHands` held-out hands every `curve` rounds; then the trained agent plays the
 // same held-out hands, and so do basic strategy and a random policy. Printed: win rates with 95% Wilson intervals,
@@ -27,6 +27,7 @@ try {
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
+    ...(args['model'] === undefined ? {} : { modelDir: path.resolve(args['model']) }),
     episodes: o.episodes,
     batchEpisodes: o.batch,
     heldOut: o.held,
