@@ -151,30 +151,45 @@ describe('quantized decoder layer through vjpSplit', () => {
   }, 60_000);
 });
 
+/**
+ * A random Qwen2 with `layers` layers whose linears are quantized by SPECS in turn: the quantized weights, and the
+ * same dequantized to f32.
+ */
+function randomQuantQwen2(layers: number, seed: number): { c: ReturnType<typeof parseLlamaConfig>; quant: Map<string, Float32Array | QuantWeight>; f32: Map<string, Float32Array> } {
+  const c = parseLlamaConfig({
+    architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: layers,
+    num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
+  });
+  const rng = new Rng(seed);
+  const quant = new Map<string, Float32Array | QuantWeight>();
+  const f32 = new Map<string, Float32Array>();
+  llamaParams(c).forEach((p, i) => {
+    const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
+    if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
+    const q = p.kind === 'linear' ? quantize(v, p.shape[0] as number, p.shape[1] as number, SPECS[i % SPECS.length]![1]) : v;
+    quant.set(p.hfKey, q);
+    f32.set(p.hfKey, q instanceof Float32Array ? q : dequantize(q));
+  });
+  return { c, quant, f32 };
+}
+
+/** Log-probs and LoRA gradients of `tokens` under a fixed rank-4 adapter (its B seeded, so both are non-zero). */
+async function adapterStep(e: Engine, tokens: number[]) {
+  const adapter = e.newAdapter({ r: 4, alpha: 8 }, 1);
+  for (const p of adapter.pairs) new Rng(5).fork(p.baseKey).fillNormal(p.b, 0.05);
+  const lp = await e.logprobs(tokens, { adapter });
+  const g = await e.driver.grad(tokens, 1, adapter, (l) => new Float64Array(l.length).fill(-1));
+  return { lp, grads: g.grads };
+}
+
 describe('prepacked quantized layers (DriverOptions.prepack)', () => {
   it('give the default path’s log-probs and LoRA gradients (layers dequantized per run), for two shape buckets in turn', async () => {
-    const c = parseLlamaConfig({
-      architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 2,
-      num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
-    });
-    const rng = new Rng(21);
-    const weights = new Map<string, Float32Array | QuantWeight>();
-    llamaParams(c).forEach((p, i) => {
-      const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
-      if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
-      weights.set(p.hfKey, p.kind === 'linear' ? quantize(v, p.shape[0] as number, p.shape[1] as number, SPECS[i % SPECS.length]![1]) : v);
-    });
+    const { c, quant: weights } = randomQuantQwen2(2, 21);
     const engines = [false, true].map((prepack) => Engine.fromWeights(c, (k) => weights.get(k)!, { dtype: 'float32', threads: 1, buckets: [16, 32], prepack }));
     try {
       for (const n of [12, 30, 12]) {
         const tokens = Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize);
-        const [fed, packed] = await Promise.all(engines.map(async (e) => {
-          const adapter = e.newAdapter({ r: 4, alpha: 8 }, 1);
-          for (const p of adapter.pairs) new Rng(5).fork(p.baseKey).fillNormal(p.b, 0.05);
-          const lp = await e.logprobs(tokens, { adapter });
-          const g = await e.driver.grad(tokens, 1, adapter, (l) => new Float64Array(l.length).fill(-1));
-          return { lp, grads: g.grads };
-        }));
+        const [fed, packed] = await Promise.all(engines.map((e) => adapterStep(e, tokens)));
         expect(maxRel(packed!.lp, fed!.lp)).toBeLessThan(1e-5);
         fed!.grads.forEach((g, i) => {
           expect(maxRel(packed!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
@@ -189,20 +204,7 @@ describe('prepacked quantized layers (DriverOptions.prepack)', () => {
 
 describe('a quantized base runs the f32 layer graph on its weights dequantized per run (the default)', () => {
   it('equals an f32 engine on the dequantized weights bit for bit, never runs MatMulNBits in a layer, and concurrent calls agree', async () => {
-    const c = parseLlamaConfig({
-      architectures: ['Qwen2ForCausalLM'], vocab_size: 64, hidden_size: 64, intermediate_size: 96, num_hidden_layers: 3,
-      num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6, rope_theta: 10000,
-    });
-    const rng = new Rng(31);
-    const quant = new Map<string, Float32Array | QuantWeight>();
-    const f32 = new Map<string, Float32Array>();
-    llamaParams(c).forEach((p, i) => {
-      const v = rng.fillNormal(new Float32Array(numel(p.shape)), p.kind === 'norm' ? 0.1 : 0.08);
-      if (p.kind === 'norm') v.forEach((_, j) => (v[j]! += 1));
-      const q = p.kind === 'linear' ? quantize(v, p.shape[0] as number, p.shape[1] as number, SPECS[i % SPECS.length]![1]) : v;
-      quant.set(p.hfKey, q);
-      f32.set(p.hfKey, q instanceof Float32Array ? q : dequantize(q));
-    });
+    const { c, quant, f32 } = randomQuantQwen2(3, 31);
     const opts = { dtype: 'float32', threads: 1, buckets: [16, 32] } as const;
     const engines = {
       dequantized: Engine.fromWeights(c, (k) => quant.get(k)!, opts),
@@ -217,20 +219,13 @@ describe('a quantized base runs the f32 layer graph on its weights dequantized p
       if (this.graph.name.includes('_layer') && this.graph.nodes.some((n) => n.op === 'MatMulNBits')) nbitsRuns.set(current, (nbitsRuns.get(current) ?? 0) + 1);
       return run0.apply(this, a);
     };
-    const step = async (e: Engine, tokens: number[]) => {
-      const adapter = e.newAdapter({ r: 4, alpha: 8 }, 1);
-      for (const p of adapter.pairs) new Rng(5).fork(p.baseKey).fillNormal(p.b, 0.05);
-      const lp = await e.logprobs(tokens, { adapter });
-      const g = await e.driver.grad(tokens, 1, adapter, (l) => new Float64Array(l.length).fill(-1));
-      return { lp, grads: g.grads };
-    };
     try {
       for (const n of [12, 30]) {
         const tokens = Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize);
-        const out: Record<string, Awaited<ReturnType<typeof step>>> = {};
+        const out: Record<string, Awaited<ReturnType<typeof adapterStep>>> = {};
         for (const [name, e] of Object.entries(engines)) {
           current = name;
-          out[name] = await step(e, tokens);
+          out[name] = await adapterStep(e, tokens);
         }
         expect(out['dequantized']!.lp).toEqual(out['f32']!.lp);
         out['f32']!.grads.forEach((g, i) => {
@@ -243,11 +238,11 @@ describe('a quantized base runs the f32 layer graph on its weights dequantized p
         // Three calls in flight on one engine: each takes its own scratch, so none reads another's layer.
         current = 'dequantized';
         const other = tokens.map((t) => (t * 5 + 1) % c.vocabSize);
-        const [a, b, s] = await Promise.all([step(engines.dequantized, tokens), engines.dequantized.logprobs(other), step(engines.dequantized, other)]);
+        const [a, b, s] = await Promise.all([adapterStep(engines.dequantized, tokens), engines.dequantized.logprobs(other), adapterStep(engines.dequantized, other)]);
         expect(a.lp).toEqual(out['dequantized']!.lp);
         a.grads.forEach((g, i) => expect(g.a).toEqual(out['dequantized']!.grads[i]!.a));
         expect(b).toEqual(await engines.f32.logprobs(other));
-        expect(s.lp).toEqual((await step(engines.f32, other)).lp);
+        expect(s.lp).toEqual((await adapterStep(engines.f32, other)).lp);
       }
       expect(nbitsRuns.get('dequantized') ?? 0).toBe(0);
       expect(nbitsRuns.get('nbits') ?? 0).toBeGreaterThan(0);
