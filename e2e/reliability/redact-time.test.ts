@@ -63,14 +63,15 @@ test.each(CASES)('redacts 8 MB of %s in well under 1 s, or linearly on a slower 
   const big = bestOfTwo(text);
   // The same text cut to 1 MB: linear work takes about 8× as long on 8 MB, backtracking 64× or more. A machine slower
   // than the one the 1 s was set on (the same code took 1.1-1.8 s for two cases here at stop 25, 0.3 s at stop 23)
-  // passes when the 8 MB run stays within 12× the 1 MB one; a quadratic pattern fails either way.
+  // passes when the 8 MB run stays within 16× the 1 MB one, twice linear and a quarter of quadratic: under CI's load
+  // a linear case ("a://b:c@" repeated: 1, 2, 4, 8, 16 MB in 111, 221, 427, 883, 1684 ms idle) once measured 12.07×.
   const small = bestOfTwo(text.slice(0, Math.floor(text.length / 8)));
   console.log(
     `redacted 8 MB adversarial text (${name}) in ${big.ms.toFixed(0)} ms of CPU (runs: ${big.runs.map((r) => r.toFixed(0)).join(', ')}; 1 MB: ${small.ms.toFixed(0)} ms)${big.error === null ? '' : `: threw ${String(big.error)}`}`,
   );
   expect(big.error).toBeNull();
   expect(small.error).toBeNull();
-  expect(big.ms).toBeLessThan(Math.max(1_000, 12 * small.ms));
+  expect(big.ms).toBeLessThan(Math.max(1_000, 16 * small.ms));
 });
 
 let serve: ServeChild;

@@ -93,9 +93,10 @@ test(`kill -9 of the training worker at seeded points of a round (${KILLS} kills
       const whole = (v: string) => ['config.json', 'lineage.json', 'metrics.json', 'peft'].every((f) => existsSync(path.join(dir, v, f)));
       const rowsVersions = rows.map((r) => `v${r.version}`).sort();
       const pendingAfter = (await core.call('status', {}, 'test')).pending;
-      const where = k.killed ? `${phase} +${delay} ms (last event ${k.last})` : `${phase} +${delay} ms: the round had ended`;
+      const at = k.killed ? `${phase} +${delay} ms (last event ${k.last})` : `${phase} +${delay} ms: the round had ended`;
+      const where = `seed ${SEED}, ${at}`;
       landed[k.killed ? k.last : 'after the end'] = (landed[k.killed ? k.last : 'after the end'] ?? 0) + 1;
-      outcomes.push(`${where}: run ${run.status}, pending ${pendingBefore} → ${pendingAfter}, on disk [${versionsOnDisk.join(',')}], rows [${rowsVersions.join(',')}], staging ${staging.length}`);
+      outcomes.push(`${at}: run ${run.status}, pending ${pendingBefore} → ${pendingAfter}, on disk [${versionsOnDisk.join(',')}], rows [${rowsVersions.join(',')}], staging ${staging.length}`);
       if (staging.length > 0 || versionsOnDisk.some((v) => !whole(v)) || versionsOnDisk.join() !== rowsVersions.join()) halfWritten++;
       expect(staging, where).toEqual([]);
       expect(versionsOnDisk, where).toEqual(rowsVersions);

@@ -110,6 +110,30 @@ export function removeStaleStaging(home: ReinHome): string[] {
 }
 
 /**
+ * Removes version directories (adapters/<model>/vN) that no adapter row names. A worker killed between the rename
+ * of its version and the commit of the row leaves one: its run failed and its ratings are pending again, so the
+ * directory is a result nothing refers to. Call it only when no worker can be writing (the scheduler does after a
+ * worker died and at start-up). Returns the removed paths.
+ */
+export function removeOrphanVersions(home: ReinHome, store: Store): string[] {
+  const removed: string[] = [];
+  if (!existsSync(home.adaptersDir)) return removed;
+  const named = new Set(store.adapters.paths().map((p) => path.resolve(p)));
+  for (const m of readdirSync(home.adaptersDir, { withFileTypes: true })) {
+    if (!m.isDirectory()) continue;
+    const dir = path.join(home.adaptersDir, m.name);
+    for (const e of readdirSync(dir)) {
+      const v = path.resolve(dir, e);
+      if (/^v\d+$/.test(e) && !named.has(v)) {
+        rmSync(v, { recursive: true, force: true });
+        removed.push(v);
+      }
+    }
+  }
+  return removed;
+}
+
+/**
  * Keeps the newest `keep` inactive versions of a model and deletes the older ones (row and directory). Active,
  * candidate, rejected (kept for inspection) and rolled-back versions are never pruned here.
  */

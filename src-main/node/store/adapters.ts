@@ -66,6 +66,11 @@ export class Adapters {
     return this.sql.stmt<AdapterRow>('SELECT * FROM adapters WHERE model_id = ? AND status = ? ORDER BY version DESC').all(modelId, status).map(adapterView);
   }
 
+  /** The directory of every version of every model: what removeOrphanVersions keeps. */
+  paths(): string[] {
+    return this.sql.stmt<{ path: string }>('SELECT path FROM adapters').all().map((r) => r.path);
+  }
+
   /** The highest version number the model has a row for (0 when none). */
   maxVersion(modelId: string): number {
     return this.sql.stmt<{ v: number | null }>('SELECT max(version) AS v FROM adapters WHERE model_id = ?').get(modelId)?.v ?? 0;

@@ -1,13 +1,15 @@
 // The training schedule (setting training.schedule) through the real core and scheduler, on a fake clock: the
 // threshold, interval and nightly modes, the idle guard, and the one wake-up timer. Starting a round itself (the
-// worker) is round.test.ts's; here `start` records the round and writes its run, as the real one does first.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// worker) is round.test.ts's; here `start` records the round and writes its run, as the real one does first. Last,
+// the start-up recovery of version directories a killed worker left (worker-kill.test.ts kills the real one).
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { RunView } from '../../common/domain.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
+import { versionDir } from '../model-files/adapter-versions.ts';
 import type { SchedulerTimers } from './scheduler.ts';
 
 class FakeClock implements SchedulerTimers {
@@ -181,5 +183,24 @@ describe('training.schedule', () => {
     });
     await expect(core.call('setSettings', { values: { 'training.schedule': { mode: 'hourly', everyMinutes: 60, at: '02:00', minPending: 2 } } }, 'test')).rejects.toThrow(/training\.schedule\.mode/);
     expect(core.settings()['training.schedule'].at).toBe('02:00');
+  });
+});
+
+describe('crash recovery at start-up', () => {
+  it('removes a version directory no row names (a kill between its rename and its row) and keeps the listed ones', async () => {
+    const home = resolveHome({ REIN_HOME: path.join(root, 'home') });
+    core = createCore({ home });
+    const v1 = versionDir(home, modelDir, 1);
+    const v2 = versionDir(home, modelDir, 2);
+    for (const v of [v1, v2]) {
+      mkdirSync(v, { recursive: true });
+      writeFileSync(path.join(v, 'metrics.json'), '{}');
+    }
+    core.store.adapters.insert({ modelId: modelDir, version: 1, status: 'active', path: v1 }, 'system');
+    core.close();
+    core = createCore({ home });
+    expect(existsSync(v1)).toBe(true);
+    expect(existsSync(v2)).toBe(false);
+    expect(core.store.adapters.list(modelDir).map((a) => a.version)).toEqual([1]);
   });
 });

@@ -18,7 +18,7 @@ import type { Store } from '../store/store.ts';
 import { pidAlive } from '../pid.ts';
 import { acquireTrainingLock, readTrainingLock, releaseTrainingLock, writeTrainingLock } from './lock.ts';
 import { resolveModelDir } from '../model-files/base-model.ts';
-import { removeStaleStaging } from '../model-files/adapter-versions.ts';
+import { removeOrphanVersions, removeStaleStaging } from '../model-files/adapter-versions.ts';
 import type { WorkerMessage, WorkerReply } from './worker.ts';
 import type { EnvPlayer, GateKind } from './round.ts';
 
@@ -135,6 +135,7 @@ export class Scheduler {
       failed.push(id);
     }
     removeStaleStaging(this.d.home);
+    if (liveWorker === null) removeOrphanVersions(this.d.home, this.d.store);
     return failed;
   }
 
@@ -275,6 +276,9 @@ export class Scheduler {
         message: changed ? reason : (row?.error ?? reason),
       });
       removeStaleStaging(this.d.home);
+      // Killed between renaming its vN and committing the row: the directory goes too, unless a newer worker runs
+      // (its own vN may be between those two steps right now).
+      if (this.child === s) removeOrphanVersions(this.d.home, this.d.store);
     }
     if (s.proc.pid !== undefined) releaseTrainingLock(this.d.home, s.proc.pid);
     // A worker that outlived its round (the reward model's retrain) must not free the lock of the round after it.
