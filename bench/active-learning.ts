@@ -13,12 +13,13 @@ import path from 'node:path';
 import { SETTINGS } from '../src-main/common/config.ts';
 import { STYLES, type StyleName } from '../src-main/node/demo/corpus.ts';
 import { runLearning, type LearningResult } from '../src-main/node/demo/learning.ts';
+import { benchArgs } from './args.ts';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
-const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
-const rules = (args['rules'] ?? 'apology').split(',') as StyleName[];
+const args = benchArgs();
+const num = args.num;
+const rules = (args.str('rules', 'apology')).split(',') as StyleName[];
 for (const r of rules) if (!STYLES.some((s) => s.name === r)) throw new Error(`rules: ${r} is not one of ${STYLES.map((s) => s.name).join(', ')}`);
-const seeds = (args['seeds'] ?? '1,2').split(',').map(Number);
+const seeds = (args.str('seeds', '1,2')).split(',').map(Number);
 const ROUNDS = num('rounds', 5);
 const N = num('n', 32);
 const HELD = num('held', 128);

@@ -17,9 +17,10 @@ import { emptyTable, HIT_BUCKETS, hitBucket as bucket, type HitTable } from '../
 import { SmallLmBlackjackAgent } from '../src-main/node/gym/agents.ts';
 import { evaluateAgent, runEpisode } from '../src-main/node/gym/runner.ts';
 import { openGymHome } from '../src-main/node/gym/session.ts';
+import { benchArgs } from './args.ts';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
-const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
+const args = benchArgs();
+const num = args.num;
 const o = { episodes: num('episodes', 320), batch: num('batch', 16), gate: num('gate', 200), held: num('held', 400) };
 
 
@@ -46,7 +47,7 @@ const pct = (x: number): string => `${(100 * x).toFixed(0)}%`;
 const rates = (t: HitTable): string => HIT_BUCKETS.map((k) => `${k} ${t[k].steps === 0 ? '-' : pct(t[k].hits / t[k].steps)}`).join(', ');
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-read-'));
-const h = await openGymHome(path.join(root, 'home'), args['model'] === undefined ? {} : { modelDir: path.resolve(args['model']) });
+const h = await openGymHome(path.join(root, 'home'), args.has('model') ? { modelDir: path.resolve(args.str('model', '')) } : {});
 try {
   const env = new BasicStrategyBandit();
   const agent = new SmallLmBlackjackAgent(h.session, { batchEpisodes: o.batch, seed: 1 });

@@ -10,10 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { GYM_ENVS, HIT_BUCKETS, runGym, type GymEnvName, type HitTable } from '../src-main/node/gym/experiment.ts';
 import type { Evaluation } from '../src-main/common/gym/evaluate.ts';
+import { benchArgs } from './args.ts';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
-const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
-const env = (args['env'] ?? 'blackjack') as GymEnvName;
+const args = benchArgs();
+const num = args.num;
+const env = args.str('env', 'blackjack') as GymEnvName;
 if (!GYM_ENVS.includes(env)) throw new Error(`env: ${env} is not one of ${GYM_ENVS.join(', ')}`);
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -27,7 +28,7 @@ try {
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
-    ...(args['model'] === undefined ? {} : { modelDir: path.resolve(args['model']) }),
+    ...(args.has('model') ? { modelDir: path.resolve(args.str('model', '')) } : {}),
     episodes: o.episodes,
     batchEpisodes: o.batch,
     heldOut: o.held,

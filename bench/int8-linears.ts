@@ -14,13 +14,11 @@ import ort from 'onnxruntime-node';
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { QUANT_BLOCK, type QuantWeight, dequantize, quantize } from '../src-main/common/engine/quant.ts';
 import { loadAverage, median } from './harness.ts';
+import { benchArgs } from './args.ts';
 
 const { onnx } = onnxProto;
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const args = benchArgs();
+const flag = args.num;
 const T = flag('seq', 512);
 const RUNS = flag('runs', 5);
 const THREADS = 2;

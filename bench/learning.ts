@@ -13,12 +13,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { STYLES, type StyleName } from '../src-main/node/demo/corpus.ts';
 import { runLearning, type Change, type LearningResult, type RatePoint } from '../src-main/node/demo/learning.ts';
+import { benchArgs } from './args.ts';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')) as [string, string][]);
-const num = (k: string, d: number): number => (args[k] !== undefined ? Number(args[k]) : d);
-const rules = (args['rules'] ?? 'question,tests').split(',') as StyleName[];
+const args = benchArgs();
+const num = args.num;
+const rules = (args.str('rules', 'question,tests')).split(',') as StyleName[];
 for (const r of rules) if (!STYLES.some((s) => s.name === r)) throw new Error(`rules: ${r} is not one of ${STYLES.map((s) => s.name).join(', ')}`);
-const seeds = (args['seeds'] ?? '1,2,3,4,5').split(',').map(Number);
+const seeds = (args.str('seeds', '1,2,3,4,5')).split(',').map(Number);
 const ROUNDS = num('rounds', 4);
 const N = num('n', 32);
 const HELD = num('held', 128);

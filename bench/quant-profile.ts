@@ -15,18 +15,16 @@ import type { FArray } from '../src-main/node/engine/driver.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
 import { generateWeightsEach, loadAverage, qwen2HalfBConfig, roundStep, timed } from './harness.ts';
+import { benchArgs } from './args.ts';
 
-const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1]! : dflt;
-};
+const args = benchArgs();
+const opt = args.str;
 const KIND = opt('kind', 'int4');
-const LAYERS = Number(opt('layers', '24'));
-const SEQ = Number(opt('seq', '512'));
-const STEPS = Number(opt('steps', '1'));
+const LAYERS = args.num('layers', 24);
+const SEQ = args.num('seq', 512);
+const STEPS = args.num('steps', 1);
 const PROFILE = opt('ort-profile', '');
-const DQ = args.includes('--dequantize-max') ? { dequantizeLayerMaxBytes: Number(opt('dequantize-max', '0')) } : {};
+const DQ = args.has('dequantize-max') ? { dequantizeLayerMaxBytes: args.num('dequantize-max', 0) } : {};
 
 // Wall time per graph run, by graph name.
 const acc = new Map<string, { n: number; ms: number }>();

@@ -32,12 +32,10 @@ import type { FArray } from '../src-main/node/engine/driver.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
 import { generateWeightsEach, loadAverage, median, qwen2HalfBConfig, roundStep, timed } from './harness.ts';
+import { benchArgs } from './args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const args = benchArgs();
+const flag = args.num;
 const STEPS = flag('steps', 2);
 const SEQ = flag('seq', 512);
 const LAYERS = flag('layers', 24);
@@ -47,8 +45,8 @@ const ALPHA = 32;
 const INT4 = { bits: 4, zeroPoints: false } as const;
 const GiB = 2 ** 30;
 const PREPACK = {
-  ...(args.includes('--prepack') ? { prepack: args[args.indexOf('--prepack') + 1] === 'on' } : {}),
-  ...(args.includes('--dequantize-max') ? { dequantizeLayerMaxBytes: flag('dequantize-max', 0) } : {}),
+  ...(args.has('prepack') ? { prepack: args.str('prepack', '') === 'on' } : {}),
+  ...(args.has('dequantize-max') ? { dequantizeLayerMaxBytes: flag('dequantize-max', 0) } : {}),
 };
 
 const llama3_8b: LlamaConfig = parseLlamaConfig({
@@ -213,7 +211,7 @@ async function backwardChoice(): Promise<void> {
 }
 
 function runChild(kind: string): ChildResult {
-  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', kind, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', kind, ...args.raw], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
   const line = child.stdout.trim().split('\n').pop() ?? '';
   if (child.status !== 0 || !line.startsWith('{')) throw new Error(`child ${kind} failed (status ${child.status}): ${child.stdout.slice(-2000)}`);
   return JSON.parse(line) as ChildResult;
@@ -221,15 +219,15 @@ function runChild(kind: string): ChildResult {
 
 async function main(): Promise<void> {
   console.log(`quant-step bench: seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads, ${STEPS} timed steps after a warm-up; load ${loadAverage()}`);
-  if (!args.includes('--only-8b')) {
-    if (!args.includes('--no-backward')) {
+  if (!args.has('only-8b')) {
+    if (!args.has('no-backward')) {
       console.log(`dX backward of one Qwen2-0.5B layer's 7 linears at T=${SEQ} (median of 3; load ${loadAverage()}):`);
       await backwardChoice();
     }
-    if (args.includes('--only-backward')) return;
+    if (args.has('only-backward')) return;
     const f = runChild('fp32');
     const q = runChild('int4');
-    const extra = [...(args.includes('--no-residuals') ? [] : [runChild('int4-residuals')]), ...(args.includes('--no-embed') ? [] : [runChild('int4-embed')])];
+    const extra = [...(args.has('no-residuals') ? [] : [runChild('int4-residuals')]), ...(args.has('no-embed') ? [] : [runChild('int4-embed')])];
     const fmt = (r: ChildResult): string =>
       `${r.kind}: weights ${(r.weightBytes / GiB).toFixed(2)} GiB; first step ${r.warmS.toFixed(1)} s; steps ${r.stepS.map((s, i) => `${s.toFixed(1)} s (cpu/wall ${(r.cpuS[i]! / s).toFixed(2)})`).join(', ')}; ` +
       `loss ${r.loss.toPrecision(8)}, Σ log p ${r.logpSum.toPrecision(8)}; peak RSS ${(r.rssBytes / GiB).toFixed(2)} GiB; load ${r.load}`;
@@ -243,16 +241,15 @@ async function main(): Promise<void> {
       `relative difference: loss ${lr.toExponential(2)}, Σ log p ${pr.toExponential(2)} (target ≤ 1e-4)`);
     for (const r of extra) console.log(`  ${r.kind} / fp32: step time ${(median(r.stepS) / median(f.stepS)).toFixed(2)}× wall, ${(median(r.cpuS) / median(f.cpuS)).toFixed(2)}× CPU; peak RSS ${(r.rssBytes / f.rssBytes).toFixed(2)}×`);
   }
-  if (!args.includes('--no-8b')) {
+  if (!args.has('no-8b')) {
     const e = runChild('8b');
     console.log(`Llama-3-8B shape, random int4 weights (${(e.weightBytes / GiB).toFixed(2)} GiB): one LoRA step at seq ${SEQ} (forward + backward, recomputed layers) ${e.stepS[0]!.toFixed(0)} s ` +
       `(cpu/wall ${(e.cpuS[0]! / e.stepS[0]!).toFixed(2)}), ${(SEQ / e.stepS[0]!).toFixed(1)} tokens/s; loss ${e.loss.toFixed(3)}; peak RSS ${(e.rssBytes / GiB).toFixed(2)} GiB (target ≤ 8); load ${e.load}`);
   }
 }
 
-const ci = args.indexOf('--child');
-if (ci >= 0) {
-  const kind = args[ci + 1];
+if (args.has('child')) {
+  const kind = args.str('child', '');
   const r = kind === '8b' ? await eightBChild() : await halfBChild((['int4', 'int4-residuals', 'int4-embed'] as const).find((k) => k === kind) ?? 'fp32');
   console.log(JSON.stringify(r));
 } else await main();

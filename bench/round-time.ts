@@ -7,12 +7,10 @@
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
 import { generateWeights, loadAverage, median, qwen2HalfBConfig, timed } from './harness.ts';
+import { benchArgs } from './args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i < 0 ? dflt : Number(args[i + 1]);
-};
+const args = benchArgs();
+const flag = args.num;
 const SEQ = flag('seq', 512);
 const STEPS = flag('steps', 32);
 const BATCH = flag('batch', 8);

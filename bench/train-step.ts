@@ -28,12 +28,10 @@ import { Engine } from '../src-main/node/engine/engine.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
 import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, referenceKernel, roundStep, timed } from './harness.ts';
+import { benchArgs } from './args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, dflt: number): number => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const args = benchArgs();
+const flag = args.num;
 const ROUNDS = flag('rounds', 3);
 const SEQ = flag('seq', 512);
 const LONG = flag('long', 1024);
@@ -138,7 +136,7 @@ async function profile(engine: Engine, T: number): Promise<void> {
 async function main(): Promise<void> {
   console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; reference ${referenceKernel()}; load ${loadAverage()}`);
   let torch: PyServer | null = null;
-  if (!args.includes('--no-torch')) {
+  if (!args.has('no-torch')) {
     torch = new PyServer(path.join(import.meta.dirname, 'reference', 'train_step.py'), {
       hidden: config.hiddenSize, ffn: config.intermediateSize, vocab: config.vocabSize, heads: config.numHeads, kv_heads: config.numKvHeads,
       layers: config.numLayers, rank: RANK, alpha: ALPHA, rope_theta: config.ropeTheta, eps: config.rmsNormEps, threads: THREADS,
@@ -200,7 +198,7 @@ async function main(): Promise<void> {
     await torch!.close();
   }
 
-  if (args.includes('--profile')) await profile(engine, SEQ);
+  if (args.has('profile')) await profile(engine, SEQ);
 
   console.log(`load at the end: ${loadAverage()}`);
   await objectives.dispose();
@@ -234,5 +232,5 @@ async function rssChild(T: number): Promise<void> {
   await engine.close();
 }
 
-if (args.includes('--rss-child')) await rssChild(flag('rss-child', LONG));
+if (args.has('rss-child')) await rssChild(flag('rss-child', LONG));
 else await main();
