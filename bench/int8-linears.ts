@@ -15,6 +15,7 @@ import { Rng } from '../src-main/common/engine/rng.ts';
 import { QUANT_BLOCK, type QuantWeight, dequantize, quantize } from '../src-main/common/engine/quant.ts';
 import { loadAverage, median } from './harness.ts';
 import { benchArgs } from './args.ts';
+import { maxRelErr } from '../src-main/node/engine/test-utils/compare.ts';
 
 const { onnx } = onnxProto;
 const args = benchArgs();
@@ -83,16 +84,6 @@ async function runWay(w: Way): Promise<{ ms: number; y: Float32Array; rssMiB: nu
   return { ms: median(ms), y, rssMiB };
 }
 
-/** max |a − b| / max |b|. */
-function relErr(a: Float32Array, b: Float32Array): number {
-  let d = 0;
-  let m = 0;
-  for (let i = 0; i < a.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - b[i]!));
-    m = Math.max(m, Math.abs(b[i]!));
-  }
-  return d / m;
-}
 
 /** Mean |a − b| / mean |b|. */
 function meanRelErr(a: Float32Array, b: Float32Array): number {
@@ -189,12 +180,12 @@ async function main(): Promise<void> {
     console.log(`${label} [${T}, ${K}]·[${N}, ${K}]ᵀ (×${count} per layer):`);
     for (const [name, r] of Object.entries(res)) {
       const base = name.startsWith('fwd') ? res['fwd f32 Gemm (W input)']!.ms : res['bwd f32 Gemm (W input)']!.ms;
-      const err = name.startsWith('fwd') ? relErr(r.y, ref) : relErr(r.y, bref);
+      const err = name.startsWith('fwd') ? maxRelErr(r.y, ref) : maxRelErr(r.y, bref);
       const mErr = name.startsWith('fwd') ? meanRelErr(r.y, ref) : meanRelErr(r.y, bref);
-      console.log(`  ${name.padEnd(26)} ${r.ms.toFixed(2).padStart(7)} ms (${(base / r.ms).toFixed(2)}× f32 speed)  err max ${relErr.name === '' ? '' : err.toExponential(1)} mean ${mErr.toExponential(1)}  session RSS +${r.rssMiB.toFixed(0)} MiB`);
+      console.log(`  ${name.padEnd(26)} ${r.ms.toFixed(2).padStart(7)} ms (${(base / r.ms).toFixed(2)}× f32 speed)  err max ${maxRelErr.name === '' ? '' : err.toExponential(1)} mean ${mErr.toExponential(1)}  session RSS +${r.rssMiB.toFixed(0)} MiB`);
       total[name] = (total[name] ?? 0) + count * r.ms;
     }
-    console.log(`  int8 (acc4) on X pre-rounded to Q8_0 vs f32 on the same rounded X: err max ${relErr(yq8, yq8Ref).toExponential(1)} mean ${meanRelErr(yq8, yq8Ref).toExponential(1)}; ` +
+    console.log(`  int8 (acc4) on X pre-rounded to Q8_0 vs f32 on the same rounded X: err max ${maxRelErr(yq8, yq8Ref).toExponential(1)} mean ${meanRelErr(yq8, yq8Ref).toExponential(1)}; ` +
       `Q8_0 rounding itself vs exact X: mean ${meanRelErr(yq8Ref, ref).toExponential(1)}`);
   }
   console.log(`one layer's 7 linears (forward / backward):`);

@@ -13,19 +13,11 @@ import { loraInputNames } from '../../common/engine/lora.ts';
 import { numel } from '../../common/engine/families/params.ts';
 import { CompiledGraph, type Feed, Runtime } from './runtime.ts';
 import { Engine } from './engine.ts';
+import { maxRelErr } from './test-utils/compare.ts';
 
 const rt = new Runtime({ intraOpThreads: 1 });
 afterAll(() => rt.dispose());
 
-const maxRel = (a: ArrayLike<number>, b: ArrayLike<number>): number => {
-  let d = 0;
-  let m = 0;
-  for (let i = 0; i < a.length; i++) {
-    d = Math.max(d, Math.abs(a[i]! - b[i]!));
-    m = Math.max(m, Math.abs(b[i]!));
-  }
-  return d / m;
-};
 
 const SPECS: [string, QuantSpec][] = [
   ['int4 symmetric', { bits: 4, zeroPoints: false }],
@@ -59,22 +51,22 @@ describe('quantized linear', () => {
         };
         const qo = await rt.run(build(true), {}, { x, c, ...quantFeeds('w', q) });
         const fo = await rt.run(build(false), {}, { x, c, w: deq });
-        expect(maxRel(qo['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
-        expect(maxRel(qo['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRelErr(qo['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRelErr(qo['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
         // Baked in as constants (Driver's prepack: ORT prepacks MatMulNBits' weights), the same product; the dX
         // dequantization still reads the fed weights, and a forward-only session reads none.
         const consts = { id: 'w', values: quantFeeds('w', q) };
         const po = await rt.run(build(true), {}, { x, c, ...quantFeeds('w', q) }, undefined, consts);
-        expect(maxRel(po['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
-        expect(maxRel(po['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRelErr(po['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRelErr(po['dx']!.data as Float32Array, fo['dx']!.data as Float32Array)).toBeLessThan(1e-5);
         const fwd = new Graph(`qfwd${N}`);
         fwd.output('y', frozenLinear(fwd.input('x', 'float32', [T, K]), quantInputs(fwd, 'w', N, K, spec)));
         const compiled = await rt.compile(fwd, {}, consts);
         expect(compiled.inputNames).toEqual(['x']);
-        expect(maxRel((await compiled.run({ x }))['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
+        expect(maxRelErr((await compiled.run({ x }))['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeLessThan(1e-5);
         // The quantization itself is not the identity: the f32 weights give a different product.
         const raw = await rt.run(build(false), {}, { x, c, w: wf });
-        expect(maxRel(raw['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeGreaterThan(1e-4);
+        expect(maxRelErr(raw['y']!.data as Float32Array, fo['y']!.data as Float32Array)).toBeGreaterThan(1e-4);
       }, 60_000);
     }
   }
@@ -145,7 +137,7 @@ describe('quantized decoder layer through vjpSplit', () => {
     const q = await run(layout, qfeeds);
     const f = await run({}, f32);
     for (const k of ['y', ...wrt]) {
-      const e = maxRel(q[k]!, f[k]!);
+      const e = maxRelErr(q[k]!, f[k]!);
       expect(e, `${k}: max rel diff ${e.toExponential(2)}`).toBeLessThan(2e-5);
     }
   }, 60_000);
@@ -190,10 +182,10 @@ describe('prepacked quantized layers (DriverOptions.prepack)', () => {
       for (const n of [12, 30, 12]) {
         const tokens = Array.from({ length: n }, (_, i) => (i * 7 + 3) % c.vocabSize);
         const [fed, packed] = await Promise.all(engines.map((e) => adapterStep(e, tokens)));
-        expect(maxRel(packed!.lp, fed!.lp)).toBeLessThan(1e-5);
+        expect(maxRelErr(packed!.lp, fed!.lp)).toBeLessThan(1e-5);
         fed!.grads.forEach((g, i) => {
-          expect(maxRel(packed!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
-          expect(maxRel(packed!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
+          expect(maxRelErr(packed!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
+          expect(maxRelErr(packed!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
         });
       }
     } finally {
@@ -231,10 +223,10 @@ describe('a quantized base runs the f32 layer graph on its weights dequantized p
         out['f32']!.grads.forEach((g, i) => {
           expect(out['dequantized']!.grads[i]!.a).toEqual(g.a);
           expect(out['dequantized']!.grads[i]!.b).toEqual(g.b);
-          expect(maxRel(out['nbits']!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
-          expect(maxRel(out['nbits']!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
+          expect(maxRelErr(out['nbits']!.grads[i]!.a, g.a)).toBeLessThan(1e-4);
+          expect(maxRelErr(out['nbits']!.grads[i]!.b, g.b)).toBeLessThan(1e-4);
         });
-        expect(maxRel(out['nbits']!.lp, out['f32']!.lp)).toBeLessThan(1e-5);
+        expect(maxRelErr(out['nbits']!.lp, out['f32']!.lp)).toBeLessThan(1e-5);
         // Three calls in flight on one engine: each takes its own scratch, so none reads another's layer.
         current = 'dequantized';
         const other = tokens.map((t) => (t * 5 + 1) % c.vocabSize);

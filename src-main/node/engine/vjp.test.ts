@@ -6,6 +6,7 @@ import * as C from '../../common/engine/composites.ts';
 import { grad, vjpSplit } from '../../common/engine/autodiff.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { type HostArray, Runtime } from './runtime.ts';
+import { maxRelErr } from './test-utils/compare.ts';
 
 const rt = new Runtime({ intraOpThreads: 1 });
 afterAll(() => rt.dispose());
@@ -67,15 +68,6 @@ function feedsFor(dtype: DType, T: number, seed: number, prefix = ''): Record<st
   return out;
 }
 
-function maxRel(a: HostArray, b: HostArray): number {
-  let m = 0;
-  let s = 0;
-  for (let i = 0; i < a.length; i++) {
-    m = Math.max(m, Math.abs(Number(a[i]) - Number(b[i])));
-    s = Math.max(s, Math.abs(Number(b[i])));
-  }
-  return m / Math.max(s, 1e-30);
-}
 
 const WRT = ['x', 'qa', 'qb', 'va', 'vb'];
 
@@ -97,18 +89,18 @@ describe('vjp split', () => {
     const base = layerGraph(dtype).g;
     const split = vjpSplit(base, { outputs: ['y'], wrt: WRT });
     const fwd = await rt.run(split.forward, { T }, feeds);
-    expect(maxRel(fwd['y']!.data, ref['y']!.data)).toBeLessThan(tol);
+    expect(maxRelErr(fwd['y']!.data, ref['y']!.data)).toBeLessThan(tol);
     const res = split.residuals.map((r) => [r, fwd[r]!.data] as const);
     const bwd = await rt.run(split.backward, { T }, { ...feeds, ...Object.fromEntries(res) });
 
     const rec = vjpSplit(base, { outputs: ['y'], wrt: WRT, recompute: true });
     const bwdR = await rt.run(rec.backward, { T }, feeds);
     for (const n of WRT) {
-      expect(maxRel(bwd[split.gradients[n]!]!.data, ref[`d_${n}`]!.data), `d_${n} split`).toBeLessThan(tol);
-      expect(maxRel(bwdR[rec.gradients[n]!]!.data, ref[`d_${n}`]!.data), `d_${n} recompute`).toBeLessThan(tol);
+      expect(maxRelErr(bwd[split.gradients[n]!]!.data, ref[`d_${n}`]!.data), `d_${n} split`).toBeLessThan(tol);
+      expect(maxRelErr(bwdR[rec.gradients[n]!]!.data, ref[`d_${n}`]!.data), `d_${n} recompute`).toBeLessThan(tol);
     }
     // The LoRA B gradients are not zero (B is random here), so the comparison is not vacuous.
-    expect(maxRel(ref['d_qb']!.data, new Float64Array(ref['d_qb']!.data.length))).toBeGreaterThan(0);
+    expect(maxRelErr(ref['d_qb']!.data, new Float64Array(ref['d_qb']!.data.length))).toBeGreaterThan(0);
     await rt.dispose();
   });
 
@@ -147,14 +139,14 @@ describe('vjp split', () => {
     const common = { cos: f0['cos']!, sin: f0['sin']! };
     const a0 = await rt.run(split.forward, { T }, { ...common, ...w0, x: f0['x']! });
     const a1 = await rt.run(split.forward, { T }, { ...common, ...w1, x: a0['y']!.data });
-    expect(maxRel(a1['y']!.data, ref['y']!.data)).toBeLessThan(1e-12);
+    expect(maxRelErr(a1['y']!.data, ref['y']!.data)).toBeLessThan(1e-12);
     const resOf = (a: Record<string, { data: HostArray }>) => Object.fromEntries(split.residuals.map((r) => [r, a[r]!.data]));
     const b1 = await rt.run(split.backward, { T }, { ...common, ...w1, x: a0['y']!.data, ...resOf(a1), d_y: f0['d_y']! });
     const b0 = await rt.run(split.backward, { T }, { ...common, ...w0, x: f0['x']!, ...resOf(a0), d_y: b1['d_x']!.data });
-    expect(maxRel(b0['d_x']!.data, ref['d_x']!.data)).toBeLessThan(1e-12);
-    expect(maxRel(b0['d_qa']!.data, ref['d_qa']!.data)).toBeLessThan(1e-12);
-    expect(maxRel(b1['d_qb']!.data, ref['d_l1_qb']!.data)).toBeLessThan(1e-12);
-    expect(maxRel(b1['d_qa']!.data, ref['d_l1_qa']!.data)).toBeLessThan(1e-12);
+    expect(maxRelErr(b0['d_x']!.data, ref['d_x']!.data)).toBeLessThan(1e-12);
+    expect(maxRelErr(b0['d_qa']!.data, ref['d_qa']!.data)).toBeLessThan(1e-12);
+    expect(maxRelErr(b1['d_qb']!.data, ref['d_l1_qb']!.data)).toBeLessThan(1e-12);
+    expect(maxRelErr(b1['d_qa']!.data, ref['d_l1_qa']!.data)).toBeLessThan(1e-12);
     // One compiled forward and one backward served both layers.
     await rt.dispose();
   });
