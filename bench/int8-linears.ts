@@ -182,7 +182,7 @@ async function main(): Promise<void> {
       const base = name.startsWith('fwd') ? res['fwd f32 Gemm (W input)']!.ms : res['bwd f32 Gemm (W input)']!.ms;
       const err = name.startsWith('fwd') ? maxRelErr(r.y, ref) : maxRelErr(r.y, bref);
       const mErr = name.startsWith('fwd') ? meanRelErr(r.y, ref) : meanRelErr(r.y, bref);
-      console.log(`  ${name.padEnd(26)} ${r.ms.toFixed(2).padStart(7)} ms (${(base / r.ms).toFixed(2)}× f32 speed)  err max ${maxRelErr.name === '' ? '' : err.toExponential(1)} mean ${mErr.toExponential(1)}  session RSS +${r.rssMiB.toFixed(0)} MiB`);
+      console.log(`  ${name.padEnd(26)} ${r.ms.toFixed(2).padStart(7)} ms (${(base / r.ms).toFixed(2)}× f32 speed)  err max ${err.toExponential(1)} mean ${mErr.toExponential(1)}  session RSS +${r.rssMiB.toFixed(0)} MiB`);
       total[name] = (total[name] ?? 0) + count * r.ms;
     }
     console.log(`  int8 (acc4) on X pre-rounded to Q8_0 vs f32 on the same rounded X: err max ${maxRelErr(yq8, yq8Ref).toExponential(1)} mean ${meanRelErr(yq8, yq8Ref).toExponential(1)}; ` +
