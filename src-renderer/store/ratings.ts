@@ -32,6 +32,9 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
     const got = await Promise.all(missing.map((turnId) => client.getTurn({ turnId }).catch(() => null)));
     return Object.fromEntries(got.filter((t): t is Turn => t !== null).map((t) => [t.id, t]));
   };
+  // Each page load is numbered: when the filters or the page change while one is in flight, only the newest load's
+  // answer is shown. (An unfiltered load that answered after the filtered one showed "3 found" under a tag that has 1.)
+  let asked = 0;
   return (set, get) => ({
     ratingFilters: DEFAULT_FILTERS,
     ratingPage: 0,
@@ -63,13 +66,15 @@ export function createRatingsSlice(client: ReinClient): Slice<RatingsSlice> {
       }
     },
     loadRatings: async () => {
+      const mine = ++asked;
       const { ratingFilters, ratingPage } = get();
       try {
         const page = await client.listRatings(ratingsQuery(ratingFilters, ratingPage));
         const turns = await fetchTurns(page.items, get().turnCache);
+        if (mine !== asked) return;
         set((s) => ({ ratingItems: page.items, ratingTotal: page.total, ratingsLoaded: true, ratingsError: null, turnCache: { ...s.turnCache, ...turns } }));
       } catch (e) {
-        set({ ratingsError: toApiError(e), ratingsLoaded: true });
+        if (mine === asked) set({ ratingsError: toApiError(e), ratingsLoaded: true });
       }
     },
     setRatingFilters: (f) => {

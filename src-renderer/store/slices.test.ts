@@ -1,6 +1,6 @@
 // The slices added for the popup, ratings history, adapters and training dashboard, and their selectors, against a
 // recording client that answers per verb (the real core behind them is covered by the e2e suite in Chromium).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
@@ -179,6 +179,24 @@ describe('ratings history', () => {
     expect(selectRatingRows(store.getState()).map((r) => r.turn?.prompt)).toEqual(['full prompt', 'full prompt']);
     await store.getState().rerate(1, 'good');
     expect(calls.filter(([v]) => v === 'listRatings').length).toBe(2);
+  });
+
+  it('shows the answer of the newest load: an unfiltered page answered after the filtered one does not replace it', async () => {
+    const answers: ((page: { items: RatingView[]; total: number }) => void)[] = [];
+    const { client } = recordingClient({
+      listRatings: () => new Promise((resolve) => answers.push(resolve)),
+      getTurn: (i: { turnId: number }) => ({ ...turn(i.turnId), prompt: 'p', response: 'r', context: [], tokens: null, logprobs: null, adapterVersion: null, truncated: false }),
+    });
+    const store = createReinStore(client);
+    const all = store.getState().loadRatings();
+    store.getState().setRatingFilters({ tag: 'wrong' });
+    await vi.waitFor(() => expect(answers).toHaveLength(2));
+    answers[1]!({ items: [rating(2)], total: 1 });
+    await vi.waitFor(() => expect(store.getState().ratingTotal).toBe(1));
+    answers[0]!({ items: [rating(1), rating(2), rating(3)], total: 3 });
+    await all;
+    expect(store.getState().ratingTotal).toBe(1);
+    expect(store.getState().ratingItems.map((r) => r.id)).toEqual([2]);
   });
 
   it('counts ratings per local day by the sign of the reward, with empty days as zero', () => {
