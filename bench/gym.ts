@@ -1,4 +1,4 @@
-// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400] [group=1] [model=DIR]
+// nice -n 10 node bench/gym.ts [env=blackjack] [episodes=480] [batch=16] [held=2000] [seed=1] [curve=5] [curveHands=400] [gate=400] [group=1] [model=DIR] [custom=JSON]
 // Issue #16's learning bar through the product (src-main/node/gym/experiment.ts, what `rein gym` runs): a fresh Rein
 // home on the small LM (or the model in DIR) with the balanced preset unchanged; the untrained agent plays `held` held-out hands; then
 // `episodes` training episodes, a round through the scheduler, the worker and the gate each time `batch` episodes
@@ -24,11 +24,13 @@ const line = (name: string, e: Evaluation): string =>
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-bench-'));
 try {
   const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400), group: num('group', 1) };
-  console.log(`gym bench: ${env}, small LM, balanced preset; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
+  console.log(`gym bench: ${env}, small LM, ${args.has('custom') ? `custom preset ${args.str('custom', '')}` : 'balanced preset'}; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
     ...(args.has('model') ? { modelDir: path.resolve(args.str('model', '')) } : {}),
+    // A custom training preset (balanced with these fields replaced), e.g. custom='{"beta":0.05}'.
+    ...(args.has('custom') ? { settings: { 'training.preset': 'custom', 'training.custom': JSON.parse(args.str('custom', '{}')) as unknown } } : {}),
     episodes: o.episodes,
     batchEpisodes: o.batch,
     heldOut: o.held,

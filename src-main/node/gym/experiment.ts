@@ -32,6 +32,8 @@ export interface GymOptions {
   blackjack?: BlackjackOptions;
   invalidPenalty?: number;
   modelDir?: string;
+  /** Settings of the fresh home beside the gym's (e.g. a custom training preset), for experiments. */
+  settings?: Record<string, unknown>;
   /** A curve point every this many rounds (0: none), on the first curveHands held-out seeds. */
   curveEvery?: number;
   curveHands?: number;
@@ -112,7 +114,7 @@ function setup(name: GymEnvName, backend: AgentBackend, o: GymOptions): { env: E
 
 export async function runGym(o: GymOptions): Promise<GymResult> {
   const t0 = performance.now();
-  const h = await openGymHome(o.home, { modelDir: o.modelDir, log: o.log });
+  const h = await openGymHome(o.home, { modelDir: o.modelDir, log: o.log, ...(o.settings === undefined ? {} : { settings: o.settings }) });
   try {
     const { env, agent, baselines } = setup(o.env, h.session, o);
     h.session.gateOn(agent, env, { episodes: o.gateEpisodes ?? GATE_EPISODES });

@@ -225,12 +225,15 @@ export class GymSession implements AgentBackend {
   }
 }
 
-/** A fresh Rein home in `dir` on `modelDir` (default the small LM), balanced preset, rounds only when the agent asks. */
-export async function openGymHome(dir: string, o: { modelDir?: string; threads?: number; log?: (line: string) => void } = {}): Promise<{ core: ReinCore; session: GymSession; close(): Promise<void> }> {
+/**
+ * A fresh Rein home in `dir` on `modelDir` (default the small LM), balanced preset, rounds only when the agent asks;
+ * `settings` are set beside these (and win), e.g. a custom training preset for an experiment.
+ */
+export async function openGymHome(dir: string, o: { modelDir?: string; threads?: number; settings?: Record<string, unknown>; log?: (line: string) => void } = {}): Promise<{ core: ReinCore; session: GymSession; close(): Promise<void> }> {
   mkdirSync(dir, { recursive: true });
   const core = composeCore({ home: resolveHome({ REIN_HOME: dir }) });
   try {
-    await core.call('setSettings', { values: { 'model.active': o.modelDir ?? SMALL_LM_DIR, 'training.auto': false, 'training.preset': 'balanced', 'proxy.upstream': null } }, 'cli');
+    await core.call('setSettings', { values: { 'model.active': o.modelDir ?? SMALL_LM_DIR, 'training.auto': false, 'training.preset': 'balanced', 'proxy.upstream': null, ...o.settings } }, 'cli');
     const session = await GymSession.open({ core, threads: o.threads, log: o.log });
     return {
       core,
