@@ -91,22 +91,32 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
 }
 
 
-/** Removes staging directories left by processes that no longer run. Returns the removed paths. */
-export function removeStaleStaging(home: ReinHome): string[] {
+/** A version directory's name in a model's folder: vN. */
+const VERSION_NAME = /^v(\d+)$/;
+
+/** Removes the entries of every model's folder that `doomed` picks (by name and full path); returns their paths. */
+function removeEntries(home: ReinHome, doomed: (name: string, full: string) => boolean): string[] {
   const removed: string[] = [];
   if (!existsSync(home.adaptersDir)) return removed;
   for (const m of readdirSync(home.adaptersDir, { withFileTypes: true })) {
     if (!m.isDirectory()) continue;
-    const dir = path.join(home.adaptersDir, m.name);
+    const dir = path.resolve(home.adaptersDir, m.name);
     for (const e of readdirSync(dir)) {
-      const match = /^\.stage-v\d+-(\d+)$/.exec(e);
-      if (match !== null && !pidAlive(Number(match[1]))) {
-        rmSync(path.join(dir, e), { recursive: true, force: true });
-        removed.push(path.join(dir, e));
-      }
+      const full = path.join(dir, e);
+      if (!doomed(e, full)) continue;
+      rmSync(full, { recursive: true, force: true });
+      removed.push(full);
     }
   }
   return removed;
+}
+
+/** Removes staging directories left by processes that no longer run. Returns the removed paths. */
+export function removeStaleStaging(home: ReinHome): string[] {
+  return removeEntries(home, (e) => {
+    const match = /^\.stage-v\d+-(\d+)$/.exec(e);
+    return match !== null && !pidAlive(Number(match[1]));
+  });
 }
 
 /**
@@ -116,21 +126,8 @@ export function removeStaleStaging(home: ReinHome): string[] {
  * worker died and at start-up). Returns the removed paths.
  */
 export function removeOrphanVersions(home: ReinHome, store: Store): string[] {
-  const removed: string[] = [];
-  if (!existsSync(home.adaptersDir)) return removed;
   const named = new Set(store.adapters.paths().map((p) => path.resolve(p)));
-  for (const m of readdirSync(home.adaptersDir, { withFileTypes: true })) {
-    if (!m.isDirectory()) continue;
-    const dir = path.join(home.adaptersDir, m.name);
-    for (const e of readdirSync(dir)) {
-      const v = path.resolve(dir, e);
-      if (/^v\d+$/.test(e) && !named.has(v)) {
-        rmSync(v, { recursive: true, force: true });
-        removed.push(v);
-      }
-    }
-  }
-  return removed;
+  return removeEntries(home, (e, full) => VERSION_NAME.test(e) && !named.has(full));
 }
 
 /**
@@ -151,7 +148,7 @@ export function nextVersion(store: Store, home: ReinHome, modelId: string): numb
   let v = store.adapters.maxVersion(modelId);
   const dir = modelAdaptersDir(home, modelId);
   if (existsSync(dir)) for (const e of readdirSync(dir)) {
-    const m = /^v(\d+)$/.exec(e);
+    const m = VERSION_NAME.exec(e);
     if (m !== null) v = Math.max(v, Number(m[1]));
   }
   return v + 1;
