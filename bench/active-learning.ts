@@ -17,9 +17,9 @@ import { benchArgs } from './args.ts';
 
 const args = benchArgs();
 const num = args.num;
-const rules = (args.str('rules', 'apology')).split(',') as StyleName[];
+const rules = args.str('rules', 'apology').split(',') as StyleName[];
 for (const r of rules) if (!STYLES.some((s) => s.name === r)) throw new Error(`rules: ${r} is not one of ${STYLES.map((s) => s.name).join(', ')}`);
-const seeds = (args.str('seeds', '1,2')).split(',').map(Number);
+const seeds = args.str('seeds', '1,2').split(',').map(Number);
 const ROUNDS = num('rounds', 5);
 const N = num('n', 32);
 const HELD = num('held', 128);

@@ -84,7 +84,6 @@ async function runWay(w: Way): Promise<{ ms: number; y: Float32Array; rssMiB: nu
   return { ms: median(ms), y, rssMiB };
 }
 
-
 /** Mean |a − b| / mean |b|. */
 function meanRelErr(a: Float32Array, b: Float32Array): number {
   let d = 0;

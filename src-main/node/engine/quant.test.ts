@@ -18,7 +18,6 @@ import { maxRelErr } from './test-utils/compare.ts';
 const rt = new Runtime({ intraOpThreads: 1 });
 afterAll(() => rt.dispose());
 
-
 const SPECS: [string, QuantSpec][] = [
   ['int4 symmetric', { bits: 4, zeroPoints: false }],
   ['int4 with f32 zero points', { bits: 4, zeroPoints: true }],

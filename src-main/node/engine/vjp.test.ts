@@ -68,7 +68,6 @@ function feedsFor(dtype: DType, T: number, seed: number, prefix = ''): Record<st
   return out;
 }
 
-
 const WRT = ['x', 'qa', 'qb', 'va', 'vb'];
 
 describe('vjp split', () => {
