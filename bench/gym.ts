@@ -24,7 +24,7 @@ const line = (name: string, e: Evaluation): string =>
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-bench-'));
 try {
   const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400), group: num('group', 1) };
-  console.log(`gym bench: ${env}, small LM, ${args.has('custom') ? `custom preset ${args.str('custom', '')}` : 'balanced preset'}; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
+  console.log(`gym bench: ${env}, ${args.has('model') ? `the model in ${args.str('model', '')}` : 'small LM'}, ${args.has('custom') ? `custom preset ${args.str('custom', '')}` : 'balanced preset'}; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
