@@ -16,6 +16,8 @@ const args = benchArgs();
 const num = args.num;
 const env = args.str('env', 'blackjack') as GymEnvName;
 if (!GYM_ENVS.includes(env)) throw new Error(`env: ${env} is not one of ${GYM_ENVS.join(', ')}`);
+const modelDir = args.has('model') ? path.resolve(args.str('model', '')) : undefined;
+const custom = args.has('custom') ? args.str('custom', '') : undefined;
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const line = (name: string, e: Evaluation): string =>
@@ -24,13 +26,13 @@ const line = (name: string, e: Evaluation): string =>
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-gym-bench-'));
 try {
   const o = { episodes: num('episodes', 480), batch: num('batch', 16), held: num('held', 2000), seed: num('seed', 1), curve: num('curve', 5), curveHands: num('curveHands', 400), gate: num('gate', 400), group: num('group', 1) };
-  console.log(`gym bench: ${env}, ${args.has('model') ? `the model in ${args.str('model', '')}` : 'small LM'}, ${args.has('custom') ? `custom preset ${args.str('custom', '')}` : 'balanced preset'}; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
+  console.log(`gym bench: ${env}, ${modelDir !== undefined ? `the model in ${modelDir}` : 'small LM'}, ${custom !== undefined ? `custom preset ${custom}` : 'balanced preset'}; ${o.episodes} training episodes in batches of ${o.batch}; ${o.held} held-out episodes; seed ${o.seed}; ${o.group > 1 ? `each seed played ${o.group} times (group baseline); ` : ''}${o.gate === 0 ? 'the rating gate' : `an env gate of ${o.gate} held-out episodes per round`}`);
   const r = await runGym({
     env,
     home: path.join(root, 'home'),
-    ...(args.has('model') ? { modelDir: path.resolve(args.str('model', '')) } : {}),
+    ...(modelDir !== undefined ? { modelDir } : {}),
     // A custom training preset (balanced with these fields replaced), e.g. custom='{"beta":0.05}'.
-    ...(args.has('custom') ? { settings: { 'training.preset': 'custom', 'training.custom': JSON.parse(args.str('custom', '{}')) as unknown } } : {}),
+    ...(custom !== undefined ? { settings: { 'training.preset': 'custom', 'training.custom': JSON.parse(custom) as unknown } } : {}),
     episodes: o.episodes,
     batchEpisodes: o.batch,
     heldOut: o.held,

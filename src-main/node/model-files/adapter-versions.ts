@@ -90,7 +90,6 @@ export function writeVersion(home: ReinHome, modelId: string, version: number, f
   return dir;
 }
 
-
 /** A version directory's name in a model's folder: vN. */
 const VERSION_NAME = /^v(\d+)$/;
 
