@@ -31,6 +31,9 @@ const home = await openGymHome(path.join(dir, 'home'));
 try {
   const env = new BlackjackEnv();
   const agent = new MyBlackjackAgent(home.session);
+  // The env gate: a round's candidate version plays 100 fresh held-out hands against its parent (the same hands and
+  // draws on both sides) and goes live only if its return is not lower. Without it, the rating gate judges the round.
+  home.session.gateOn(agent, env, { episodes: 100 });
   for (let episode = 0; episode < episodes; episode++) {
     let obs = env.reset(episode);
     for (;;) {
