@@ -351,22 +351,16 @@ export class Driver {
     if (dq.length === 0) return this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, outputs, this.layerConsts[i]);
     const s = this.scratchFree.pop() ?? this.newScratch();
     try {
-      const w: Record<string, Feed> = {};
+      const w: Record<string, Float32Array> = {};
       for (const [k, q] of dq) {
+        const b = s.buffers.get(k)!;
         const n = q.rows * q.cols;
-        let b = s.buffers.get(k);
-        if (b === undefined || b.length < n) {
-          b = new Float32Array(n);
-          s.buffers.set(k, b);
-          s.layer = -1;
-        }
         w[k] = b.length === n ? b : b.subarray(0, n);
       }
       if (s.layer !== i) {
         for (const [k, q] of dq) {
-          const b = w[k] as Float32Array;
-          if (s.simd !== null && b.buffer === s.simd.memory.buffer) s.simd.dequantize(q, b);
-          else dequantizeRows(q, 0, q.rows, b);
+          if (s.simd !== null) s.simd.dequantize(q, w[k]!);
+          else dequantizeRows(q, 0, q.rows, w[k]);
         }
         s.layer = i;
       }
@@ -377,9 +371,9 @@ export class Driver {
   }
 
   /**
-   * A scratch set whose buffers (each name's largest weight over the layers) live in a WebAssembly SIMD arena, which
-   * dequantizes ~6× faster than the JS loop and to the same bits (dequant-simd.ts); plain buffers where this runtime
-   * has no SIMD or the set would pass its 4 GiB.
+   * A scratch set: one buffer per weight name, the size of that name's largest weight over the layers. They live in a
+   * WebAssembly SIMD arena, which dequantizes ~6× faster than the JS loop and to the same bits (dequant-simd.ts), or
+   * are plain buffers the JS loop fills where this runtime has no SIMD or the arena would pass 4 GiB.
    */
   private newScratch(): LayerScratch {
     const largest = new Map<string, number>();
@@ -390,17 +384,18 @@ export class Driver {
         blocks = Math.max(blocks, (q.rows * q.cols) / QUANT_BLOCK);
       }
     }
-    const s: LayerScratch = { layer: -1, buffers: new Map<string, Float32Array>(), simd: null };
-    if (largest.size === 0 || !simdDequantAvailable()) return s;
-    try {
-      // Each buffer rounds up to 16 bytes in the arena.
-      s.simd = new SimdDequantizer([...largest.values()].reduce((a, n) => a + n + 4, 0), blocks);
-    } catch (e) {
-      if (e instanceof RangeError) return s;
-      throw e;
+    let simd: SimdDequantizer | null = null;
+    if (simdDequantAvailable()) {
+      try {
+        // Each buffer rounds up to 16 bytes in the arena.
+        simd = new SimdDequantizer([...largest.values()].reduce((a, n) => a + n + 4, 0), blocks);
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e;
+      }
     }
-    for (const [k, n] of largest) s.buffers.set(k, s.simd.alloc(n));
-    return s;
+    const buffers = new Map<string, Float32Array>();
+    for (const [k, n] of largest) buffers.set(k, simd === null ? new Float32Array(n) : simd.alloc(n));
+    return { layer: -1, buffers, simd };
   }
 
   /** Runs every layer forward; returns the last layer's output [T, H]. */
