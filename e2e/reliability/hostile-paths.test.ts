@@ -2,7 +2,7 @@
 // num_hidden_layers 2e9, against the real capture server, hook routes and SQLite core. Each gets a clear error in
 // bounded time and /api/health keeps answering.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,5 +107,61 @@ describe('hostile local paths (issue #21 item 7)', () => {
     expect(r.text).toMatch(/num_hidden_layers/);
     expect(r.ms).toBeLessThan(2000);
     expect(r.healthy).toBe(true);
+  });
+});
+
+// exportData renamed its temporary file over whatever the path named: a FIFO became a regular file, and as root a
+// device node was replaced (the probe lost /dev/null). The target must be a regular file or nothing; a symlink is
+// neither followed nor replaced. Every path here is inside this test's temp folder: the device case is a link in it
+// that points at /dev/null, and the test checks /dev/null is still the character device it was.
+describe('exportData onto a path that is not a regular file', () => {
+  it('a FIFO: refused by name, the FIFO still a FIFO, nothing read or written', async () => {
+    const target = path.join(root, 'export-fifo');
+    execFileSync('mkfifo', [target]);
+    const r = await probe('api/exportData', { path: target });
+    const st = lstatSync(target);
+    console.log(`exportData onto a FIFO: ${r.status} in ${r.ms.toFixed(0)} ms; still a FIFO: ${st.isFIFO()}: ${r.text.slice(0, 200)}`);
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/is a FIFO, not a regular file/);
+    expect(st.isFIFO()).toBe(true);
+    expect(readdirSync(root).filter((n) => n.startsWith('.export-fifo'))).toEqual([]);
+  });
+
+  it('a symlink to /dev/null: refused, the link untouched, /dev/null still a character device', async () => {
+    const nullBefore = statSync('/dev/null');
+    const target = path.join(root, 'export-devnull');
+    symlinkSync('/dev/null', target);
+    const r = await probe('api/exportData', { path: target });
+    const link = lstatSync(target);
+    const nullAfter = statSync('/dev/null');
+    console.log(`exportData onto a link to /dev/null: ${r.status}; link kept: ${link.isSymbolicLink() && readlinkSync(target) === '/dev/null'}; /dev/null a character device: ${nullAfter.isCharacterDevice()}: ${r.text.slice(0, 200)}`);
+    expect(r.status).toBe(400);
+    expect(r.text).toMatch(/is a symbolic link/);
+    expect(link.isSymbolicLink()).toBe(true);
+    expect(readlinkSync(target)).toBe('/dev/null');
+    expect(nullAfter.isCharacterDevice()).toBe(true);
+    expect([nullAfter.ino, nullAfter.rdev]).toEqual([nullBefore.ino, nullBefore.rdev]);
+  });
+
+  it('a symlink to a regular file: refused, the file it names keeps its bytes', async () => {
+    const victim = path.join(root, 'victim.txt');
+    writeFileSync(victim, 'keep me\n');
+    const target = path.join(root, 'export-link');
+    symlinkSync(victim, target);
+    const r = await probe('api/exportData', { path: target });
+    console.log(`exportData onto a link to a file: ${r.status}: ${r.text.slice(0, 200)}`);
+    expect(r.status).toBe(400);
+    expect(lstatSync(target).isSymbolicLink()).toBe(true);
+    expect(readFileSync(victim, 'utf8')).toBe('keep me\n');
+  });
+
+  it('a regular file is still replaced whole, and a new path still created', async () => {
+    const target = path.join(root, 'export.jsonl');
+    writeFileSync(target, 'old\n');
+    const r = await probe('api/exportData', { path: target });
+    expect(r.status).toBe(200);
+    expect(readFileSync(target, 'utf8')).toMatch(/^\{"type":"header"/);
+    const fresh = await probe('api/exportData', { path: path.join(root, 'fresh.jsonl') });
+    expect(fresh.status).toBe(200);
   });
 });

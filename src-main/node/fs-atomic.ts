@@ -1,8 +1,10 @@
 // Writing a file whole or not at all: into a temporary file beside it (the same directory, so the rename is atomic
 // on one filesystem), then renamed over the target. On any failure the temporary file is removed and the target is
 // as it was. The GGUF and safetensors writers, the JSONL export and the installers' config writes all go through it.
+// The target must be a regular file or nothing: a rename replaces whatever has the name, so an export aimed at a FIFO
+// turned it into a file, and as root one aimed at /dev/null replaced the device.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, writeSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 export interface AtomicWriteOptions {
@@ -12,7 +14,44 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
 }
 
+/** The target of a write exists and is not a regular file (a symlink, FIFO, device, socket or folder): nothing was written. */
+export class NotRegularTargetError extends Error {
+  readonly file: string;
+  /** What is there, in words: `a FIFO`, `a symbolic link`, … */
+  readonly what: string;
+  constructor(file: string, what: string) {
+    const why = what === 'a symbolic link' ? 'Rein neither writes through a link nor replaces it; name the file itself' : 'Rein replaces only regular files; choose another path';
+    super(`${file} is ${what}, not a regular file (${why})`);
+    this.name = 'NotRegularTargetError';
+    this.file = file;
+    this.what = what;
+  }
+}
+
+function kindOf(st: Stats): string {
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  if (st.isDirectory()) return 'a folder';
+  return 'not a file';
+}
+
+/** Throws NotRegularTargetError unless `file` is absent or a regular file (lstat: a link is judged, not followed). */
+export function refuseNonRegular(file: string): void {
+  let st: Stats;
+  try {
+    st = lstatSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (!st.isFile()) throw new NotRegularTargetError(file, kindOf(st));
+}
+
 export function writeFileAtomic<T>(file: string, write: (fd: number) => T, opts: AtomicWriteOptions = {}): T {
+  refuseNonRegular(file);
   // A name nobody can guess (128 random bits), created with O_EXCL | O_NOFOLLOW: a link planted at any name, guessed
   // or not, makes the open fail instead of being written through (issue #21 item 8).
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(16).toString('hex')}.tmp`);
@@ -26,6 +65,8 @@ export function writeFileAtomic<T>(file: string, write: (fd: number) => T, opts:
     } finally {
       closeSync(fd);
     }
+    // Again just before the rename: a writer may take long enough (an export) for the path to change meanwhile.
+    refuseNonRegular(file);
     renameSync(tmp, file);
     return result;
   } catch (e) {

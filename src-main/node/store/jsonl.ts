@@ -15,7 +15,7 @@ import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
-import { writeAll, writeFileAtomic } from '../fs-atomic.ts';
+import { NotRegularTargetError, writeAll, writeFileAtomic } from '../fs-atomic.ts';
 import { readRegularFile } from '../fs-read.ts';
 
 export const EXPORT_FORMAT = 'rein-export';
@@ -113,6 +113,7 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
     writeExport(file);
   } catch (e) {
     // A folder that does not exist, a read-only disk, a path that is a folder: the user's to fix, named with the path.
+    if (e instanceof NotRegularTargetError) throw new BadInputError(`exportData: ${e.message}`, 'path', { what: e.what });
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('E')) throw new BadInputError(`exportData: cannot write ${file}: ${writeFailure(code, file, e as Error)}`, 'path', { code });
     throw e;
