@@ -23,6 +23,7 @@ export const PACKAGES = {
   '@huggingface/tokenizers': 'node',
   '@huggingface/gguf': 'node',
   'node-llama-cpp': 'node',
+  'smol-toml': 'node',
   react: 'renderer',
   'react-dom': 'renderer',
   zustand: 'renderer',
