@@ -24,8 +24,13 @@ const PREFIXES = [
   '-----BEGIN PRIVATE KEY-----\n', 'password=', 'PGPASSWORD=', 'password: "', 'token=', 'a://b:', 'a://:', 'a://b:c@', 'a://b:c/',
   'Bearer ', 'authorization: Bearer ', 'X-Api-Key: ', '--password ', '--password x ', '--password a ', 'password: ',
   'password: hunter2\n', 'password: str\n', 'secret = ', 'a = b\n',
+  // The forms read anywhere in a line, in prose, after `&`, and the issuers' token table.
+  'x password: ', 'x aws_secret_access_key = ', 'a password ', 'password is ', 'the api key was ', 'password=a&', 'password=a&b',
+  'secretKey:', 'pwd=', '-u a:', ' -u ', 'login a password ', 'glpat-', 'npm_', 'SG.', 'SG.aaaaaaaaaaaaaaaaaaaaaa.', 'hvs.', 'dp.pt.',
+  'aaaaaaaaaaaaaa.atlasv1.', '1234567890:AA', '0123456789abcdef0123456789abcdef-us', 'sk.eyJ', 'pcsk_', 'hooks.slack.com/services/',
+  'discord.com/api/webhooks/',
 ];
-const RUN_OF: Record<string, string> = { 'a://b:c/': 'a/', 'a://b:c@': '@a' };
+const RUN_OF: Record<string, string> = { 'a://b:c/': 'a/', 'a://b:c@': '@a', 'password=a&': '&a', 'password=a&b': '&3', '1234567890:AA': '1' };
 // A value or an indent that the whole-line and flag forms check after matching (a dotted name, an ENV_NAME).
 CASES.push(
   ['"password: " then "a." x 4M', 'password: ' + fill('a.')],

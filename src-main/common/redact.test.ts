@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RedactBudget, RedactionTimeoutError, redact, redactSecrets } from './redact.ts';
+import { CLEAN_CASES, SECRET_CASES } from './test-utils/redact-corpus.ts';
 
 // Fake secrets in each issuer's format (random characters, never real credentials).
 const FAKE = {
@@ -190,5 +191,57 @@ describe('redact: the time budget of one request (issue #21 item 1)', () => {
   });
   it('a budget not spent changes nothing', () => {
     expect(redact(`key ${FAKE.openai}`, new RedactBudget(60_000))).toBe('key [REDACTED:openai_key]');
+  });
+});
+
+describe('redact: secrets in the middle of a line', () => {
+  it('the six forms a probe found stored in the clear', () => {
+    expect(redact('x aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY')).toBe('x aws_secret_access_key = [REDACTED:secret]');
+    expect(redact('my password: Tr0ub4dor&3 ok')).toBe('my password: [REDACTED:secret] ok');
+    expect(redact('run with SECRET_KEY=hunter2isgood')).toBe('run with SECRET_KEY=[REDACTED:secret]');
+    expect(redact('PRIVATE_KEY=abcdefgh12345678')).toBe('PRIVATE_KEY=[REDACTED:secret]');
+    expect(redact('password is hunter2')).toBe('password is [REDACTED:secret]');
+    expect(redact('password=Tr0ub4dor&3;')).toBe('password=[REDACTED:secret];');
+  });
+  it('an & still ends a value where a query string goes on', () => {
+    expect(redact('GET /login?password=s3cret99&user=bob&next=/')).toBe('GET /login?password=[REDACTED:secret]&user=bob&next=/');
+    expect(redact('?api_key=abcd1234&limit=5')).toBe('?api_key=[REDACTED:secret]&limit=5');
+  });
+  it('text after a value: only a literal of 6 or more counts, not a word or code', () => {
+    expect(redact('password: see below')).toBe('password: see below');
+    expect(redact('token = x + y')).toBe('token = x + y');
+    expect(redact('secret: process.env.SESSION_SECRET!, next')).toBe('secret: process.env.SESSION_SECRET!, next');
+    expect(redact('set clientSecret: Zk8pQ2vX9wLm and go')).toBe('set clientSecret: [REDACTED:secret] and go');
+  });
+  it('prose names a secret only when the value is not a word', () => {
+    expect(redact('the api key was 9F8ffUDw34, keep it safe')).toBe('the api key was [REDACTED:secret], keep it safe');
+    expect(redact('the password is required; the token is base64-encoded')).toBe('the password is required; the token is base64-encoded');
+  });
+  it('curl -u, .netrc and ODBC Pwd=, but not a uid:gid pair nor the working directory', () => {
+    expect(redact('curl -u admin:S3cretPass https://x')).toBe('curl -u admin:[REDACTED:secret] https://x');
+    expect(redact('machine h login bob password p4ssw0rd')).toBe('machine h login bob password [REDACTED:secret]');
+    expect(redact('Uid=app;Pwd=abc123;')).toBe('Uid=app;Pwd=[REDACTED:secret];');
+    expect(redact('docker run -u 1000:1000 img; PWD=/home/dev make')).toBe('docker run -u 1000:1000 img; PWD=/home/dev make');
+  });
+  it("issuers' token shapes, with the webhook host kept", () => {
+    const glpat = 'glpat-' + 'Ab3dEf7hIj1kLm9nOp2q';
+    expect(redactSecrets(`token ${glpat} here`)).toEqual({ text: 'token [REDACTED:api_token] here', found: { api_token: 1 } });
+    expect(redact('https://hooks.slack.com/services/T0000AAAA/B1111BBBB/abcdefGHIJKL123456')).toBe('https://hooks.slack.com/services/[REDACTED:url_credentials]');
+  });
+});
+
+describe('redact: the corpus (src-main/common/test-utils/redact-corpus.ts)', () => {
+  it(`has a few hundred secret forms (${SECRET_CASES.length}) and a hundred look-alikes (${CLEAN_CASES.length})`, () => {
+    expect(SECRET_CASES.length).toBeGreaterThanOrEqual(300);
+    expect(CLEAN_CASES.length).toBeGreaterThanOrEqual(100);
+  });
+  it.each(SECRET_CASES.map((c) => [c.name, c] as const))('secret: %s', (_, c) => {
+    const out = redact(c.text);
+    expect(out).toContain('[REDACTED:');
+    for (const p of c.pieces) expect(out).not.toContain(p);
+    expect(redact(out)).toBe(out);
+  });
+  it.each(CLEAN_CASES)('look-alike: %j', (text) => {
+    expect(redactSecrets(text)).toEqual({ text, found: {} });
   });
 });
