@@ -121,7 +121,7 @@ function planLocal(env: InstallEnv, read: (file: string) => string | null, confi
   ];
 }
 
-export const codexIntegration: Integration = {
+const integration: Integration = {
   agent: 'codex',
   detect: (env) => evidence('codex', [codexHome(env)], env.env),
   plan(env, read) {
@@ -215,6 +215,35 @@ export const codexIntegration: Integration = {
       'Codex skips hooks you have not trusted: if it asks, trust the two Rein hooks (Stop, UserPromptSubmit).',
     ];
   },
+};
+
+/** The config.toml editor's refusals name `config.toml`; the user needs the file's whole path. */
+function withPath(env: InstallEnv, e: unknown): unknown {
+  if (!(e instanceof ReinError) || !e.message.startsWith('config.toml: ')) return e;
+  const file = path.join(codexHome(env), 'config.toml');
+  return new ReinError(e.code, file + e.message.slice('config.toml'.length), { detail: { path: file }, cause: e });
+}
+
+export const codexIntegration: Integration = {
+  ...integration,
+  plan(env, read) {
+    try {
+      return integration.plan(env, read);
+    } catch (e) {
+      throw withPath(env, e);
+    }
+  },
+  unplan(env, read) {
+    try {
+      return integration.unplan(env, read);
+    } catch (e) {
+      throw withPath(env, e);
+    }
+  },
+  afterInstall: (env, read, say) =>
+    integration.afterInstall!(env, read, say).catch((e: unknown) => {
+      throw withPath(env, e);
+    }),
 };
 
 /**
