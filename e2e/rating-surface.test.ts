@@ -6,7 +6,7 @@
 // Every check reads the STORED rating through the core's API. Screenshots go to e2e/artifacts/surface-*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { artifactPath, axeViolations, closeApp, openApp, openTab } from './harness.ts';
+import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openTab } from './harness.ts';
 import type { App, ServeChild } from './harness.ts';
 
 let app: App;
@@ -55,7 +55,10 @@ async function openPopup(): Promise<Page> {
   });
   // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.
   const hash = serve.openUrl.indexOf('#');
+  // Live once its event stream answers: a turn captured before that reaches it only as a waiting one.
+  const live = p.waitForResponse((r) => r.url().includes('/api/events'));
   await p.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
+  await live;
   return p;
 }
 
@@ -70,6 +73,8 @@ describe('the main window card', () => {
     await card().getByRole('textbox', { name: /Better answer/ }).fill('Use <= so the last token is kept.');
     await card().getByRole('textbox', { name: /Tags/ }).fill('off by one, parser');
     await card().getByRole('textbox', { name: /Comment/ }).fill('Right idea, wrong line.');
+    // The card with its options open: axe finds nothing serious, and nothing sticks out at 390 px, light or dark.
+    await checkScreens(page, 'surface-card-open', (name) => page.screenshot({ path: artifactPath(`${name}.png`), fullPage: true }));
     // Out of the text field (a key typed there is text), then the key shown on the Bad button.
     await card().getByRole('heading').click();
     await page.keyboard.press('2');
@@ -128,6 +133,8 @@ describe('the popup', () => {
     waiting = (await serve.call('listTurns', { state: 'unrated' })).items.map((t) => t.id).sort((a, b) => a - b);
     expect(waiting).toHaveLength(2);
     await popup.getByText('2 answers wait for a rating.').waitFor({ timeout: 3000 });
+    expect(await axeViolations(popup), 'popup with nothing new').toEqual([]);
+    await popup.screenshot({ path: artifactPath('surface-popup-empty.png') });
     await popup.getByRole('button', { name: 'Rate them here' }).click();
     const box = popup.getByTestId('popup');
     await expect.poll(() => box.getAttribute('data-turn-id')).toBe(String(waiting[0]));
@@ -181,10 +188,14 @@ describe('reading and listing', () => {
     // The card shows one answer; the list and its badge count the others.
     await expect.poll(() => page.locator('#recent-title .count').textContent()).toBe(String(total - 1));
     const rows = page.getByTestId('recent-turns').locator('li');
-    await page.getByRole('button', { name: /^Show more answers/ }).click({ timeout: 3000 });
+    const more = page.getByRole('button', { name: /^Show more answers/ });
+    await more.scrollIntoViewIfNeeded({ timeout: 3000 });
+    await page.screenshot({ path: artifactPath('surface-recent-more-1440.png') });
+    await more.click();
     await expect.poll(() => rows.count()).toBe(total - 1);
-    await expect(page.getByRole('button', { name: /^Show more answers/ }).count()).resolves.toBe(0);
-    await page.screenshot({ path: artifactPath('surface-recent-1440.png'), fullPage: true });
+    await expect(more.count()).resolves.toBe(0);
+    await rows.last().scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifactPath('surface-recent-all-1440.png') });
     expect(await axeViolations(page), 'Rate').toEqual([]);
     expect(problems).toEqual([]);
   });

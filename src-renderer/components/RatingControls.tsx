@@ -25,12 +25,12 @@ export function RatingControls(props: {
   answer?: string;
 }) {
   const { turnId, rating, where } = props;
-  const { busy, rate, undo, canUndo, error, note } = useRein(
+  const { busy, rate, undo, lastElsewhere, error, note } = useRein(
     useShallow((s) => ({
       busy: s.ratingTurnId !== null,
       rate: s.rate,
       undo: s.undo,
-      canUndo: s.lastRated?.where === where,
+      lastElsewhere: where !== 'chat' && s.lastRated?.where === where && s.lastRated.turnId !== turnId,
       error: selectRateError(turnId)(s),
       note: selectUndoNote(turnId)(s),
     })),
@@ -59,10 +59,17 @@ export function RatingControls(props: {
           <button type="button" className="link" aria-expanded={more} onClick={() => setMore(!more)}>
             {more ? 'Fewer options' : 'Score, correction, tags'}
           </button>
-          {(canUndo || (rating && where !== 'popup')) && (
-            <button type="button" className="undo" onClick={() => void undo(where)}>
+          {rating ? (
+            <button type="button" className="undo" onClick={() => void undo(where, turnId)}>
               Undo {keys && <kbd>U</kbd>}
             </button>
+          ) : (
+            // The card and popup move on after a rating: here Undo takes back the one just given (as U does).
+            lastElsewhere && (
+              <button type="button" className="undo" onClick={() => void undo(where)}>
+                Undo last rating {keys && <kbd>U</kbd>}
+              </button>
+            )
           )}
         </div>
         {(error || state) && (

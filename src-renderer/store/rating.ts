@@ -81,12 +81,12 @@ export function createRatingSlice(client: ReinClient): Slice<RatingSlice> {
       if (!sameValue(get().turns.find((t) => t.id === next.turnId)?.rating, next.value)) await get().rate(next.turnId, next.value, next.where);
       for (const settle of next.settle) settle();
     },
-    undo: async (where) => {
+    undo: async (where, only) => {
       await inflight;
       // The rating given last on this surface; else (nothing rated here yet) the card's own turn. U never reaches a
       // rating the person cannot see: a Chat rating is not undone from the Rate screen, nor the other way round.
       const last = get().lastRated;
-      const turnId = last?.where === where ? last.turnId : where === 'card' ? selectCurrentTurn(get())?.id : undefined;
+      const turnId = only ?? (last?.where === where ? last.turnId : where === 'card' ? selectCurrentTurn(get())?.id : undefined);
       set({ rateError: null });
       if (turnId === undefined) return set({ undoNote: { turnId: null, text: 'Nothing to undo.' } });
       try {

@@ -36,7 +36,8 @@ export interface RatingSlice {
   setDraft: (turnId: number, patch: Partial<RatingDraft>) => void;
   /** Rate with the turn's draft; on the card, the card then moves on to the next turn that waits. */
   rate: (turnId: number, value: RateValue, where: RatingSurface) => Promise<void>;
-  undo: (where: RatingSurface) => Promise<void>;
+  /** Takes back `turnId`'s rating, or (without it) the one given last on this surface. */
+  undo: (where: RatingSurface, turnId?: number) => Promise<void>;
 }
 
 export interface StatusSlice {
