@@ -65,10 +65,13 @@ export function createRatingSlice(client: ReinClient): Slice<RatingSlice> {
         get().applyRating(rating);
         get().setStatus(status);
         get().drop(turnId);
-        set((s) => {
-          const { [turnId]: _sent, ...drafts } = s.drafts;
-          return { drafts };
-        });
+        // Sent: the draft goes, unless another choice for this turn waits (a quick 2 then 1) and must carry it too.
+        if (queued?.turnId !== turnId) {
+          set((s) => {
+            const { [turnId]: _sent, ...drafts } = s.drafts;
+            return { drafts };
+          });
+        }
         if (where === 'card') get().advanceCard(turnId);
       } catch (e) {
         set({ rateError: { turnId, error: toApiError(e) }, lastRated: before });
@@ -98,7 +101,8 @@ export function createRatingSlice(client: ReinClient): Slice<RatingSlice> {
         if (where === 'card') get().showTurn(turnId);
         const turn = get().turns.find((t) => t.id === turnId) ?? (last?.turnId === turnId ? last.turn : null);
         if (where === 'popup' && turn && !restored) get().requeue({ ...turn, state: 'unrated', rating: null });
-        set({ undoNote: { turnId, text: undoText(undone, restored) }, lastRated: restored ? { turnId, where, turn } : null });
+        const lastRated = restored ? { turnId, where, turn } : last?.turnId === turnId ? null : last;
+        set({ undoNote: { turnId, text: undoText(undone, restored) }, lastRated });
       } catch (e) {
         set({ rateError: { turnId, error: toApiError(e) } });
       }
@@ -113,4 +117,4 @@ export const selectDraftTyped = (turnId: number | null) => (s: ReinState): boole
   return d !== undefined && (d.correction.trim() !== '' || d.tags.trim() !== '' || d.comment.trim() !== '');
 };
 export const selectRateError = (turnId: number) => (s: ReinState) => (s.rateError?.turnId === turnId ? s.rateError.error : null);
-export const selectUndoNote = (turnId: number) => (s: ReinState) => (s.undoNote !== null && (s.undoNote.turnId === turnId || s.undoNote.turnId === null) ? s.undoNote.text : null);
+export const selectUndoNote = (turnId: number) => (s: ReinState) => (s.undoNote?.turnId === turnId ? s.undoNote.text : null);

@@ -102,8 +102,8 @@ function fakeClient(turns: TurnSummary[] = []) {
       Object.assign(t, { rating: r, state: 'rated' });
       return { rating: r, status: statusNow() };
     },
-    undo: async () => {
-      const r = [...ratings].reverse().find((x) => !x.undone) ?? null;
+    undo: async (i) => {
+      const r = [...ratings].reverse().find((x) => !x.undone && (i.turnId === undefined || x.turnId === i.turnId)) ?? null;
       if (r) r.undone = true;
       return { undone: r, restored: null, status: statusNow() };
     },
@@ -200,6 +200,27 @@ describe('store', () => {
     expect(s.turns[0]).toMatchObject({ state: 'unrated', rating: null });
     expect(selectCounts(s)).toEqual({ good: 0, bad: 0, total: 0 });
     expect(s.undoNote).toEqual({ turnId: 1, text: 'Undid Bad on turn 1.' });
+  });
+
+  it('U pressed while a rating is in flight takes back that rating, not the next turn the card moved on to', async () => {
+    const f = fakeClient([turn(2), turn(1)]);
+    const store = createReinStore(f.client);
+    await store.getState().init();
+    const rate = f.api.rate!;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    f.api.rate = async (i) => {
+      await held;
+      return rate(i);
+    };
+    const rating = store.getState().rate(2, 'good', 'card');
+    const undo = store.getState().undo('card');
+    release();
+    await Promise.all([rating, undo]);
+    const s = store.getState();
+    expect(f.ratings.map((r) => [r.turnId, r.kind, r.undone])).toEqual([[2, 'good', true]]);
+    expect(s.undoNote).toEqual({ turnId: 2, text: 'Undid Good on turn 2.' });
+    expect(selectCurrentTurn(s)?.id).toBe(2);
   });
 
   it('the typed correction, tags and comment go with whichever rating is given, and the draft is cleared', async () => {
