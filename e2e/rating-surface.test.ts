@@ -112,7 +112,8 @@ describe('the popup', () => {
     await popup.getByText('Nothing new to rate right now.').waitFor();
     const box = popup.getByTestId('popup');
     const first = await capture();
-    await expect.poll(() => box.getAttribute('data-turn-id')).toBe(String(first));
+    // The turn reaches the popup over its event stream (slow on a busy machine).
+    await expect.poll(() => box.getAttribute('data-turn-id'), { timeout: 20_000 }).toBe(String(first));
     await box.getByRole('button', { name: 'Score, correction, tags' }).click();
     await box.getByRole('textbox', { name: /Better answer/ }).fill('Keep the last token.');
     await box.getByRole('textbox', { name: /Tags/ }).fill('off by one');
@@ -120,7 +121,7 @@ describe('the popup', () => {
     await expect.poll(() => stored(first)).toMatchObject({ kind: 'bad', correction: 'Keep the last token.', tags: ['off by one'] });
 
     const second = await capture();
-    await expect.poll(() => box.getAttribute('data-turn-id')).toBe(String(second));
+    await expect.poll(() => box.getAttribute('data-turn-id'), { timeout: 20_000 }).toBe(String(second));
     await box.getByRole('button', { name: 'Score, correction, tags' }).click();
     await box.getByRole('textbox', { name: /Comment/ }).fill('Short and right.');
     await box.getByRole('heading').click();
