@@ -82,24 +82,32 @@ describe('chat (issue #14 item 1)', () => {
     expect(await answer.innerText()).toContain('Answered by the base model (no adapter)');
   });
 
-  it('rates the answer inline: Good, then 3 of 5, then a correction pre-filled with the answer', async () => {
+  it('rates the answer inline: Good, then 3 of 5, then a correction started from the answer; U takes the last back', async () => {
     const answer = page.getByTestId('chat-answer').last();
     const turnId = Number(await answer.getAttribute('data-turn-id'));
     const live = async () => (await serve.call('listRatings', {})).items.filter((r) => r.turnId === turnId);
-    await answer.getByRole('button', { name: 'Good' }).click();
+    await answer.getByRole('button', { name: /^Good/ }).click();
     await answer.getByText('Rated Good.').waitFor();
     expect(await live()).toMatchObject([{ kind: 'good', rater: 'user' }]);
+    // The same controls as the card and the popup: the score, correction, tags and comment fold under one button.
+    await answer.getByRole('button', { name: 'Score, correction, tags' }).click();
     await answer.getByRole('button', { name: 'Score 3 of 5' }).click();
     await answer.getByText('Rated 3/5.').waitFor();
     expect(await live()).toMatchObject([{ kind: 'scale', scale: 3 }]);
-    await answer.getByRole('button', { name: 'Correct it…' }).click();
-    const box = answer.getByLabel('Edit the answer into what it should have said');
+    await answer.getByRole('button', { name: 'Score, correction, tags' }).click();
+    await answer.getByRole('button', { name: 'Start from the answer' }).click();
+    const box = answer.getByRole('textbox', { name: /Better answer/ });
     const { response } = await serve.call('getTurn', { turnId });
     expect(await box.inputValue()).toBe(response);
     await box.fill('Use `reversed(xs)` or `xs[::-1]`:\n\n```python\nxs = [1, 2, 3]\nprint(xs[::-1])\n```');
-    await answer.getByRole('button', { name: 'Save correction' }).click();
-    await answer.getByText('Rated with a correction.').waitFor();
+    await answer.getByRole('button', { name: /^Bad/ }).click();
+    await answer.getByText('Rated Bad, with a correction.').waitFor();
     expect(await live()).toMatchObject([{ kind: 'bad', correction: expect.stringContaining('xs[::-1]') }]);
+    // U on the Chat screen takes back the Chat's last rating: the correction goes, and the 3/5 it replaced is back.
+    await page.keyboard.press('u');
+    await answer.getByText(`Undid Bad on turn ${turnId}. 3/5 is back.`).waitFor();
+    expect(await live()).toMatchObject([{ kind: 'scale', scale: 3, undone: false }]);
+    await answer.getByText('Rated 3/5.').waitFor();
     // A second question in the same conversation carries the first exchange.
     await page.getByLabel('Message', { exact: true }).fill('And in place?');
     await page.getByRole('button', { name: 'Send' }).click();

@@ -100,7 +100,7 @@ describe('rating flow in Chromium against rein serve', () => {
     const ratings = await serve.call('listRatings', {});
     expect(ratings.items.map((r) => r.kind)).toEqual(['good']);
     const id = await page.getByTestId('rating-card').getAttribute('data-turn-id');
-    expect(await page.getByTestId('undo-note').textContent()).toBe(`Undone · turn ${id}`);
+    expect(await page.getByTestId('undo-note').textContent()).toBe(`Undid Bad on turn ${id}.`);
     await page.keyboard.press('2');
     await expect.poll(() => page.getByTestId('count-bad').textContent()).toBe('1');
     // Bad → Good, then U: the Bad rating comes back (not no rating at all).
@@ -269,7 +269,7 @@ describe('rating flow in Chromium against rein serve', () => {
     // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.
     const hash = serve.openUrl.indexOf('#');
     await p.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
-    await p.getByText('Nothing to rate right now.').waitFor();
+    await p.getByText('Nothing new to rate right now.').waitFor();
     const r9 = await serve.post('/v1/turns', turn(9));
     const id9 = (r9.body as { turn: { id: number } }).turn.id;
     const popup = p.getByTestId('popup');
@@ -277,14 +277,14 @@ describe('rating flow in Chromium against rein serve', () => {
     await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
     const correction = popup.getByRole('textbox', { name: /Better answer/ });
     await correction.fill('Keep line:column in every error.');
-    await expect.poll(() => p.getByTestId('popup-timer').textContent()).toMatch(/^Stays open until you save or close/);
+    await expect.poll(() => p.getByTestId('popup-timer').textContent()).toMatch(/^Stays open until you rate or close/);
     // Folding the options away keeps the words, and the timeout (2 s) passes without ignoring the turn.
     await popup.getByRole('button', { name: 'Fewer options' }).click();
     await p.waitForTimeout(3500);
     expect((await serve.call('getTurn', { turnId: id9 })).state).toBe('unrated');
     await popup.getByRole('button', { name: 'Score, correction, tags' }).click();
     expect(await correction.inputValue()).toBe('Keep line:column in every error.');
-    await popup.getByRole('button', { name: 'Save as Bad' }).click();
+    await popup.getByRole('button', { name: /^Bad/ }).click();
     await expect.poll(async () => (await serve.call('getTurn', { turnId: id9 })).rating?.correction).toBe('Keep line:column in every error.');
     await other.close();
     await serve.call('setSettings', { values: { 'popup.timeoutSeconds': 45 } });

@@ -8,6 +8,7 @@ import { TrainingPanel } from './components/TrainingPanel.tsx';
 import { PopupCard } from './popup/PopupCard.tsx';
 import type { Transport } from './services/api.ts';
 import { selectPopupTurn } from './store/popup.ts';
+import { selectDraftTyped } from './store/rating.ts';
 import { useRein, useReinStore } from './store/react.tsx';
 import { selectCurrentTurn } from './store/turns.ts';
 import { VIEWS } from './store/nav.ts';
@@ -22,9 +23,10 @@ import { Chat } from './screens/Chat.tsx';
 const KEY_TO_RATING = { '1': 'good', '2': 'bad' } as const;
 
 /**
- * Keys 1 and 2 rate the popup's turn when one waits (else the Rate card's), U undoes, unless the user is typing or
- * holds a modifier. The handler reads the store when the key is pressed: a listener bound to the last render's turn
- * rated the previous card when a key came between a new turn's paint and the effect that re-bound it.
+ * Keys 1 and 2 rate the popup's turn (in the popup window) or the Rate card's, with whatever was typed under "Score,
+ * correction, tags"; U takes back the rating just given there (on the Chat screen, the last Chat rating). Not while
+ * the user is typing or holds a modifier. The handler reads the store when the key is pressed: a listener bound to the
+ * last render's turn rated the previous card when a key came between a new turn's paint and the effect that re-bound it.
  */
 function useRatingKeys(withPopup: boolean) {
   const store = useReinStore();
@@ -35,22 +37,19 @@ function useRatingKeys(withPopup: boolean) {
       if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
       if (document.querySelector('dialog[open]')) return;
       const s = store.getState();
-      const popupTurn = withPopup ? selectPopupTurn(s) : null;
-      if ((e.key === 'u' || e.key === 'U') && !popupTurn) {
+      const where = withPopup ? 'popup' : s.view === 'rate' ? 'card' : s.view === 'chat' ? 'chat' : null;
+      if (where === null) return;
+      if (e.key === 'u' || e.key === 'U') {
         e.preventDefault();
-        void s.undo();
+        void s.undo(where);
         return;
       }
       const value = KEY_TO_RATING[e.key as keyof typeof KEY_TO_RATING];
-      if (!value) return;
-      const current = selectCurrentTurn(s);
-      if (popupTurn) {
-        e.preventDefault();
-        void s.ratePopup(popupTurn.id, { value });
-      } else if (current && s.view === 'rate') {
-        e.preventDefault();
-        if (current.rating?.kind !== value) void s.rate(current.id, value);
-      }
+      const turn = where === 'popup' ? selectPopupTurn(s) : where === 'card' ? selectCurrentTurn(s) : null;
+      if (!value || !turn) return;
+      e.preventDefault();
+      // Pressing the rating the card already shows changes nothing, unless words were typed to go with it.
+      if (turn.rating?.kind !== value || turn.rating.scale !== null || selectDraftTyped(turn.id)(s)) void s.rate(turn.id, value, where);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);

@@ -1,23 +1,19 @@
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
-import { selectCurrentTurn } from '../store/turns.ts';
+import { selectCurrentAnswer, selectCurrentTurn } from '../store/turns.ts';
 import { Exchange } from './Exchange.tsx';
 import { timeAgo } from './format.ts';
 import { useNow } from './useNow.ts';
-import { CheckIcon, CrossIcon } from './icons.tsx';
+import { RatingControls } from './RatingControls.tsx';
 
 export function RatingCard() {
   const now = useNow();
-  const { turn, loaded, busy, error, rate, undo, turnsError, undoneTurnId } = useRein(
+  const { turn, loaded, turnsError, answer } = useRein(
     useShallow((s) => ({
       turn: selectCurrentTurn(s),
+      answer: selectCurrentAnswer(s),
       loaded: s.turnsLoaded,
-      busy: s.ratingTurnId !== null,
-      error: s.rateError,
-      rate: s.rate,
-      undo: s.undo,
       turnsError: s.turnsError,
-      undoneTurnId: s.undoneTurnId,
     })),
   );
   if (turnsError) {
@@ -35,7 +31,6 @@ export function RatingCard() {
       </section>
     );
   }
-  const rated = turn.rating?.kind;
   return (
     <section className="card" aria-labelledby="card-title" data-testid="rating-card" data-turn-id={turn.id}>
       <div className="card-meta">
@@ -51,27 +46,7 @@ export function RatingCard() {
         <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt, now)}</time>
       </div>
       <Exchange turn={turn} />
-      <div className="actions" role="group" aria-label="Rate this answer">
-        <button type="button" className="rate good" aria-pressed={rated === 'good'} disabled={busy} onClick={() => void rate(turn.id, 'good')}>
-          <CheckIcon /> Good <kbd>1</kbd>
-        </button>
-        <button type="button" className="rate bad" aria-pressed={rated === 'bad'} disabled={busy} onClick={() => void rate(turn.id, 'bad')}>
-          <CrossIcon /> Bad <kbd>2</kbd>
-        </button>
-        {rated && (
-          <button type="button" className="undo" onClick={() => void undo()}>
-            Undo <kbd>U</kbd>
-          </button>
-        )}
-      </div>
-      <p className="card-state" aria-live="polite" data-testid="card-state">
-        {error ? <span className="error">{error.message}</span> : rated ? `Rated ${rated === 'good' ? 'Good' : rated === 'bad' ? 'Bad' : `${turn.rating?.scale}/5`}.` : 'Not rated yet.'}
-      </p>
-      {undoneTurnId === turn.id && !error && (
-        <p className="undo-note" role="status" data-testid="undo-note">
-          Undone · turn {turn.id}
-        </p>
-      )}
+      <RatingControls turnId={turn.id} rating={turn.rating} where="card" answer={answer} />
     </section>
   );
 }

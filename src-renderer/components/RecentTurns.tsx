@@ -2,7 +2,7 @@ import { useShallow } from 'zustand/shallow';
 import type { TurnSummary } from '../../src-main/common/domain.ts';
 import type { InboxFilter } from '../store/types.ts';
 import { useRein } from '../store/react.tsx';
-import { firstLines, selectCurrentTurn, selectOtherTurns } from '../store/turns.ts';
+import { firstLines, selectCurrentTurn, selectMoreTurns, selectOtherTurns } from '../store/turns.ts';
 import { timeAgo } from './format.ts';
 import { useNow } from './useNow.ts';
 
@@ -23,7 +23,7 @@ const FILTERS: { id: InboxFilter; label: string; empty: string }[] = [
 
 export function RecentTurns() {
   const now = useNow();
-  const { turns, earlier, filter, setFilter, showTurn } = useRein(
+  const { turns, earlier, filter, setFilter, showTurn, more, loadMore } = useRein(
     useShallow((s) => ({
       turns: selectOtherTurns(s),
       // The card shows one turn, so the count here is of the others.
@@ -34,6 +34,8 @@ export function RecentTurns() {
       filter: s.inboxFilter,
       setFilter: s.setInboxFilter,
       showTurn: s.showTurn,
+      more: selectMoreTurns(s),
+      loadMore: s.loadMoreTurns,
     })),
   );
   const open = (id: number) => {
@@ -73,6 +75,11 @@ export function RecentTurns() {
             </li>
           ))}
         </ol>
+      )}
+      {more > 0 && (
+        <button type="button" className="secondary load-more" onClick={() => void loadMore()}>
+          Show more answers ({more} not listed)
+        </button>
       )}
     </section>
   );

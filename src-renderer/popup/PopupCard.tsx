@@ -1,13 +1,17 @@
 // The popup: one captured turn asking for Good or Bad, in its own small Electron window near the tray (the headless
-// web UI has no popup: its Rate screen is the one rating surface). Keys 1 and 2 rate it (App's key handler), the optional 1-5 scale,
-// correction and tags go with the rating, and closing it (or the timeout) counts the turn as ignored.
+// web UI has no popup: its Rate screen is the one rating surface). Keys 1 and 2 rate it and U undoes (App's key
+// handler), the rating controls are the card's (a score, correction, tags and comment go with whichever rating), and
+// closing it (or the timeout) counts the turn as ignored. Answers that waited before it opened can be rated here too.
 import { useEffect, useRef, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { CheckIcon, CrossIcon } from '../components/icons.tsx';
+import { CrossIcon } from '../components/icons.tsx';
 import { useRein } from '../store/react.tsx';
 import { selectAskReason, selectPopupTimeout, selectPopupTurn, selectQueueLength } from '../store/popup.ts';
+import { selectDraftTyped } from '../store/rating.ts';
+import { selectFullTurn } from '../store/ratings.ts';
 import { Exchange } from '../components/Exchange.tsx';
-import { PopupDetails } from './PopupDetails.tsx';
+import { RatingControls } from '../components/RatingControls.tsx';
+import { PopupEmpty } from './PopupEmpty.tsx';
 
 /**
  * Seconds left before the popup counts its turn as ignored, or null when it has no timeout. The clock stops while
@@ -44,34 +48,26 @@ function useCountdown(turnId: number | null, seconds: number, onExpire: (id: num
 }
 
 export function PopupCard() {
-  const { turn, waiting, timeout, dismiss, ratePopup, error, why } = useRein(
-    useShallow((s) => ({
-      turn: selectPopupTurn(s),
-      why: selectAskReason(s),
-      waiting: selectQueueLength(s),
-      timeout: selectPopupTimeout(s),
-      dismiss: s.dismiss,
-      ratePopup: s.ratePopup,
-      error: s.popupError,
-    })),
+  const { turn, waiting, timeout, dismiss, error, why, draft, answer } = useRein(
+    useShallow((s) => {
+      const turn = selectPopupTurn(s);
+      return {
+        turn,
+        why: selectAskReason(s),
+        waiting: selectQueueLength(s),
+        timeout: selectPopupTimeout(s),
+        dismiss: s.dismiss,
+        error: s.popupError,
+        // Words typed into the correction, tags or comment: the popup then waits for the user however long it takes.
+        draft: selectDraftTyped(turn?.id ?? null)(s),
+        answer: turn ? selectFullTurn(turn.id)(s)?.response : undefined,
+      };
+    }),
   );
-  const [more, setMore] = useState(false);
   const [hover, setHover] = useState(false);
   const [focus, setFocus] = useState(false);
-  // Words typed into the correction or tags: the popup then waits for the user however long it takes.
-  const [draft, setDraft] = useState(false);
   const left = useCountdown(turn?.id ?? null, timeout, dismiss, hover || focus || draft);
-  useEffect(() => {
-    setMore(false);
-    setDraft(false);
-  }, [turn?.id]);
-  if (!turn) {
-    return (
-      <section className="popup empty" aria-live="polite">
-        <p>Nothing to rate right now.</p>
-      </section>
-    );
-  }
+  if (!turn) return <PopupEmpty />;
   return (
     <section
       className="popup"
@@ -101,26 +97,12 @@ export function PopupCard() {
       <div className="popup-text">
         <Exchange turn={turn} compact />
       </div>
-      <div className="actions" role="group" aria-label="Rate this answer">
-        <button type="button" className="rate good" onClick={() => void ratePopup(turn.id, { value: 'good' })}>
-          <CheckIcon /> Good <kbd>1</kbd>
-        </button>
-        <button type="button" className="rate bad" onClick={() => void ratePopup(turn.id, { value: 'bad' })}>
-          <CrossIcon /> Bad <kbd>2</kbd>
-        </button>
-        <button type="button" className="link" aria-expanded={more} onClick={() => setMore(!more)}>
-          {more ? 'Fewer options' : 'Score, correction, tags'}
-        </button>
-      </div>
-      {/* Hidden, not unmounted: folding the options away keeps what was typed. */}
-      <div hidden={!more}>
-        <PopupDetails key={turn.id} turnId={turn.id} onDraft={setDraft} />
-      </div>
+      <RatingControls turnId={turn.id} rating={turn.rating} where="popup" answer={answer} />
       <p className="popup-foot" aria-live="polite">
         {error ? (
           <span className="error">{error.message}</span>
         ) : left === null ? null : draft ? (
-          <span data-testid="popup-timer">Stays open until you save or close: you typed a correction or tags.</span>
+          <span data-testid="popup-timer">Stays open until you rate or close: you typed a correction, tags or a comment.</span>
         ) : hover || focus ? (
           <span data-testid="popup-timer">Paused while you read ({left} s left).</span>
         ) : (

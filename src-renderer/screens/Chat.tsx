@@ -15,12 +15,10 @@ export function Chat() {
       version: st.chatVersion,
       busy: st.chatBusy,
       error: st.chatError,
-      rateError: st.chatRateError,
       send: st.sendChat,
       setSystem: st.setChatSystem,
       setVersion: st.setChatVersion,
       newChat: st.newChat,
-      rate: st.rateChat,
       loadAdapters: st.loadAdapters,
       configured: st.status?.model.configured,
     })),
@@ -75,7 +73,7 @@ export function Chat() {
                   <p>{e.content}</p>
                 </div>
               ) : (
-                <ChatAnswer key={i} entry={e} index={i} error={s.rateError?.index === i ? s.rateError.error.message : null} onRate={(idx, r) => void s.rate(idx, r)} />
+                <ChatAnswer key={i} entry={e} />
               ),
             )}
             <div ref={end} />

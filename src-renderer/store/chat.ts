@@ -20,9 +20,6 @@ export interface ChatEntry {
   rating?: RatingView | null;
 }
 
-/** A 1-5 score, good/bad, or a correction (the answer as it should have been). */
-export type ChatRating = { value: 'good' | 'bad' | 1 | 2 | 3 | 4 | 5; correction?: string };
-
 export interface ChatSlice {
   chat: ChatEntry[];
   chatSystem: string;
@@ -31,13 +28,10 @@ export interface ChatSlice {
   chatSession: string;
   chatBusy: boolean;
   chatError: ApiError | null;
-  /** Which answer's rating is in flight or failed, by its index in `chat`. */
-  chatRateError: { index: number; error: ApiError } | null;
   sendChat: (text: string) => Promise<void>;
   setChatSystem: (text: string) => void;
   setChatVersion: (version: number | null) => void;
   newChat: () => void;
-  rateChat: (index: number, r: ChatRating) => Promise<void>;
 
   /** null: the active version against its parent. */
   arenaPair: [number, number] | null;
@@ -71,7 +65,6 @@ export function createChatSlice(client: ReinClient): Slice<ChatSlice> {
       chatSession: newSession(),
       chatBusy: false,
       chatError: null,
-      chatRateError: null,
       sendChat: async (text) => {
         const s = get();
         if (s.chatBusy || text.trim() === '') return;
@@ -95,18 +88,7 @@ export function createChatSlice(client: ReinClient): Slice<ChatSlice> {
       },
       setChatSystem: (text) => set({ chatSystem: text }),
       setChatVersion: (version) => set({ chatVersion: version }),
-      newChat: () => set({ chat: [], chatSession: newSession(), chatError: null, chatRateError: null }),
-      rateChat: async (index, r) => {
-        const entry = get().chat[index];
-        if (entry?.turnId == null) return;
-        set({ chatRateError: null });
-        try {
-          const { rating, status } = await client.rate({ turnId: entry.turnId, value: r.value, rater: 'user', ...(r.correction === undefined ? {} : { correction: r.correction }) });
-          set((s) => ({ chat: s.chat.map((e, i) => (i === index ? { ...e, rating } : e)), status }));
-        } catch (e) {
-          set({ chatRateError: { index, error: toApiError(e) } });
-        }
-      },
+      newChat: () => set({ chat: [], chatSession: newSession(), chatError: null }),
 
       arenaPair: null,
       arenaMatch: null,

@@ -7,6 +7,7 @@ import { createAdaptersSlice } from './adapters.ts';
 import { createChatSlice } from './chat.ts';
 import { createNavSlice } from './nav.ts';
 import { createPopupSlice } from './popup.ts';
+import { createRatingSlice } from './rating.ts';
 import { createRatingsSlice } from './ratings.ts';
 import { createSettingsSlice } from './settings.ts';
 import { createStatusSlice } from './status.ts';
@@ -21,6 +22,7 @@ export function createReinStore(client: ReinClient, opts: { view?: View } = {}):
   return createStore<ReinState>()((...a) => ({
     ...createStatusSlice(client)(...a),
     ...createTurnsSlice(client)(...a),
+    ...createRatingSlice(client)(...a),
     ...createSettingsSlice(client)(...a),
     ...createTrainingSlice(client)(...a),
     ...createNavSlice(opts.view ?? 'rate')(...a),

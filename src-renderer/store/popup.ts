@@ -50,17 +50,17 @@ export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
         set({ popupError: toApiError(e) });
       }
     },
-    ratePopup: async (turnId, input) => {
-      set({ popupError: null });
+    takeWaiting: async () => {
       try {
-        const { rating, status } = await client.rate({ turnId, ...input });
-        get().applyRating(rating);
-        get().setStatus(status);
-        get().drop(turnId);
+        const page = await client.listTurns({ state: 'unrated', limit: 1000 });
+        // Oldest first, after what the queue holds; arena answers are rated by their vote, never here.
+        const waiting = page.items.filter((t) => t.source !== 'arena').sort((a, b) => a.createdAt - b.createdAt || a.id - b.id);
+        set((s) => ({ queue: [...s.queue, ...waiting.filter((t) => !s.queue.some((q) => q.id === t.id))], popupError: null }));
       } catch (e) {
         set({ popupError: toApiError(e) });
       }
     },
+    requeue: (turn) => set((s) => ({ queue: [turn, ...s.queue.filter((t) => t.id !== turn.id)] })),
   });
 }
 
@@ -68,6 +68,8 @@ export const selectPopupTurn = (s: ReinState): TurnSummary | null => s.queue[0] 
 export const selectQueueLength = (s: ReinState) => s.queue.length;
 /** Why the popup asks about its current turn (reward.ask unsure), or null. */
 export const selectAskReason = (s: ReinState): string | null => (s.queue[0] === undefined ? null : (s.askReasons[s.queue[0].id] ?? null));
+/** Answers that still wait for a rating (the status's count), less those already in the popup's queue. */
+export const selectWaitingOutside = (s: ReinState): number => Math.max(0, (s.status?.turns.unrated ?? 0) - s.queue.length);
 export const selectPopupTimeout = (s: ReinState): number => s.settings?.['popup.timeoutSeconds'] ?? 45;
 /** The agents the popup can be limited to: the defaults plus any the user added. */
 export const selectPopupAgents = derive([(s) => s.settings], (settings) => settings?.['popup.agents'] ?? []);

@@ -144,10 +144,11 @@ describe('popup slice', () => {
     s().enqueue(turn(5));
     await s().dismiss(5);
     expect(calls).toContainEqual(['ignoreTurn', { turnId: 5 }]);
-    await s().ratePopup(4, { value: 4, correction: 'better', tags: ['style'] });
+    s().setDraft(4, { correction: 'better', tags: 'style' });
+    await s().rate(4, 4, 'popup');
     expect(calls).toContainEqual(['rate', { turnId: 4, value: 4, correction: 'better', tags: ['style'] }]);
     expect(s().queue).toEqual([]);
-    expect(s().popupError).toBeNull();
+    expect(s().rateError).toBeNull();
   });
 });
 

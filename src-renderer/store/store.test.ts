@@ -102,8 +102,8 @@ function fakeClient(turns: TurnSummary[] = []) {
       Object.assign(t, { rating: r, state: 'rated' });
       return { rating: r, status: statusNow() };
     },
-    undo: async () => {
-      const r = [...ratings].reverse().find((x) => !x.undone) ?? null;
+    undo: async (i) => {
+      const r = [...ratings].reverse().find((x) => !x.undone && (i.turnId === undefined || x.turnId === i.turnId)) ?? null;
       if (r) r.undone = true;
       return { undone: r, restored: null, status: statusNow() };
     },
@@ -149,7 +149,7 @@ describe('store', () => {
     const f = fakeClient([turn(2), turn(1)]);
     const store = createReinStore(f.client);
     await store.getState().init();
-    await store.getState().rate(2, 'good');
+    await store.getState().rate(2, 'good', 'card');
     const s = store.getState();
     expect(s.turns[0]).toMatchObject({ id: 2, state: 'rated', rating: { kind: 'good' } });
     expect(selectCounts(s)).toEqual({ good: 1, bad: 0, total: 1 });
@@ -168,9 +168,9 @@ describe('store', () => {
       if (i.value === 'bad') await held;
       return rate(i);
     };
-    const bad = store.getState().rate(1, 'bad');
+    const bad = store.getState().rate(1, 'bad', 'card');
     expect(store.getState().ratingTurnId).toBe(1);
-    const good = store.getState().rate(1, 'good');
+    const good = store.getState().rate(1, 'good', 'card');
     release();
     await Promise.all([bad, good]);
     const s = store.getState();
@@ -183,9 +183,9 @@ describe('store', () => {
     const f = fakeClient([turn(1)]);
     const store = createReinStore(f.client);
     await store.getState().init();
-    await store.getState().rate(99, 'bad');
+    await store.getState().rate(99, 'bad', 'card');
     const s = store.getState();
-    expect(s.rateError?.code).toBe('not_found');
+    expect(s.rateError).toMatchObject({ turnId: 99, error: { code: 'not_found' } });
     expect(s.turns[0].state).toBe('unrated');
     expect(s.ratingTurnId).toBeNull();
   });
@@ -194,11 +194,49 @@ describe('store', () => {
     const f = fakeClient([turn(1)]);
     const store = createReinStore(f.client);
     await store.getState().init();
-    await store.getState().rate(1, 'bad');
-    await store.getState().undo();
+    await store.getState().rate(1, 'bad', 'card');
+    await store.getState().undo('card');
     const s = store.getState();
     expect(s.turns[0]).toMatchObject({ state: 'unrated', rating: null });
     expect(selectCounts(s)).toEqual({ good: 0, bad: 0, total: 0 });
+    expect(s.undoNote).toEqual({ turnId: 1, text: 'Undid Bad on turn 1.' });
+  });
+
+  it('U pressed while a rating is in flight takes back that rating, not the next turn the card moved on to', async () => {
+    const f = fakeClient([turn(2), turn(1)]);
+    const store = createReinStore(f.client);
+    await store.getState().init();
+    const rate = f.api.rate!;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    f.api.rate = async (i) => {
+      await held;
+      return rate(i);
+    };
+    const rating = store.getState().rate(2, 'good', 'card');
+    const undo = store.getState().undo('card');
+    release();
+    await Promise.all([rating, undo]);
+    const s = store.getState();
+    expect(f.ratings.map((r) => [r.turnId, r.kind, r.undone])).toEqual([[2, 'good', true]]);
+    expect(s.undoNote).toEqual({ turnId: 2, text: 'Undid Good on turn 2.' });
+    expect(selectCurrentTurn(s)?.id).toBe(2);
+  });
+
+  it('the typed correction, tags and comment go with whichever rating is given, and the draft is cleared', async () => {
+    const f = fakeClient([turn(1)]);
+    const rate = f.api.rate!;
+    const sent: unknown[] = [];
+    f.api.rate = async (i) => {
+      sent.push(i);
+      return rate(i);
+    };
+    const store = createReinStore(f.client);
+    await store.getState().init();
+    store.getState().setDraft(1, { correction: ' use <= ', tags: 'off by one, parser, off by one', comment: '' });
+    await store.getState().rate(1, 'bad', 'popup');
+    expect(sent).toEqual([{ turnId: 1, value: 'bad', correction: 'use <=', tags: ['off by one', 'parser'] }]);
+    expect(store.getState().drafts).toEqual({});
   });
 
   it("a replaced rating's late undo event does not clear the new rating", () => {

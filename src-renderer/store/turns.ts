@@ -2,41 +2,36 @@ import type { RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
 import { derive } from './derive.ts';
-import type { RatingChoice, ReinState, Slice, TurnsSlice } from './types.ts';
+import type { ReinState, Slice, TurnsSlice } from './types.ts';
 
 export const TURNS_LIMIT = 50;
 
 const newestFirst = (a: TurnSummary, b: TurnSummary) => b.createdAt - a.createdAt || b.id - a.id;
 
-function upsert(turns: TurnSummary[], turn: TurnSummary): TurnSummary[] {
+function upsert(turns: TurnSummary[], turn: TurnSummary, limit: number): TurnSummary[] {
   const rest = turns.filter((t) => t.id !== turn.id);
-  return [...rest, turn].sort(newestFirst).slice(0, TURNS_LIMIT);
+  return [...rest, turn].sort(newestFirst).slice(0, limit);
 }
 
-function withRating(turn: TurnSummary, rating: RatingView): TurnSummary {
-  if (!rating.undone) return { ...turn, rating, state: 'rated' };
+function withRating<T extends { rating?: RatingView | null }>(turn: T, rating: RatingView): T {
+  if (!rating.undone) return { ...turn, rating, ...('state' in turn ? { state: 'rated' } : {}) };
   // Only the live rating's undo clears the turn: a replaced rating's undo arrives after its successor.
   if (turn.rating?.id !== rating.id) return turn;
-  return { ...turn, rating: null, state: 'unrated' };
+  return { ...turn, rating: null, ...('state' in turn ? { state: 'unrated' } : {}) };
 }
 
 export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
-  // A choice made while another rating is in flight (a quick 2 then 1): the person's latest word, applied when the
-  // first answers. Only the newest one is kept; every caller's promise settles when it has been applied.
-  let queued: { turnId: number; value: RatingChoice; settle: Array<() => void> } | null = null;
   return (set, get) => ({
     turns: [],
     turnsTotal: 0,
     turnsLoaded: false,
     turnsError: null,
-    ratingTurnId: null,
-    rateError: null,
     cardTurnId: null,
-    undoneTurnId: null,
+    turnsLimit: TURNS_LIMIT,
     inboxFilter: 'all',
     inboxTurns: [],
     inboxTotal: 0,
-    showTurn: (turnId) => set({ cardTurnId: turnId, rateError: null }),
+    showTurn: (turnId) => set({ cardTurnId: turnId }),
     setInboxFilter: async (filter) => {
       set({ inboxFilter: filter });
       if (filter === 'all') return set({ inboxTurns: [], inboxTotal: 0 });
@@ -49,60 +44,36 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     loadTurns: async () => {
       try {
-        const page = await client.listTurns({ limit: TURNS_LIMIT });
+        const page = await client.listTurns({ limit: Math.min(get().turnsLimit, 1000) });
         set({ turns: [...page.items].sort(newestFirst), turnsTotal: page.total, turnsLoaded: true, turnsError: null });
       } catch (e) {
         set({ turnsError: toApiError(e), turnsLoaded: true });
       }
     },
-    rate: async (turnId, value) => {
-      if (get().ratingTurnId !== null) {
-        return new Promise<void>((resolve) => {
-          queued = { turnId, value, settle: [...(queued?.settle ?? []), resolve] };
-        });
-      }
-      set({ ratingTurnId: turnId, rateError: null, undoneTurnId: null });
+    loadMoreTurns: async () => {
+      const { inboxFilter: filter } = get();
+      const shown = filter === 'all' ? get().turns : get().inboxTurns;
       try {
-        const { rating, status } = await client.rate({ turnId, value });
-        get().applyRating(rating);
-        get().setStatus(status);
-        // Advance: the card moves on to the next turn that asks for a rating, or stays on this one (showing its
-        // rating, with Undo) when none is left.
-        const next = get().turns.some((t) => t.state === 'unrated');
-        set({ cardTurnId: next ? null : turnId });
-        if (get().inboxFilter !== 'all') void get().setInboxFilter(get().inboxFilter);
+        const page = await client.listTurns({ limit: TURNS_LIMIT, offset: shown.length, ...(filter === 'all' ? {} : { state: filter }) });
+        if (get().inboxFilter !== filter) return;
+        const merge = (have: TurnSummary[]) => [...have, ...page.items.filter((t) => !have.some((h) => h.id === t.id))].sort(newestFirst);
+        if (filter === 'all') set((s) => ({ turns: merge(s.turns), turnsTotal: page.total, turnsLimit: s.turnsLimit + TURNS_LIMIT, turnsError: null }));
+        else set((s) => ({ inboxTurns: merge(s.inboxTurns), inboxTotal: page.total, turnsError: null }));
       } catch (e) {
-        set({ rateError: toApiError(e) });
-      } finally {
-        set({ ratingTurnId: null });
+        set({ turnsError: toApiError(e) });
       }
-      const next = queued;
-      queued = null;
-      if (!next) return;
-      if (get().turns.find((t) => t.id === next.turnId)?.rating?.kind !== next.value) await get().rate(next.turnId, next.value);
-      for (const settle of next.settle) settle();
     },
-    undo: async () => {
-      set({ rateError: null });
-      // Only the turn on the card: U never reaches a rating the user cannot see.
-      const turnId = selectCurrentTurn(get())?.id;
-      if (turnId === undefined) return;
-      try {
-        const { undone, restored, status } = await client.undo({ turnId });
-        if (undone) get().applyRating(undone);
-        if (restored) get().applyRating(restored);
-        set({ undoneTurnId: undone ? undone.turnId : null });
-        get().setStatus(status);
-      } catch (e) {
-        set({ rateError: toApiError(e) });
-      }
+    advanceCard: (turnId) => {
+      const next = get().turns.some((t) => t.state === 'unrated');
+      set({ cardTurnId: next ? null : turnId });
+      if (get().inboxFilter !== 'all') void get().setInboxFilter(get().inboxFilter);
     },
     applyTurn: (turn) => {
       const known = get().turns.some((t) => t.id === turn.id);
       // A new answer that asks for a rating takes the card unless the card's turn still waits for one.
       const unpin = !known && turn.state === 'unrated' && selectCurrentTurn(get())?.state !== 'unrated';
       set((s) => ({
-        turns: upsert(s.turns, turn),
+        turns: upsert(s.turns, turn, s.turnsLimit),
         turnsTotal: known ? s.turnsTotal : s.turnsTotal + 1,
         inboxTurns: s.inboxTurns.map((t) => (t.id === turn.id ? turn : t)),
         ...(unpin ? { cardTurnId: null } : {}),
@@ -112,6 +83,8 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       set((s) => ({
         turns: s.turns.map((t) => (t.id === rating.turnId ? withRating(t, rating) : t)),
         inboxTurns: s.inboxTurns.map((t) => (t.id === rating.turnId ? withRating(t, rating) : t)),
+        // A Chat answer is a stored turn too: its inline rating follows the same events.
+        chat: s.chat.map((e) => (e.turnId === rating.turnId ? withRating(e, rating) : e)),
       })),
     removeTurn: (turnId) =>
       set((s) => {
@@ -142,6 +115,12 @@ export function selectCurrentTurn(s: ReinState): TurnSummary | null {
   return s.turns.find((t) => t.state === 'unrated' && card(t)) ?? s.turns.find((t) => t.state === 'rated' && card(t)) ?? null;
 }
 
+/** The card's answer in full, once fetched (the correction can start from it). */
+export const selectCurrentAnswer = (s: ReinState): string | undefined => {
+  const id = selectCurrentTurn(s)?.id;
+  return id === undefined ? undefined : s.turnCache[id]?.response;
+};
+
 /** The list below the card: the recent turns (or those of the chosen state), except the card's own. */
 export const selectOtherTurns = derive(
   [selectTurns, (s: ReinState) => s.inboxTurns, (s: ReinState) => s.inboxFilter, selectCurrentTurn],
@@ -150,6 +129,10 @@ export const selectOtherTurns = derive(
     return current ? shown.filter((t) => t.id !== current.id) : shown;
   },
 );
+
+/** How many turns of the list shown (recent, or the chosen state) are not loaded yet: "Show more answers" fetches them. */
+export const selectMoreTurns = (s: ReinState): number =>
+  s.inboxFilter === 'all' ? Math.max(0, s.turnsTotal - s.turns.length) : Math.max(0, s.inboxTotal - s.inboxTurns.length);
 
 /** The first `lines` lines of a text, each cut at `width` characters, with a marker when anything was cut. */
 export function firstLines(text: string, lines = 4, width = 400): { text: string; cut: boolean } {

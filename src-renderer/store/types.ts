@@ -1,6 +1,6 @@
 // The combined store's shape. Each slice owns its state and actions; selectors live beside their slice.
 import type { StateCreator } from 'zustand/vanilla';
-import type { VerbInput, VerbOutputs } from '../../src-main/common/api.ts';
+import type { VerbOutputs } from '../../src-main/common/api.ts';
 import type { AdapterView, EmaPoint, RatingView, RewardStatus, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
 import type { SettingDescription, SettingKey, Settings } from '../../src-main/common/config.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
@@ -9,6 +9,36 @@ import type { ApiError } from '../services/api.ts';
 import type { ChatSlice } from './chat.ts';
 
 export type RatingChoice = 'good' | 'bad';
+/** What a rating button or key sends: Good, Bad, or a 1-5 score. */
+export type RateValue = RatingChoice | 1 | 2 | 3 | 4 | 5;
+/** Where a rating was given: U undoes the last one given on the surface it is pressed on. */
+export type RatingSurface = 'card' | 'popup' | 'chat';
+
+/** What was typed under "Score, correction, tags" for one turn, as typed (sent trimmed with whichever rating). */
+export interface RatingDraft {
+  correction: string;
+  /** Comma-separated. */
+  tags: string;
+  comment: string;
+}
+
+export interface RatingSlice {
+  /** By turn id; a turn's draft is sent with its rating, whichever button or key gives it, and cleared once stored. */
+  drafts: Record<number, RatingDraft>;
+  /** The turn whose rating is in flight (buttons disabled meanwhile; a key pressed meanwhile is applied after it). */
+  ratingTurnId: number | null;
+  /** The last failed rating or undo, shown beside that turn's controls. */
+  rateError: { turnId: number; error: ApiError } | null;
+  /** The rating given last, and where: what U and Undo take back. */
+  lastRated: { turnId: number; where: RatingSurface; turn: TurnSummary | null } | null;
+  /** What the last undo did, in words ("Undid Good on turn 14."), beside that turn's controls (turnId null: nothing was undone). */
+  undoNote: { turnId: number | null; text: string } | null;
+  setDraft: (turnId: number, patch: Partial<RatingDraft>) => void;
+  /** Rate with the turn's draft; on the card, the card then moves on to the next turn that waits. */
+  rate: (turnId: number, value: RateValue, where: RatingSurface) => Promise<void>;
+  /** Takes back `turnId`'s rating, or (without it) the one given last on this surface. */
+  undo: (where: RatingSurface, turnId?: number) => Promise<void>;
+}
 
 export interface StatusSlice {
   status: Status | null;
@@ -28,13 +58,10 @@ export interface TurnsSlice {
   turnsTotal: number;
   turnsLoaded: boolean;
   turnsError: ApiError | null;
-  /** The turn whose rating is in flight (buttons disabled meanwhile; a key pressed meanwhile is applied after it). */
-  ratingTurnId: number | null;
-  rateError: ApiError | null;
   /** The turn the user opened on the card from a list; null: the card shows the newest turn that asks for a rating. */
   cardTurnId: number | null;
-  /** The turn whose rating the last undo took back (the "Undone · turn 14" note), or null. */
-  undoneTurnId: number | null;
+  /** How many recent turns `turns` holds at most: grows by a page with each "Show more answers". */
+  turnsLimit: number;
   /** Which turns the "To rate" list shows: the recent ones, or one state fetched from the core. */
   inboxFilter: InboxFilter;
   inboxTurns: TurnSummary[];
@@ -42,8 +69,10 @@ export interface TurnsSlice {
   loadTurns: () => Promise<void>;
   showTurn: (turnId: number | null) => void;
   setInboxFilter: (filter: InboxFilter) => Promise<void>;
-  rate: (turnId: number, value: RatingChoice) => Promise<void>;
-  undo: () => Promise<void>;
+  /** The next page of the list shown (the recent turns, or the chosen state's). */
+  loadMoreTurns: () => Promise<void>;
+  /** After a rating on the card: it moves on to the next turn that asks for one, or stays on this one when none is left. */
+  advanceCard: (turnId: number) => void;
   applyTurn: (turn: TurnSummary) => void;
   applyRating: (rating: RatingView) => void;
   removeTurn: (turnId: number) => void;
@@ -101,8 +130,6 @@ export interface NavSlice {
   setView: (view: View) => void;
 }
 
-export type PopupRateInput = Omit<VerbInput<'rate'>, 'turnId' | 'session'>;
-
 export interface PopupSlice {
   /** Turns waiting in the popup, oldest first. */
   queue: TurnSummary[];
@@ -119,7 +146,10 @@ export interface PopupSlice {
   drop: (turnId: number) => void;
   /** Closed or timed out: the turn counts as ignored (ignoreTurn). */
   dismiss: (turnId: number) => Promise<void>;
-  ratePopup: (turnId: number, input: PopupRateInput) => Promise<void>;
+  /** Unrated turns that waited before the popup opened, put in its queue (oldest first) when the person asks. */
+  takeWaiting: () => Promise<void>;
+  /** An undone rating's turn, back at the head of the queue. */
+  requeue: (turn: TurnSummary) => void;
 }
 
 export interface RatingFilters {
@@ -218,6 +248,7 @@ export interface WizardSlice {
 
 export type ReinState = StatusSlice &
   TurnsSlice &
+  RatingSlice &
   SettingsSlice &
   TrainingSlice &
   NavSlice &
