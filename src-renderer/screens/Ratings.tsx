@@ -8,6 +8,19 @@ import { firstLines } from '../store/turns.ts';
 import { RatingFiltersBar } from './RatingFilters.tsx';
 import { TurnDetail } from './TurnDetail.tsx';
 
+/**
+ * A turn opens in place, under its row. Opening one row closes the one above it, which moves the clicked row up by
+ * that detail's height, perhaps out of sight: then the row is scrolled back to the top of the window.
+ */
+function useKeepOpenRowInView(openId: number | null) {
+  useEffect(() => {
+    if (openId === null) return;
+    const row = document.querySelector(`[data-testid=rating-rows] > li[data-turn-id="${openId}"]`);
+    const top = row?.getBoundingClientRect().top;
+    if (row && top !== undefined && (top < 0 || top > window.innerHeight * 0.6)) row.scrollIntoView({ block: 'start' });
+  }, [openId]);
+}
+
 export function Ratings() {
   const { rows, pages, load, setPage, open, openId, error, loaded, exportRatings, exported, exportError, exporting, home } = useRein(
     useShallow((s) => ({
@@ -31,6 +44,7 @@ export function Ratings() {
   useEffect(() => {
     void load();
   }, [load, total]);
+  useKeepOpenRowInView(openId);
   return (
     <div className="screen ratings-screen">
       <section className="panel" aria-labelledby="ratings-title">
@@ -59,6 +73,7 @@ export function Ratings() {
                     </span>
                   )}
                 </button>
+                {openId === rating.turnId && <TurnDetail />}
               </li>
             ))}
           </ol>
@@ -77,7 +92,7 @@ export function Ratings() {
           </div>
         )}
       </section>
-      {openId !== null && <TurnDetail />}
+      {openId !== null && !rows.some((r) => r.rating.turnId === openId) && <TurnDetail />}
       <section className="panel" aria-labelledby="export-title">
         <h2 id="export-title">Export</h2>
         <form

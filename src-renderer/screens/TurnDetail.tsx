@@ -42,9 +42,9 @@ export function TurnDetail() {
   return (
     <section className="panel turn-detail" aria-labelledby="detail-title" data-testid="turn-detail">
       <div className="panel-row">
-        <h2 id="detail-title">
+        <h3 id="detail-title">
           {turn.source} {turn.session ? `· ${turn.session}` : ''}
-        </h2>
+        </h3>
         <button type="button" className="secondary" onClick={() => void openTurn(null)}>
           Close
         </button>
