@@ -79,3 +79,48 @@ describe('the Ratings history opens a turn where it was clicked', () => {
     expect(problems).toEqual([]);
   });
 });
+
+describe('the Rate inbox holds what the user is asked to rate there', () => {
+  it('leaves out Chat and Arena answers (an arena tie included) and counts only the rest; the history names them in words', async () => {
+    await page.goto(serve.openUrl);
+    await page.getByRole('button', { name: 'Rate', exact: true }).click();
+    const agentTurn = await capture(100, { prompt: 'Add a --dry-run flag to the deploy script' });
+    // What the Chat screen and an arena tie leave behind: answers stored under Rein's own sources, unrated (a tie
+    // rates neither side). captureTurn is the verb the capture proxy stores them through.
+    const chatIds: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await serve.call('captureTurn', { source: 'chat', session: 'app-chat-mwzrmup4-ne2yy7', eventId: `chat-${i}`, prompt: `Chat question ${i}`, response: `Chat answer ${i}` });
+      chatIds.push(r.turn!.id);
+    }
+    for (const side of ['a', 'b']) {
+      await serve.call('captureTurn', { source: 'arena', session: 'arena-1764300000-abc123', eventId: `arena-${side}`, prompt: 'Arena question', response: `Arena answer ${side}` });
+    }
+
+    const card = page.getByTestId('rating-card');
+    await expect.poll(() => card.getAttribute('data-turn-id'), { timeout: 10_000 }).toBe(String(agentTurn));
+    const tab = page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: /^Rate/ });
+    await expect.poll(() => tab.textContent(), { timeout: 10_000 }).toBe('Rate1');
+    const recent = page.getByTestId('recent-turns');
+    await recent.waitFor();
+    expect(await recent.getByText(/Chat question|Arena question/).count()).toBe(0);
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Unrated' }).click();
+    await page.getByText('Every answer has a rating or was set aside.').waitFor();
+    expect(await page.locator('body').innerText()).not.toContain('app-chat-');
+    await page.getByTestId('inbox-filters').getByRole('button', { name: 'Recent' }).click();
+    await page.screenshot({ path: artifactPath('inbox-agents-only-1440.png'), fullPage: true });
+    expect(await axeViolations(page)).toEqual([]);
+    const status = await serve.call('status', {});
+    expect(status.turns).toMatchObject({ unrated: 6, toRate: 1 });
+
+    // A Chat answer rated on the Chat screen shows in the history as "from Chat", without its generated session id.
+    await serve.call('rate', { turnId: chatIds[0]!, value: 'good' });
+    await openTab(page, 'Ratings');
+    const row = page.getByTestId('rating-rows').locator(`:scope > li[data-turn-id="${chatIds[0]}"]`);
+    await expect.poll(() => row.locator('.turn-meta').textContent(), { timeout: 10_000 }).toMatch(/^from Chat · /);
+    await row.locator(':scope > button').click();
+    await expect.poll(() => page.locator('#detail-title').textContent()).toBe('from Chat ');
+    expect(await page.locator('body').innerText()).not.toContain('app-chat-');
+    await page.screenshot({ path: artifactPath('history-from-chat-1440.png') });
+    expect(problems).toEqual([]);
+  });
+});

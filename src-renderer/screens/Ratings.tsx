@@ -2,6 +2,7 @@
 // full context, re-rate it, delete the rating or the turn, and export everything to a JSONL file.
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
+import { sourceName } from '../components/format.ts';
 import { useRein } from '../store/react.tsx';
 import { ratingLabel, ratingRoundText, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
 import { firstLines } from '../store/turns.ts';
@@ -64,7 +65,7 @@ export function Ratings() {
                 <button type="button" className="turn-text row-button" onClick={() => void open(rating.turnId)}>
                   <span className="turn-prompt">{turn ? firstLines(turn.prompt, 1, 160).text || '(empty prompt)' : `turn ${rating.turnId}`}</span>
                   <span className="turn-meta">
-                    {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {ratingRoundText(rating)}
+                    {turn ? sourceName(turn.source) : '…'} · {new Date(rating.createdAt).toLocaleString()} · {ratingRoundText(rating)}
                     {rating.tags.length > 0 && ` · ${rating.tags.join(', ')}`}
                   </span>
                   {rating.comment && (

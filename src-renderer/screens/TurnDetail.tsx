@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { ContextMessage } from '../../src-main/common/domain.ts';
 import { Confirm } from '../components/Confirm.tsx';
+import { sourceName, shownSession } from '../components/format.ts';
 import { Markdown } from '../components/Markdown.tsx';
 import { ToolCalls } from '../components/ToolCalls.tsx';
 import { useRein } from '../store/react.tsx';
@@ -43,7 +44,7 @@ export function TurnDetail() {
     <section className="panel turn-detail" aria-labelledby="detail-title" data-testid="turn-detail">
       <div className="panel-row">
         <h3 id="detail-title">
-          {turn.source} {turn.session ? `· ${turn.session}` : ''}
+          {sourceName(turn.source)} {shownSession(turn) ? `· ${shownSession(turn)}` : ''}
         </h3>
         <button type="button" className="secondary" onClick={() => void openTurn(null)}>
           Close
