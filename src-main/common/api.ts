@@ -144,8 +144,10 @@ export const VERBS = {
       search: z.string().max(500).optional(),
       since: z.number().int().optional(),
       until: z.number().int().optional(),
+      /** Only the turns the Rate screen asks about: not the answers of Rein's own Chat and Arena, rated on their screens. */
+      rateInbox: z.boolean().optional(),
     }),
-    help: 'Captured turns, newest first.',
+    help: "Captured turns, newest first (rateInbox: only those the Rate screen asks about, not Rein's own Chat and Arena answers).",
   },
   getTurn: { input: z.strictObject({ turnId: id }), help: 'One turn with its full text and context.' },
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },

@@ -117,7 +117,11 @@ export interface Status {
   pending: number;
   threshold: number;
   ema: { value: number; count: number } | null;
-  turns: { total: number; unrated: number };
+  /**
+   * `toRate`: the unrated turns the Rate screen asks about (the Rate tab's count); `unrated` also counts the unrated
+   * answers of Rein's own Chat and Arena, which are rated on their screens (an arena tie leaves both unrated).
+   */
+  turns: { total: number; unrated: number; toRate: number };
   training: { state: 'idle' | 'running'; runId: number | null };
   /**
    * The model's latest finished round, when its version was rejected: its ratings went back to pending (`pending` of

@@ -1,11 +1,13 @@
 // A turn's prompt and answer as the card and the popup show them: rendered markdown, the full text fetched once
-// (summaries carry only a 200-character preview), and a drawer that opens a long answer to its last line.
+// (summaries carry only a 200-character preview), a drawer that opens a long answer to its last line, and the turn's
+// tool calls under it.
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { TurnSummary } from '../../src-main/common/domain.ts';
 import { useRein } from '../store/react.tsx';
 import { selectFullTurn } from '../store/ratings.ts';
 import { Markdown } from './Markdown.tsx';
+import { ToolCalls } from './ToolCalls.tsx';
 
 /** Longer than this (lines or characters) and the text starts folded, with a button that opens all of it. */
 const FOLD_LINES = 14;
@@ -36,6 +38,7 @@ export function Exchange(props: { turn: TurnSummary; compact?: boolean }) {
           {open ? 'Show less' : `Show more (${answer.split('\n').length} lines)`}
         </button>
       )}
+      {full !== null && <ToolCalls context={full.context} />}
     </div>
   );
 }

@@ -3,7 +3,7 @@ import { VIEWS } from '../store/nav.ts';
 import { useRein } from '../store/react.tsx';
 
 export function Nav() {
-  const { view, setView, unrated } = useRein(useShallow((s) => ({ view: s.view, setView: s.setView, unrated: s.status?.turns.unrated ?? 0 })));
+  const { view, setView, unrated } = useRein(useShallow((s) => ({ view: s.view, setView: s.setView, unrated: s.status?.turns.toRate ?? 0 })));
   return (
     <nav className="nav" aria-label="Screens">
       {VIEWS.map((v) => (

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
+import { sourceName } from '../components/format.ts';
 import { useRein } from '../store/react.tsx';
 import type { RatingFilters } from '../store/types.ts';
 
@@ -39,7 +40,7 @@ export function RatingFiltersBar() {
           <option value="any">All</option>
           {agents.map((a) => (
             <option key={a} value={a}>
-              {a}
+              {sourceName(a)}
             </option>
           ))}
         </select>

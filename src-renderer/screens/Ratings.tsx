@@ -2,11 +2,25 @@
 // full context, re-rate it, delete the rating or the turn, and export everything to a JSONL file.
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
+import { sourceName } from '../components/format.ts';
 import { useRein } from '../store/react.tsx';
 import { ratingLabel, ratingRoundText, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
 import { firstLines } from '../store/turns.ts';
 import { RatingFiltersBar } from './RatingFilters.tsx';
 import { TurnDetail } from './TurnDetail.tsx';
+
+/**
+ * A turn opens in place, under its row. Opening one row closes the one above it, which moves the clicked row up by
+ * that detail's height, perhaps out of sight: then the row is scrolled back to the top of the window.
+ */
+function useKeepOpenRowInView(openId: number | null) {
+  useEffect(() => {
+    if (openId === null) return;
+    const row = document.querySelector(`[data-testid=rating-rows] > li[data-turn-id="${openId}"]`);
+    const top = row?.getBoundingClientRect().top;
+    if (row && top !== undefined && (top < 0 || top > window.innerHeight * 0.6)) row.scrollIntoView({ block: 'start' });
+  }, [openId]);
+}
 
 export function Ratings() {
   const { rows, pages, load, setPage, open, openId, error, loaded, exportRatings, exported, exportError, exporting, home } = useRein(
@@ -31,6 +45,7 @@ export function Ratings() {
   useEffect(() => {
     void load();
   }, [load, total]);
+  useKeepOpenRowInView(openId);
   return (
     <div className="screen ratings-screen">
       <section className="panel" aria-labelledby="ratings-title">
@@ -50,7 +65,7 @@ export function Ratings() {
                 <button type="button" className="turn-text row-button" onClick={() => void open(rating.turnId)}>
                   <span className="turn-prompt">{turn ? firstLines(turn.prompt, 1, 160).text || '(empty prompt)' : `turn ${rating.turnId}`}</span>
                   <span className="turn-meta">
-                    {turn?.source ?? '…'} · {new Date(rating.createdAt).toLocaleString()} · {ratingRoundText(rating)}
+                    {turn ? sourceName(turn.source) : '…'} · {new Date(rating.createdAt).toLocaleString()} · {ratingRoundText(rating)}
                     {rating.tags.length > 0 && ` · ${rating.tags.join(', ')}`}
                   </span>
                   {rating.comment && (
@@ -59,6 +74,7 @@ export function Ratings() {
                     </span>
                   )}
                 </button>
+                {openId === rating.turnId && <TurnDetail />}
               </li>
             ))}
           </ol>
@@ -77,7 +93,7 @@ export function Ratings() {
           </div>
         )}
       </section>
-      {openId !== null && <TurnDetail />}
+      {openId !== null && !rows.some((r) => r.rating.turnId === openId) && <TurnDetail />}
       <section className="panel" aria-labelledby="export-title">
         <h2 id="export-title">Export</h2>
         <form

@@ -6,6 +6,7 @@ import { useState } from 'react';
 import type { KeyboardEvent } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { SettingDescription } from '../../src-main/common/config.ts';
+import { sourceName } from '../components/format.ts';
 import { useRein } from '../store/react.tsx';
 import { draftOf, fieldSpec, parseDraft, rangeHint, type EmptyMeans, type FieldSpec } from '../store/setting-form.ts';
 import { RewardMapperField } from './RewardMapper.tsx';
@@ -47,7 +48,6 @@ const TITLES: Record<string, string> = {
   'model.active': 'Model being trained',
 };
 
-const AGENT_NAMES: Record<string, string> = { 'claude-code': 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw', proxy: 'OpenAI proxy', api: 'API / test turns' };
 
 /** Names of the fields inside object settings that a plain split of the camelCase name would read badly. */
 const FIELD_TITLES: Record<string, string> = {
@@ -249,7 +249,7 @@ function ListField(props: { id: string; value: string[]; options: string[]; onSa
       {all.map((a) => (
         <label key={a} className="check compact">
           <input type="checkbox" checked={props.value.includes(a)} onChange={() => toggle(a)} />
-          <span>{AGENT_NAMES[a] ?? a}</span>
+          <span>{sourceName(a)}</span>
         </label>
       ))}
     </div>

@@ -1,8 +1,29 @@
 import { useState } from 'react';
 import { useShallow } from 'zustand/shallow';
+import type { ContextMessage } from '../../src-main/common/domain.ts';
 import { Confirm } from '../components/Confirm.tsx';
+import { sourceName, shownSession } from '../components/format.ts';
+import { Markdown } from '../components/Markdown.tsx';
+import { ToolCalls } from '../components/ToolCalls.tsx';
 import { useRein } from '../store/react.tsx';
 import { ratingLabel, ratingRoundText, selectOpenTurn } from '../store/ratings.ts';
+
+/** The context's messages other than tool calls: the agent's words between its calls, or the earlier conversation. */
+function OtherMessages(props: { context: readonly ContextMessage[] }) {
+  const messages = props.context.filter((m) => m.type !== 'tool_use' && m.type !== 'tool_result');
+  if (messages.length === 0) return null;
+  return (
+    <details className="context">
+      <summary>Other messages ({messages.length})</summary>
+      {messages.map((m, i) => (
+        <div key={i} className="context-msg">
+          <p className="label">{m.role}</p>
+          <Markdown text={m.content} />
+        </div>
+      ))}
+    </details>
+  );
+}
 
 /** One turn in full: its context, prompt and answer, its rating, and the edits. */
 export function TurnDetail() {
@@ -22,9 +43,9 @@ export function TurnDetail() {
   return (
     <section className="panel turn-detail" aria-labelledby="detail-title" data-testid="turn-detail">
       <div className="panel-row">
-        <h2 id="detail-title">
-          {turn.source} {turn.session ? `· ${turn.session}` : ''}
-        </h2>
+        <h3 id="detail-title">
+          {sourceName(turn.source)} {shownSession(turn) ? `· ${shownSession(turn)}` : ''}
+        </h3>
         <button type="button" className="secondary" onClick={() => void openTurn(null)}>
           Close
         </button>
@@ -34,25 +55,16 @@ export function TurnDetail() {
         {turn.model && ` · ${turn.model}`}
         {turn.truncated && ' · shortened when captured'}
       </p>
-      {turn.context.length > 0 && (
-        <details className="context">
-          <summary>Earlier conversation ({turn.context.length} messages)</summary>
-          {turn.context.map((m, i) => (
-            <div key={i} className="context-msg">
-              <p className="label">{m.role}</p>
-              <pre>{m.content}</pre>
-            </div>
-          ))}
-        </details>
-      )}
       <p className="label">Prompt</p>
-      <pre className="prompt full">{turn.prompt || '(empty)'}</pre>
+      <Markdown className="prompt full" text={turn.prompt || '(empty)'} />
       <p className="label">Answer</p>
-      <pre className="answer full">{turn.response || '(empty)'}</pre>
+      <Markdown className="answer full" text={turn.response || '(empty)'} />
+      <ToolCalls context={turn.context} />
+      <OtherMessages context={turn.context} />
       {r?.correction && (
         <>
           <p className="label">Your better answer</p>
-          <pre className="answer full">{r.correction}</pre>
+          <Markdown className="correction full" text={r.correction} />
         </>
       )}
       <p data-testid="detail-rating">

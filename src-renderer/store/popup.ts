@@ -52,9 +52,10 @@ export function createPopupSlice(client: ReinClient): Slice<PopupSlice> {
     },
     takeWaiting: async () => {
       try {
-        const page = await client.listTurns({ state: 'unrated', limit: 1000 });
-        // Oldest first, after what the queue holds; arena answers are rated by their vote, never here.
-        const waiting = page.items.filter((t) => t.source !== 'arena').sort((a, b) => a.createdAt - b.createdAt || a.id - b.id);
+        // The Rate inbox's turns (rateInbox: Chat and Arena answers are rated on their own screens), oldest first,
+        // after what the queue holds.
+        const page = await client.listTurns({ state: 'unrated', limit: 1000, rateInbox: true });
+        const waiting = [...page.items].sort((a, b) => a.createdAt - b.createdAt || a.id - b.id);
         set((s) => ({ queue: [...s.queue, ...waiting.filter((t) => !s.queue.some((q) => q.id === t.id))], popupError: null }));
       } catch (e) {
         set({ popupError: toApiError(e) });
@@ -69,7 +70,7 @@ export const selectQueueLength = (s: ReinState) => s.queue.length;
 /** Why the popup asks about its current turn (reward.ask unsure), or null. */
 export const selectAskReason = (s: ReinState): string | null => (s.queue[0] === undefined ? null : (s.askReasons[s.queue[0].id] ?? null));
 /** Answers that still wait for a rating (the status's count), less those already in the popup's queue. */
-export const selectWaitingOutside = (s: ReinState): number => Math.max(0, (s.status?.turns.unrated ?? 0) - s.queue.length);
+export const selectWaitingOutside = (s: ReinState): number => Math.max(0, (s.status?.turns.toRate ?? 0) - s.queue.length);
 export const selectPopupTimeout = (s: ReinState): number => s.settings?.['popup.timeoutSeconds'] ?? 45;
 /** The agents the popup can be limited to: the defaults plus any the user added. */
 export const selectPopupAgents = derive([(s) => s.settings], (settings) => settings?.['popup.agents'] ?? []);

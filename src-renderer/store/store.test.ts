@@ -21,7 +21,7 @@ function status(over: Partial<Status> = {}): Status {
     pending: 0,
     threshold: 32,
     ema: null,
-    turns: { total: 0, unrated: 0 },
+    turns: { total: 0, unrated: 0, toRate: 0 },
     training: { state: 'idle', runId: null },
     capture: { paused: false },
     rejected: null,
@@ -82,7 +82,7 @@ function fakeClient(turns: TurnSummary[] = []) {
         total: live.length,
       },
       pending: live.length,
-      turns: { total: turns.length, unrated: turns.filter((t) => t.state === 'unrated').length },
+      turns: { total: turns.length, unrated: turns.filter((t) => t.state === 'unrated').length, toRate: turns.filter((t) => t.state === 'unrated').length },
     });
   };
   const notAvailable = (verb: string) => () => Promise.reject(new ApiError({ code: 'not_available', message: `${verb} is not available yet: training lands later` }));

@@ -1,3 +1,4 @@
+import type { ChatSource } from '../../src-main/common/chat/arena.ts';
 import type { RatingView, TurnSummary } from '../../src-main/common/domain.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
@@ -5,6 +6,14 @@ import { derive } from './derive.ts';
 import type { ReinState, Slice, TurnsSlice } from './types.ts';
 
 export const TURNS_LIMIT = 50;
+
+/**
+ * Rein's own Chat and Arena answers (CHAT_SOURCES in common/chat/arena.ts; keyed by its type, so the compiler checks
+ * the list). They are rated on their own screens (an arena answer by its vote, while the pair is still blind; a tie
+ * rates neither), so the Rate inbox and its count leave them out (listTurns rateInbox, status.turns.toRate).
+ */
+const APP_SOURCES: Record<ChatSource, true> = { chat: true, arena: true };
+export const isAppSource = (source: string): boolean => Object.hasOwn(APP_SOURCES, source);
 
 const newestFirst = (a: TurnSummary, b: TurnSummary) => b.createdAt - a.createdAt || b.id - a.id;
 
@@ -36,7 +45,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       set({ inboxFilter: filter });
       if (filter === 'all') return set({ inboxTurns: [], inboxTotal: 0 });
       try {
-        const page = await client.listTurns({ limit: TURNS_LIMIT, state: filter });
+        const page = await client.listTurns({ limit: TURNS_LIMIT, state: filter, rateInbox: true });
         if (get().inboxFilter === filter) set({ inboxTurns: [...page.items].sort(newestFirst), inboxTotal: page.total, turnsError: null });
       } catch (e) {
         set({ turnsError: toApiError(e) });
@@ -44,7 +53,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
     },
     loadTurns: async () => {
       try {
-        const page = await client.listTurns({ limit: Math.min(get().turnsLimit, 1000) });
+        const page = await client.listTurns({ limit: Math.min(get().turnsLimit, 1000), rateInbox: true });
         set({ turns: [...page.items].sort(newestFirst), turnsTotal: page.total, turnsLoaded: true, turnsError: null });
       } catch (e) {
         set({ turnsError: toApiError(e), turnsLoaded: true });
@@ -54,7 +63,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       const { inboxFilter: filter } = get();
       const shown = filter === 'all' ? get().turns : get().inboxTurns;
       try {
-        const page = await client.listTurns({ limit: TURNS_LIMIT, offset: shown.length, ...(filter === 'all' ? {} : { state: filter }) });
+        const page = await client.listTurns({ limit: TURNS_LIMIT, offset: shown.length, rateInbox: true, ...(filter === 'all' ? {} : { state: filter }) });
         if (get().inboxFilter !== filter) return;
         const merge = (have: TurnSummary[]) => [...have, ...page.items.filter((t) => !have.some((h) => h.id === t.id))].sort(newestFirst);
         if (filter === 'all') set((s) => ({ turns: merge(s.turns), turnsTotal: page.total, turnsLimit: s.turnsLimit + TURNS_LIMIT, turnsError: null }));
@@ -69,6 +78,7 @@ export function createTurnsSlice(client: ReinClient): Slice<TurnsSlice> {
       if (get().inboxFilter !== 'all') void get().setInboxFilter(get().inboxFilter);
     },
     applyTurn: (turn) => {
+      if (isAppSource(turn.source)) return;
       const known = get().turns.some((t) => t.id === turn.id);
       // A new answer that asks for a rating takes the card unless the card's turn still waits for one.
       const unpin = !known && turn.state === 'unrated' && selectCurrentTurn(get())?.state !== 'unrated';
@@ -110,8 +120,8 @@ export function selectCurrentTurn(s: ReinState): TurnSummary | null {
     const opened = s.turns.find((t) => t.id === s.cardTurnId) ?? s.inboxTurns.find((t) => t.id === s.cardTurnId);
     if (opened) return opened;
   }
-  // An arena answer is rated by its vote, on the Arena screen, while the pair is still blind: never on the card.
-  const card = (t: TurnSummary) => t.source !== 'arena';
+  // Chat and Arena answers are rated on their screens (an arena one by its vote, while the pair is blind).
+  const card = (t: TurnSummary) => !isAppSource(t.source);
   return s.turns.find((t) => t.state === 'unrated' && card(t)) ?? s.turns.find((t) => t.state === 'rated' && card(t)) ?? null;
 }
 

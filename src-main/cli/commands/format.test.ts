@@ -13,7 +13,7 @@ const status: Status = {
   pending: 10,
   threshold: 10,
   ema: null,
-  turns: { total: 10, unrated: 0 },
+  turns: { total: 10, unrated: 0, toRate: 0 },
   training: { state: 'idle', runId: null },
   capture: { paused: false },
   rejected: null,

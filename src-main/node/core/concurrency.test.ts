@@ -40,7 +40,7 @@ it(`${WORKERS} processes, each with its own Core, write ${PER_WORKER} ratings at
   const core = createCore({ home: resolveHome({ REIN_HOME: dir }) });
   try {
     const st = await core.call('status', {}, 'test');
-    expect(st.turns).toEqual({ total: WORKERS * PER_WORKER, unrated: 0 });
+    expect(st.turns).toEqual({ total: WORKERS * PER_WORKER, unrated: 0, toRate: 0 });
     expect(st.ratings.total).toBe(WORKERS * PER_WORKER);
     expect(st.ratings.bad).toBe(WORKERS * Math.ceil(PER_WORKER / 3));
     // Every turn got exactly its own rating: each worker rated its own session's newest turn.

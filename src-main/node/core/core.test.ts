@@ -56,7 +56,24 @@ describe('captureTurn', () => {
     expect(full.logprobs).toEqual([-0.5, -1, -0.25]);
     // The same event id from another source is another turn.
     expect((await core.call('captureTurn', { ...input, source: 'codex' }, 'hook')).created).toBe(true);
-    expect((await core.call('status', {}, 'test')).turns).toEqual({ total: 2, unrated: 2 });
+    expect((await core.call('status', {}, 'test')).turns).toEqual({ total: 2, unrated: 2, toRate: 2 });
+  });
+
+  it('leaves Chat and Arena answers out of the Rate inbox and its count (listTurns rateInbox, status toRate)', async () => {
+    const core = newCore();
+    const agent = await capture(core, { source: 'claude-code' });
+    const chat = await capture(core, { source: 'chat', session: 'app-chat-x' });
+    await capture(core, { source: 'arena', session: 'arena-1' });
+    await capture(core, { source: 'arena', session: 'arena-1' });
+    const inbox = await core.call('listTurns', { rateInbox: true }, 'test');
+    expect(inbox.items.map((t) => t.id)).toEqual([agent]);
+    expect(inbox.total).toBe(1);
+    expect((await core.call('listTurns', { rateInbox: true, state: 'unrated' }, 'test')).total).toBe(1);
+    expect((await core.call('listTurns', {}, 'test')).total).toBe(4);
+    expect((await core.call('status', {}, 'test')).turns).toEqual({ total: 4, unrated: 4, toRate: 1 });
+    // Rated on the Chat screen: still not the inbox's, and the counts follow.
+    await core.call('rate', { turnId: chat, value: 'good' }, 'test');
+    expect((await core.call('status', {}, 'test')).turns).toEqual({ total: 4, unrated: 3, toRate: 1 });
   });
 
   it('redacts secrets before storing them', async () => {
@@ -464,7 +481,7 @@ describe('EMA baseline', () => {
     const st = await core.call('status', {}, 'test');
     expect(st.ema).toBeNull();
     expect(st.ratings.total).toBe(0);
-    expect(st.turns).toEqual({ total: 3, unrated: 3 });
+    expect(st.turns).toEqual({ total: 3, unrated: 3, toRate: 3 });
     expect(await core.call('listAdapters', {}, 'test')).toEqual([]);
     await expect(core.call('reset', {}, 'ipc')).rejects.toBeInstanceOf(BadInputError);
   });

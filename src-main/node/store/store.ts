@@ -8,6 +8,7 @@ import type { Actor } from '../../common/api.ts';
 import type { AdapterView, ContextMessage, EmaPoint, Page, RatingView, Turn, TurnState, TurnSummary } from '../../common/domain.ts';
 import { BadInputError, ConflictError, NotFoundError } from '../../common/errors.ts';
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
+import { CHAT_SOURCES } from '../../common/chat/arena.ts';
 import { Adapters } from './adapters.ts';
 import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
@@ -61,6 +62,7 @@ export interface TurnQuery {
   search?: string;
   since?: number;
   until?: number;
+  rateInbox?: boolean;
 }
 
 export interface RatingQuery {
@@ -112,6 +114,12 @@ class Filter {
     this.args.push(...args);
   }
 }
+
+/**
+ * Not an answer of Rein's own Chat or Arena (CHAT_SOURCES): those are rated on their own screens, so the Rate screen's
+ * inbox and its count leave them out. The sources are constants, not user input, so they are written into the SQL.
+ */
+const NOT_APP_SOURCE = `source NOT IN (${CHAT_SOURCES.map((s) => `'${s}'`).join(', ')})`;
 
 const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -356,6 +364,7 @@ export class Store implements Sql {
     if (q.state !== undefined) f.add('state = ?', q.state);
     if (q.since !== undefined) f.add('created_at >= ?', q.since);
     if (q.until !== undefined) f.add('created_at < ?', q.until);
+    if (q.rateInbox === true) f.add(NOT_APP_SOURCE);
     if (q.search !== undefined && q.search.length > 0) {
       const like = `%${likeEscape(q.search)}%`;
       f.add(`(rein_text(prompt) LIKE ? ESCAPE '\\' OR rein_text(response) LIKE ? ESCAPE '\\')`, like, like);
@@ -696,7 +705,7 @@ export class Store implements Sql {
   counts(modelId: string): {
     ratings: { good: number; bad: number; scaled: number; total: number };
     pending: number;
-    turns: { total: number; unrated: number };
+    turns: { total: number; unrated: number; toRate: number };
     runningRunId: number | null;
   } {
     const byKind = this.stmt<{ kind: RatingView['kind']; n: number }>(
@@ -708,13 +717,14 @@ export class Store implements Sql {
     ).get(modelId)!.n;
     const total = this.stmt<{ n: number }>('SELECT count(*) AS n FROM turns').get()!.n;
     const unrated = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns WHERE state = 'unrated'`).get()!.n;
+    const toRate = this.stmt<{ n: number }>(`SELECT count(*) AS n FROM turns WHERE state = 'unrated' AND ${NOT_APP_SOURCE}`).get()!.n;
     const running = this.stmt<{ id: number }>(
       `SELECT id FROM runs WHERE model_id = ? AND status = 'running' ORDER BY id DESC LIMIT 1`,
     ).get(modelId);
     return {
       ratings: { good: n('good'), bad: n('bad'), scaled: n('scale'), total: n('good') + n('bad') + n('scale') },
       pending,
-      turns: { total, unrated },
+      turns: { total, unrated, toRate },
       runningRunId: running?.id ?? null,
     };
   }

@@ -3,6 +3,7 @@
 // newest unrated turn of the session). It stands in for the SQLite core only where that is not importable yet;
 // the handlers under test see nothing but the `Core` interface.
 import { VERBS } from '../../../common/api.ts';
+import { CHAT_SOURCES } from '../../../common/chat/arena.ts';
 import type { Actor, EventName, Events, VerbName, VerbOutput, VerbParsed } from '../../../common/api.ts';
 import type { RatingView, Status, Turn, TurnSummary } from '../../../common/domain.ts';
 import { BadInputError, NotAvailableError, NotFoundError } from '../../../common/errors.ts';
@@ -58,7 +59,11 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
       pending: active.filter((r) => r.runId === null).length,
       threshold,
       ema: null,
-      turns: { total: turns.length, unrated: turns.filter((t) => live(t.id).length === 0).length },
+      turns: {
+        total: turns.length,
+        unrated: turns.filter((t) => live(t.id).length === 0).length,
+        toRate: turns.filter((t) => live(t.id).length === 0 && !(CHAT_SOURCES as readonly string[]).includes(t.source)).length,
+      },
       training: { state: 'idle', runId: null },
       capture: { paused: false },
       rejected: null,
