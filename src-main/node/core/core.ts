@@ -337,7 +337,7 @@ function settingsVerbs(c: VerbContext) {
     getSettings: () => settings(),
     describeSettings: () => describeSettings(),
 
-    setSettings: (input, actor) => {
+    setSettings: async (input, actor) => {
       const values: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(input.values)) {
         if (!isSettingKey(k)) {
@@ -359,7 +359,7 @@ function settingsVerbs(c: VerbContext) {
       const mapper = values['training.rewardMapper'];
       if (typeof mapper === 'string') {
         if (mapper.trim() === '') values['training.rewardMapper'] = null;
-        else tryRewardMapper(store, mapper);
+        else await tryRewardMapper(store, mapper);
       }
       if (Object.keys(values).length > 0) {
         store.writeSettings(values, actor);
