@@ -111,7 +111,8 @@ export interface WizardDeps {
   /** Rein's own list of models (addModel, removeModel, useModel). */
   store: Store;
   settings: () => Settings;
-  setSettings: (values: Record<string, unknown>) => Settings;
+  /** Async: a reward mapper among the values is tried in its sandbox first. */
+  setSettings: (values: Record<string, unknown>) => Promise<Settings>;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -618,7 +619,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => Promise.resolve(handlers.setSettings({ values }, 'system')) }),
   };
 
   scheduler.recover();
