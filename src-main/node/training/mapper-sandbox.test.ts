@@ -4,19 +4,21 @@
 // is stopped by the supervisor, and a dropped promise is harmless. reward-mapper.test.ts covers the messages.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { MAPPER_SILENCE_MS, runMapperSandbox, SANDBOX_CHUNK, type SandboxLimits } from './mapper-sandbox.ts';
+import { MAPPER_SILENCE_MS, MAX_SANDBOXES, runMapperSandbox, SANDBOX_CHUNK, type SandboxLimits } from './mapper-sandbox.ts';
 
 const LIMITS: SandboxLimits = { callMs: 500, memoryMb: 256, heapMb: 64 };
 const args = (n: number): unknown[][] => Array.from({ length: n }, (_, i) => [{ reward: i / n, comment: `c${i}` }, { length: i }]);
 
-/** Polls the RSS of this process's children (Linux /proc) while `p` runs; the peak in MB, or null where there is no /proc. */
-async function childPeakMb<T>(p: Promise<T>): Promise<{ value: T; peakMb: number | null }> {
+/** Polls the RSS of this process's children (Linux /proc) while `p` runs: the peak in MB and the most children at once (null where there is no /proc). */
+async function childPeakMb<T>(p: Promise<T>): Promise<{ value: T; peakMb: number | null; most: number | null }> {
   let peak: number | null = null;
+  let most: number | null = null;
   let done = false;
   const watch = (async () => {
     while (!done) {
       try {
         const kids = readFileSync(`/proc/${process.pid}/task/${process.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+        most = Math.max(most ?? 0, kids.length);
         for (const k of kids) {
           const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${k}/status`, 'utf8'))?.[1] ?? NaN);
           if (Number.isFinite(kb)) peak = Math.max(peak ?? 0, kb / 1024);
@@ -29,7 +31,7 @@ async function childPeakMb<T>(p: Promise<T>): Promise<{ value: T; peakMb: number
   })();
   const value = await p.finally(() => (done = true));
   await watch;
-  return { value, peakMb: peak };
+  return { value, peakMb: peak, most };
 }
 
 describe('the reward mapper sandbox', () => {
@@ -80,6 +82,14 @@ describe('the reward mapper sandbox', () => {
     expect(r).toEqual({ values: [0, 0.25, 0.5, 0.75], failure: null });
     const thrown = await runMapperSandbox('(r) => { throw { name: "Big", get message() { return "m".repeat(1e6) } } }', args(1), LIMITS);
     expect(thrown.failure).toEqual({ at: 0, why: 'threw', text: `Big: ${'m'.repeat(300 - 'Big: '.length)}` });
+  });
+
+  it(`runs at most ${MAX_SANDBOXES} sandboxes at once; the others wait their turn`, { timeout: 60_000 }, async () => {
+    const slow = '(r) => { const t = Date.now(); while (Date.now() - t < 300) {} return r.reward }';
+    const { value, most } = await childPeakMb(Promise.all(Array.from({ length: 5 }, () => runMapperSandbox(slow, args(2), LIMITS))));
+    for (const r of value) expect(r).toEqual({ values: [0, 0.5], failure: null });
+    if (most !== null) expect(most).toBeLessThanOrEqual(MAX_SANDBOXES);
+    if (most !== null) expect(most).toBeGreaterThan(0);
   });
 
   it('sees nothing of the host: no process, no require, no environment, no code from strings', { timeout: 60_000 }, async () => {

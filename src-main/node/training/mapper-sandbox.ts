@@ -52,6 +52,22 @@ const TEXT_MAX = 300;
 /** The longest line the host accepts from the child. */
 const LINE_MAX = 1 << 20;
 
+/** Sandboxes one process runs at once; more callers wait their turn, so a burst of trials cannot fork a process each. */
+export const MAX_SANDBOXES = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function slot(): Promise<() => void> {
+  // A slot freed while others wait passes straight to the first of them.
+  if (running >= MAX_SANDBOXES) await new Promise<void>((resolve) => waiting.push(resolve));
+  else running++;
+  return () => {
+    const next = waiting.shift();
+    if (next === undefined) running--;
+    else next();
+  };
+}
+
 /** The child's flags: Node's permission model (fs and child_process denied; the worker is the mapper's thread). */
 function childArgs(program: string): string[] {
   const permission = process.allowedNodeEnvironmentFlags.has('--permission') ? ['--permission', '--allow-worker'] : [];
@@ -65,6 +81,15 @@ const PROGRAM = `(${supervisorMain.toString()})(${JSON.stringify(`(${mapperThrea
  * first failure. Never throws for anything the mapper does: that is the result's `failure`.
  */
 export async function runMapperSandbox(source: string, cases: readonly unknown[][], limits: SandboxLimits): Promise<SandboxResult> {
+  const release = await slot();
+  try {
+    return await runInChild(source, cases, limits);
+  } finally {
+    release();
+  }
+}
+
+async function runInChild(source: string, cases: readonly unknown[][], limits: SandboxLimits): Promise<SandboxResult> {
   const child = spawn(process.execPath, childArgs(PROGRAM), {
     // Nothing of the host's environment (a database key, NODE_OPTIONS) reaches the child. Electron's binary runs
     // as plain Node with ELECTRON_RUN_AS_NODE, as for the trainer worker.
@@ -98,7 +123,13 @@ export async function runMapperSandbox(source: string, cases: readonly unknown[]
     }
     return { values, failure: null };
   } finally {
+    // Its slot is free only once it is gone.
+    const gone = new Promise<void>((resolve) => {
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) resolve();
+      else child.once('exit', () => resolve());
+    });
     child.kill('SIGKILL');
+    await gone;
   }
 }
 
