@@ -208,9 +208,7 @@ function failureOf(m: Line, base: number, stderr: string): SandboxFailure {
   return { at, why, text };
 }
 
-// ---- The child. Everything below runs in the sandbox process, from its source text. ----
-
-/** The child's main thread: reads the job from stdin, runs the mapper thread, watches its time and the RSS. */
+/** The child's main thread (this and the two functions after it run in the sandbox process, from their source text): reads the job from stdin, runs the mapper thread, watches its time and the RSS. */
 function supervisorMain(mapperThreadSource: string): void {
   const { Worker } = process.getBuiltinModule('node:worker_threads');
   const fs = process.getBuiltinModule('node:fs');

@@ -45,7 +45,8 @@ describe('training.rewardMapper', () => {
     }
   });
 
-  it('refuses a mapper that throws, loops, returns NaN or leaves [-1, 1]; the saved mapping and every rating stay', async () => {
+  // 22 sandbox processes (each mapper saved, then tried): about 3 s each on a loaded 2-core machine.
+  it('refuses a mapper that throws, loops, returns NaN or leaves [-1, 1]; the saved mapping and every rating stay', { timeout: 240_000 }, async () => {
     const core = await withRatings('refuse');
     try {
       const good = '(rating) => rating.reward / 2';
