@@ -13,6 +13,9 @@ import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openTab }
 import type { App, ServeChild } from './harness.ts';
 import { MAPPER_CALL_MS } from '../src-main/node/training/reward-mapper.ts';
 
+/** A mapper's trial or save starts a sandbox process: allow for a loaded machine. */
+const MAPPER_POLL_MS = 20_000;
+
 let app: App;
 let serve: ServeChild;
 let page: Page;
@@ -147,7 +150,8 @@ describe('settings, errors beside the control, and consent', () => {
     await shots('screen');
   });
 
-  it('the reward mapper is tried on recent ratings before it is saved; a throwing, looping or NaN one is refused and the default stays', async () => {
+  // Eight sandbox processes (training/mapper-sandbox.ts) and the screenshots: over a minute on a loaded machine.
+  it('the reward mapper is tried on recent ratings before it is saved; a throwing, looping or NaN one is refused and the default stays', { timeout: 180_000 }, async () => {
     await rated('please fix the bug', 'good', { tags: ['style'] });
     await rated('no the build error', 'bad', { tags: ['wrong'], comment: 'it broke the build' });
     await rated('thanks run the test', 4);
@@ -165,7 +169,8 @@ describe('settings, errors beside the control, and consent', () => {
     ] as const) {
       await code.fill(src);
       await tryIt.click();
-      await expect.poll(() => mapper.getByTestId('mapper-error').textContent()).toMatch(why);
+      // The try runs in a sandbox process of its own (training/mapper-sandbox.ts): seconds on a loaded machine.
+      await expect.poll(() => mapper.getByTestId('mapper-error').textContent(), { timeout: MAPPER_POLL_MS }).toMatch(why);
       expect(await save.isDisabled()).toBe(true);
       expect(await setting('training.rewardMapper')).toBe(null);
       expect(await mapper.getByTestId('mapper-in-use').textContent()).toMatch(/^the default/);
@@ -188,8 +193,8 @@ describe('settings, errors beside the control, and consent', () => {
       ['Good', 'style', 'claude-code', '+1.00', '+0.50'],
     ]);
     await save.click();
-    await expect.poll(() => setting('training.rewardMapper')).toBe(good);
-    await expect.poll(() => mapper.getByTestId('mapper-in-use').textContent()).toBe('your mapper');
+    await expect.poll(() => setting('training.rewardMapper'), { timeout: MAPPER_POLL_MS }).toBe(good);
+    await expect.poll(() => mapper.getByTestId('mapper-in-use').textContent(), { timeout: MAPPER_POLL_MS }).toBe('your mapper');
     await shots('mapper');
     await mapper.getByRole('button', { name: 'Use the default mapping' }).click();
     await expect.poll(() => setting('training.rewardMapper')).toBe(null);

@@ -111,7 +111,8 @@ export interface WizardDeps {
   /** Rein's own list of models (addModel, removeModel, useModel). */
   store: Store;
   settings: () => Settings;
-  setSettings: (values: Record<string, unknown>) => Settings;
+  /** Async: a reward mapper among the values is tried in its sandbox first. */
+  setSettings: (values: Record<string, unknown>) => Promise<Settings>;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -337,7 +338,7 @@ function settingsVerbs(c: VerbContext) {
     getSettings: () => settings(),
     describeSettings: () => describeSettings(),
 
-    setSettings: (input, actor) => {
+    setSettings: async (input, actor) => {
       const values: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(input.values)) {
         if (!isSettingKey(k)) {
@@ -359,7 +360,7 @@ function settingsVerbs(c: VerbContext) {
       const mapper = values['training.rewardMapper'];
       if (typeof mapper === 'string') {
         if (mapper.trim() === '') values['training.rewardMapper'] = null;
-        else tryRewardMapper(store, mapper);
+        else await tryRewardMapper(store, mapper);
       }
       if (Object.keys(values).length > 0) {
         store.writeSettings(values, actor);
@@ -618,7 +619,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
-    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => handlers.setSettings({ values }, 'system') as Settings }),
+    ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => Promise.resolve(handlers.setSettings({ values }, 'system')) }),
   };
 
   scheduler.recover();

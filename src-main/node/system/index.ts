@@ -85,22 +85,22 @@ export function createSystemHandlers(d: WizardDeps): WizardHandlers {
     planAgent: (input) => planAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
     connectAgent: (input) => connectAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
 
-    useModel: (input) => {
+    useModel: async (input) => {
       // An id of Rein's list is followed to what it was added from (an Ollama tag is resolved again: a new pull moves it).
       const known = d.store.registeredModels().find((r) => r.id === input.path);
       const model = addModel(known === undefined ? input.path : known.id.startsWith('ollama:') ? known.id : known.path, 'useModel');
-      const settings = d.setSettings({ 'model.active': model.id });
+      const settings = await d.setSettings({ 'model.active': model.id });
       return { model: { ...model, active: true }, settings };
     },
 
-    useDemoModel: () => {
+    useDemoModel: async () => {
       const dir = demoModelDir(d.home);
       // The committed small LM (node/demo), copied once per home: servable (byte-level BPE, GGUF) and
       // pretrained on coding dialogues, so a second wizard run changes nothing.
       if (!existsSync(path.join(dir, 'config.json'))) installSmallLm(dir);
       const model = describeHfDir(dir, 'Rein demo model', 'demo');
       // The balanced preset, as `rein demo` trains it: the same trust region and LR size rule as any model (presets.ts).
-      const settings = d.setSettings({ 'model.active': dir, 'training.preset': 'balanced' });
+      const settings = await d.setSettings({ 'model.active': dir, 'training.preset': 'balanced' });
       return { model, settings };
     },
 

@@ -35,15 +35,15 @@ describe('a round selects', () => {
       const model = DEFAULT_MODEL_ID;
       const ids = await rated(core, Array.from({ length: 32 }, (_, i) => (i % 4 === 0 ? 'good' : 'bad')), 'a');
       const opts = { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 64, seed: 1, lineageRuns: new Set<number>() };
-      const one = selectRound(core.store, model, opts);
+      const one = await selectRound(core.store, model, opts);
       const by = (ts: typeof one, role: string): number[] => ts.filter((t) => t.role === role).map((t) => t.ratingId);
       expect(by(one, 'heldout')).toHaveLength(6); // round(0.2 × 32)
       expect(by(one, 'pending')).toHaveLength(26);
       expect([...by(one, 'pending'), ...by(one, 'heldout')].sort((x, y) => x - y)).toEqual(ids);
       // At random, not the newest six; the same seed gives the same split, another seed another one.
       expect(by(one, 'heldout').sort((x, y) => x - y)).not.toEqual(ids.slice(-6));
-      expect(by(selectRound(core.store, model, opts), 'heldout')).toEqual(by(one, 'heldout'));
-      expect(by(selectRound(core.store, model, { ...opts, seed: 2 }), 'heldout')).not.toEqual(by(one, 'heldout'));
+      expect(by(await selectRound(core.store, model, opts), 'heldout')).toEqual(by(one, 'heldout'));
+      expect(by(await selectRound(core.store, model, { ...opts, seed: 2 }), 'heldout')).not.toEqual(by(one, 'heldout'));
       // Selecting marks nothing: every rating is still pending.
       expect(core.store.counts(model).pending).toBe(32);
       expect([0, 1, 2, 3, 5, 200].map((n) => heldoutCount(n, 0.2))).toEqual([0, 0, 1, 1, 1, 40]);
@@ -90,7 +90,7 @@ describe('a round selects', () => {
         pruned.close();
       }
       const d = await rated(core, Array.from({ length: 40 }, () => 'good'), 'd');
-      const turns = selectRound(store, model, { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 16, seed: 3, lineageRuns: lineageRuns(store, model, 3) });
+      const turns = await selectRound(store, model, { replayRatio: 0.25, heldoutFraction: 0.2, gateTurns: 16, seed: 3, lineageRuns: lineageRuns(store, model, 3) });
       const by = (role: string): number[] => turns.filter((t) => t.role === role).map((t) => t.ratingId);
       expect(by('pending')).toHaveLength(32);
       expect(by('replay')).toHaveLength(8);
@@ -114,12 +114,12 @@ describe('the reward baseline', () => {
   it('each rating meets the EMA before it, in time order; the first rating ever meets 0; after is the stored EMA', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'base') }) });
     try {
-      expect(ratingBaselines(core.store, model)).toEqual({ before: new Map(), after: 0 });
+      expect(await ratingBaselines(core.store, model)).toEqual({ before: new Map(), after: 0 });
       // An all-Good first round: every rating must meet a baseline below +1, so every advantage is positive (the
       // bias-corrected EMA over the round's own ratings met +1 and gave each of them A = 0).
       const values = Array.from({ length: 16 }, () => 'good') as ('good' | 'bad')[];
       const ids = await rated(core, values, 'c');
-      const b = ratingBaselines(core.store, model);
+      const b = await ratingBaselines(core.store, model);
       expect(b.before.get(ids[0]!)).toBe(0);
       ids.forEach((id, i) => expect(b.before.get(id)).toBeCloseTo(1 - 0.99 ** i, 12)); // Σ 0.01·0.99^k over i ratings
       expect(b.after).toBeCloseTo(1 - 0.99 ** 16, 12);
@@ -173,7 +173,7 @@ describe('the reward baseline', () => {
       expect(core.store.emaValue(model)).toBe(stored);
       expect((await core.call('status', {}, 'test')).ema!.value).toBe(stored);
       const [next] = await rated(core, ['good'], 'r3');
-      const b = ratingBaselines(core.store, model);
+      const b = await ratingBaselines(core.store, model);
       expect(b.before.get(next!)).toBe(stored);
       expect(b.after).toBe(emaFold(stored, [1]));
       expect(core.store.emaValue(model)).toBe(b.after);
@@ -187,10 +187,10 @@ describe('the reward baseline', () => {
     try {
       const ids = await rated(core, ['good', 'good', 'bad'], 'm');
       await core.call('setSettings', { values: { 'training.rewardMapper': '(rating) => rating.reward / 2' } }, 'test');
-      const b = ratingBaselines(core.store, model);
+      const b = await ratingBaselines(core.store, model);
       expect([...b.before.values()]).toEqual([0, emaFold(null, [0.5]), emaFold(null, [0.5, 0.5])]);
       expect(b.after).toBe(emaFold(null, [0.5, 0.5, -0.5]));
-      const turns = selectRound(core.store, model, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
+      const turns = await selectRound(core.store, model, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
       expect(turns.map((t) => [t.ratingId, t.reward])).toEqual([[ids[0], 0.5], [ids[1], 0.5], [ids[2], -0.5]]);
     } finally {
       core.close();
@@ -203,7 +203,7 @@ describe('a round encodes', () => {
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
   const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
-  const baselines = (core: ReinCore): { baselines: Map<number, number> } => ({ baselines: ratingBaselines(core.store, DEFAULT_MODEL_ID).before });
+  const baselines = async (core: ReinCore): Promise<{ baselines: Map<number, number> }> => ({ baselines: (await ratingBaselines(core.store, DEFAULT_MODEL_ID)).before });
 
   it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'honest') }) });
@@ -227,8 +227,8 @@ describe('a round encodes', () => {
         const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: name, prompt: 'Write it.', response: 'Sure, here it is.', ...extra }, 'test');
         await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
       }
-      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
-      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
+      const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
+      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...(await baselines(core)) });
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
       // The cut prompt still trains, as text within the budget.
@@ -248,7 +248,7 @@ describe('a round encodes', () => {
       const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
       const ra = await core.call('rate', { turnId: a.turn!.id, value: 'bad' }, 'test');
       const rb = await core.call('rate', { turnId: b.turn!.id, value: 'good' }, 'test');
-      const { sequences, skipped } = encodeRound(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }), tok, { ...opts, ...baselines(core) });
+      const { sequences, skipped } = encodeRound(await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }), tok, { ...opts, ...(await baselines(core)) });
       expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn!.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
       expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
     } finally {
@@ -269,8 +269,8 @@ describe('a round encodes', () => {
       const page = await core.call('listTurns', {}, 'test');
       expect(page.total).toBe(1);
       await core.call('rate', { turnId: page.items[0]!.id, value: 'good' }, 'test');
-      const turns = selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
-      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...baselines(core) });
+      const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
+      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...(await baselines(core)) });
       expect(skipped).toEqual([]);
       expect(sequences).toHaveLength(1);
       const q = sequences[0]!;
@@ -299,12 +299,12 @@ describe('a round encodes', () => {
       expect(runs[1]!.text).toBe('\n<|im_start|>user\n<tool_response>\nrein-e2e-tool-output\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
       expect(runs[2]!.text).toBe(`<think>\n\n</think>\n\n${answer}<|im_end|>`);
       // Over the length budget, the turn keeps its end: the answer, and as much of the steps before it as fits.
-      const short = encodeRound(turns, tok, { ...opts, ...baselines(core), maxTokens: 24 }).sequences[0]!;
+      const short = encodeRound(turns, tok, { ...opts, ...(await baselines(core)), maxTokens: 24 }).sequences[0]!;
       expect(short.tokens).toEqual(q.tokens.slice(-24));
       expect(short.mask).toEqual(q.mask.slice(-(24 - short.start)));
       expect(tok.decode(short.tokens.slice(short.start))).toContain(`${answer}<|im_end|>`);
       // An ordinary turn's mask is all ones.
-      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, { ...opts, ...baselines(core) }).sequences[0]!;
+      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, { ...opts, ...(await baselines(core)) }).sequences[0]!;
       expect(plain.mask).toEqual(plain.tokens.slice(plain.start).map(() => 1));
     } finally {
       core.close();

@@ -77,11 +77,11 @@ export function lineageRuns(store: Store, modelId: string, version: number | nul
   return runs;
 }
 
-export function selectRound(
+export async function selectRound(
   store: Store,
   modelId: string,
   o: { replayRatio: number; heldoutFraction: number; gateTurns: number; seed: number; lineageRuns: ReadonlySet<number> },
-): RatedTurn[] {
+): Promise<RatedTurn[]> {
   const pending = store.rounds.ratedTurns(modelId, 'pending');
   const older = store.rounds.ratedTurns(modelId, 'trained');
   const rng = new Rng(o.seed);
@@ -100,7 +100,7 @@ export function selectRound(
   const heldOlder = unseen.slice(Math.max(0, unseen.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
   const out = [...train, ...replay, ...heldPending, ...heldOlder];
   // The user's reward mapper (training.rewardMapper) replaces the stored default rewards; null when none is set.
-  const mapped = roundRewards(store, out.map((t) => t.ratingId));
+  const mapped = await roundRewards(store, out.map((t) => t.ratingId));
   return mapped === null ? out : out.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
 }
 
@@ -121,9 +121,9 @@ export function shuffle(n: number, rng: Rng): number[] {
  * the version's value), over the rewards the round trains on: the reward mapper's when one is set. `after` is the
  * EMA after the newest rating (0 before any): with the default rewards, the value `rein status` shows.
  */
-export function ratingBaselines(store: Store, modelId: string): { before: Map<number, number>; after: number } {
+export async function ratingBaselines(store: Store, modelId: string): Promise<{ before: Map<number, number>; after: number }> {
   const ids = store.rounds.liveRatingIds(modelId);
-  const rewards = roundRewards(store, ids) ?? undefined;
+  const rewards = (await roundRewards(store, ids)) ?? undefined;
   const t = store.emaTrace(modelId, { rewards });
   return { before: t.before, after: t.value ?? 0 };
 }

@@ -9,7 +9,7 @@ import { BadInputError } from '../../common/errors.ts';
 import { createCore, DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { selectRound } from './data.ts';
-import { compileRewardMapper, MAPPER_CALL_MS } from './reward-mapper.ts';
+import { MAPPER_CALL_MS, mapRewards } from './reward-mapper.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-mapper-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -45,7 +45,8 @@ describe('training.rewardMapper', () => {
     }
   });
 
-  it('refuses a mapper that throws, loops, returns NaN or leaves [-1, 1]; the saved mapping and every rating stay', async () => {
+  // 22 sandbox processes (each mapper saved, then tried): about 3 s each on a loaded 2-core machine.
+  it('refuses a mapper that throws, loops, returns NaN or leaves [-1, 1]; the saved mapping and every rating stay', { timeout: 240_000 }, async () => {
     const core = await withRatings('refuse');
     try {
       const good = '(rating) => rating.reward / 2';
@@ -77,7 +78,7 @@ describe('training.rewardMapper', () => {
       }
       expect(snapshot(core)).toEqual(before);
       // The round still maps with the mapper that was saved.
-      expect(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }).map((t) => t.reward)).toEqual([0.5, -0.5, 0.25]);
+      expect((await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() })).map((t) => t.reward)).toEqual([0.5, -0.5, 0.25]);
     } finally {
       core.close();
     }
@@ -86,13 +87,13 @@ describe('training.rewardMapper', () => {
   it('sets the round\'s rewards once saved, and the default (stored) rewards come back when cleared', async () => {
     const core = await withRatings('round');
     try {
-      const rewards = () => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }).map((t) => t.reward);
-      expect(rewards()).toEqual([1, -1, 0.5]);
+      const rewards = async () => (await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() })).map((t) => t.reward);
+      expect(await rewards()).toEqual([1, -1, 0.5]);
       await core.call('setSettings', { values: { 'training.rewardMapper': "(rating, turn) => rating.tags.includes('style') ? 0.2 : rating.reward" } }, 'test');
-      expect(rewards()).toEqual([0.2, -1, 0.5]);
+      expect(await rewards()).toEqual([0.2, -1, 0.5]);
       // An empty text clears it.
       expect((await core.call('setSettings', { values: { 'training.rewardMapper': '  ' } }, 'test'))['training.rewardMapper']).toBe(null);
-      expect(rewards()).toEqual([1, -1, 0.5]);
+      expect(await rewards()).toEqual([1, -1, 0.5]);
     } finally {
       core.close();
     }
@@ -105,15 +106,15 @@ describe('training.rewardMapper', () => {
       const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'late', prompt: 'p', response: 'r' }, 'test');
       await core.call('rate', { turnId: turn!.id, value: 'bad', comment: 'boom' }, 'test');
       const before = snapshot(core);
-      expect(() => selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() })).toThrow(/training\.rewardMapper: returned NaN for rating 4/);
+      await expect(selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() })).rejects.toThrow(/training\.rewardMapper: returned NaN for rating 4/);
       expect(snapshot(core)).toEqual(before);
     } finally {
       core.close();
     }
   });
 
-  it('holds no object of the host realm: the constructor chain ends in the sandbox', () => {
-    const m = compileRewardMapper('(rating) => { const F = rating.constructor.constructor; return typeof F("return process")() }');
-    expect(() => m.map({ ratingId: 1, turnId: 1, rating: { kind: 'good', score: null, reward: 1, tags: [], comment: null, correction: null }, turn: { source: 'api', length: 1, promptLength: 1 } })).toThrow(/EvalError/);
+  it('holds no object of the host realm: the constructor chain ends in the sandbox', async () => {
+    const src = '(rating) => { const F = rating.constructor.constructor; return typeof F("return process")() }';
+    await expect(mapRewards(src, [{ ratingId: 1, turnId: 1, rating: { kind: 'good', score: null, reward: 1, tags: [], comment: null, correction: null }, turn: { source: 'api', length: 1, promptLength: 1 } }])).rejects.toThrow(/EvalError/);
   });
 });

@@ -1,18 +1,17 @@
 // The user's reward mapper (issue #15; seed 000's `reward_mapper`): a small JavaScript function
 // `(rating, turn) => reward in [-1, 1]` that replaces the default mapping (common/rewards.ts rewardOf) when
-// `training.rewardMapper` is set. It runs in a node:vm context of its own: no require, no process, no I/O, no
-// eval/Function (codeGeneration off), a time limit per call, and promises never leave it (microtaskMode).
-// Only JSON crosses into the context (parsed there), so the function never holds an object of the host realm, whose
-// constructor chain would reach the host's Function and process. node:vm is not a security boundary against hostile
-// code (Node's docs say so); the mapper is the user's own code, and the sandbox is there so a mistake (a loop, a
-// typo, a NaN) is a clear error instead of a hung or wrong round.
-import vm from 'node:vm';
+// `training.rewardMapper` is set. It runs in a sandbox process (mapper-sandbox.ts), a batch of ratings per process:
+// no require, no process, no I/O, no eval/Function, a time limit per call and a memory cap that hold even for native
+// code, and only numbers and short strings come back. The mapper is the user's own code; the sandbox is there so a
+// mistake (a loop, a typo, a NaN, a huge array, a dropped promise) is a clear error instead of a hung, crashed or
+// wrong round or server.
 import type { RewardMapperTrial } from '../../common/api.ts';
 import type { RatingKind } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { readSettings } from '../store/settings.ts';
 import type { MapperCaseRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
+import { runMapperSandbox, type SandboxFailure } from './mapper-sandbox.ts';
 
 /**
  * Milliseconds one call may run before it is stopped. The clock is wall time, and rounds run beside training, so a
@@ -21,6 +20,12 @@ import type { Store } from '../store/store.ts';
 export const MAPPER_CALL_MS = 500;
 /** How many recent ratings a mapper is tried on before it is saved. */
 export const MAPPER_CHECK_RATINGS = 200;
+/**
+ * The sandbox process's memory cap (RSS, MB), array buffers included; its mapper thread's V8 heap is capped at
+ * MAPPER_HEAP_MB. A Node process with the mapper's thread started uses about 60 MB before the mapper runs.
+ */
+export const MAPPER_MEMORY_MB = 256;
+export const MAPPER_HEAP_MB = 64;
 
 /** What the mapper's first argument holds. */
 export interface MapperRating {
@@ -56,56 +61,59 @@ export class RewardMapperError extends BadInputError {
   }
 }
 
-export interface RewardMapper {
-  /** The reward for one rating; throws RewardMapperError when the function throws, runs too long or returns a bad value. */
-  map(c: MapperCase): number;
+/**
+ * The mapper's reward for each case, in order, from one sandbox process. Throws RewardMapperError at the first case
+ * it throws on, runs too long on, runs out of memory on, or returns a bad value for (or when it does not compile).
+ */
+export async function mapRewards(source: string, cases: readonly MapperCase[]): Promise<number[]> {
+  const { values, failure } = await runMapperSandbox(
+    source,
+    cases.map((c) => [c.rating, c.turn]),
+    { callMs: MAPPER_CALL_MS, memoryMb: MAPPER_MEMORY_MB, heapMb: MAPPER_HEAP_MB },
+  );
+  for (const [i, v] of values.entries()) {
+    if (!Number.isFinite(v) || v < -1 || v > 1) {
+      const ratingId = cases[i]!.ratingId;
+      throw new RewardMapperError(`returned ${String(v)} for rating ${ratingId}; it must return a number from -1 to 1`, { ratingId });
+    }
+  }
+  if (failure !== null) throw failureError(failure, cases);
+  return values;
 }
 
-/** Compiles the mapper's source (a function expression: `(rating, turn) => …` or `function (rating, turn) { … }`). */
-export function compileRewardMapper(source: string): RewardMapper {
-  const context = vm.createContext(Object.create(null) as object, {
-    name: 'rein-reward-mapper',
-    codeGeneration: { strings: false, wasm: false },
-    microtaskMode: 'afterEvaluate',
-  });
-  let fnType: unknown;
-  try {
-    // The parentheses make a function declaration an expression; a statement list is a syntax error here.
-    fnType = new vm.Script(`globalThis.__mapper = (\n${source}\n);\ntypeof globalThis.__mapper`, { filename: 'reward-mapper.js' }).runInContext(context, { timeout: MAPPER_CALL_MS });
-  } catch (e) {
-    throw new RewardMapperError(`does not compile: ${describe(e)}`);
+function failureError(f: SandboxFailure, cases: readonly MapperCase[]): RewardMapperError {
+  const c = f.at >= 0 ? cases[f.at] : undefined;
+  if (c === undefined) {
+    switch (f.why) {
+      case 'not-a-function':
+        return new RewardMapperError(`must be a function (rating, turn) => reward, got ${f.text}`);
+      case 'timeout':
+        return new RewardMapperError(`does not compile: its top-level code ran longer than ${MAPPER_CALL_MS} ms (a loop?)`);
+      case 'memory':
+      case 'heap':
+        return new RewardMapperError(`does not compile: its top-level code used more memory than the sandbox allows (${f.why === 'heap' ? `${MAPPER_HEAP_MB} MB of heap` : `${MAPPER_MEMORY_MB} MB`})`);
+      case 'syntax':
+        return new RewardMapperError(`does not compile: SyntaxError: ${f.text}`);
+      case 'crash':
+        return new RewardMapperError(`could not run: ${f.text}`);
+      default:
+        return new RewardMapperError(`does not compile: ${f.text}`);
+    }
   }
-  if (fnType !== 'function') throw new RewardMapperError(`must be a function (rating, turn) => reward, got ${String(fnType)}`);
-  const call = new vm.Script('globalThis.__mapper(...JSON.parse(globalThis.__args))', { filename: 'reward-mapper-call.js' });
-  return {
-    map(c) {
-      (context as { __args?: string }).__args = JSON.stringify([c.rating, c.turn]);
-      let out: unknown;
-      try {
-        out = call.runInContext(context, { timeout: MAPPER_CALL_MS });
-      } catch (e) {
-        const timedOut = (e as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT';
-        throw new RewardMapperError(
-          timedOut ? `ran longer than ${MAPPER_CALL_MS} ms on rating ${c.ratingId} (a loop?)` : `threw on rating ${c.ratingId}: ${describe(e)}`,
-          { ratingId: c.ratingId },
-        );
-      }
-      if (typeof out !== 'number' || !Number.isFinite(out) || out < -1 || out > 1) {
-        const shown = typeof out === 'number' ? String(out) : typeof out;
-        throw new RewardMapperError(`returned ${shown} for rating ${c.ratingId}; it must return a number from -1 to 1`, { ratingId: c.ratingId });
-      }
-      return out;
-    },
-  };
-}
-
-// An error thrown inside the context is of the context's realm (not `instanceof Error` here), so read it by shape.
-function describe(e: unknown): string {
-  if (e !== null && typeof e === 'object' && 'message' in e) {
-    const name = 'name' in e ? String(e.name) : 'Error';
-    return `${name}: ${String(e.message).slice(0, 300)}`;
+  const on = { ratingId: c.ratingId };
+  switch (f.why) {
+    case 'threw':
+      return new RewardMapperError(`threw on rating ${c.ratingId}: ${f.text}`, on);
+    case 'returned':
+      return new RewardMapperError(`returned ${f.text} for rating ${c.ratingId}; it must return a number from -1 to 1`, on);
+    case 'timeout':
+      return new RewardMapperError(`ran longer than ${MAPPER_CALL_MS} ms on rating ${c.ratingId} (a loop?)`, on);
+    case 'memory':
+    case 'heap':
+      return new RewardMapperError(`used more memory than the sandbox allows (${f.why === 'heap' ? `${MAPPER_HEAP_MB} MB of heap` : `${MAPPER_MEMORY_MB} MB`}) on rating ${c.ratingId}`, on);
+    default:
+      return new RewardMapperError(`failed on rating ${c.ratingId}: ${f.text}`, on);
   }
-  return String(e).slice(0, 300);
 }
 
 function toCase(r: MapperCaseRow): MapperCase {
@@ -130,9 +138,10 @@ export function mapperCasesOf(store: Store, ratingIds: number[]): Map<number, Ma
 }
 
 /** Runs `source` on the user's recent ratings; throws RewardMapperError at the first failure. */
-export function tryRewardMapper(store: Store, source: string, limit = MAPPER_CHECK_RATINGS): RewardMapperTrial {
-  const mapper = compileRewardMapper(source);
-  const results = recentMapperCases(store, limit).map((c) => ({
+export async function tryRewardMapper(store: Store, source: string, limit = MAPPER_CHECK_RATINGS): Promise<RewardMapperTrial> {
+  const cases = recentMapperCases(store, limit);
+  const rewards = await mapRewards(source, cases);
+  const results = cases.map((c, i) => ({
     ratingId: c.ratingId,
     turnId: c.turnId,
     kind: c.rating.kind,
@@ -140,7 +149,7 @@ export function tryRewardMapper(store: Store, source: string, limit = MAPPER_CHE
     tags: c.rating.tags,
     source: c.turn.source,
     defaultReward: c.rating.reward,
-    reward: mapper.map(c),
+    reward: rewards[i]!,
   }));
   return { results };
 }
@@ -149,11 +158,10 @@ export function tryRewardMapper(store: Store, source: string, limit = MAPPER_CHE
  * The round's rewards (data.ts selectRound): the stored default rewards when no mapper is set, else the mapper's.
  * A mapper that fails on any rating of the round fails the round with its reason: the round's ratings stay pending.
  */
-export function roundRewards(store: Store, ratingIds: number[]): Map<number, number> | null {
+export async function roundRewards(store: Store, ratingIds: number[]): Promise<Map<number, number> | null> {
   const raw = readSettings(store)['training.rewardMapper'];
   if (raw === null || raw.trim() === '') return null;
-  const mapper = compileRewardMapper(raw);
-  const out = new Map<number, number>();
-  for (const [id, c] of mapperCasesOf(store, ratingIds)) out.set(id, mapper.map(c));
-  return out;
+  const cases = [...mapperCasesOf(store, ratingIds).values()];
+  const rewards = await mapRewards(raw, cases);
+  return new Map(cases.map((c, i) => [c.ratingId, rewards[i]!]));
 }

@@ -186,7 +186,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     const { adapter, parent } = startAdapter(store, engine, modelId, run.fromVersion, cfg);
     // An env-gated round's held-out set is env seeds (gateRound): every pending rating trains.
     const gateKind = runGateKind(run.config);
-    const turns = selectRound(store, modelId, {
+    const turns = await selectRound(store, modelId, {
       replayRatio,
       heldoutFraction: gateKind === 'env' ? 0 : cfg.heldoutFraction,
       gateTurns: gateKind === 'env' ? 0 : cfg.gateTurns,
@@ -195,7 +195,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     });
     // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
     // it (ratings do, one by one).
-    const baselines = ratingBaselines(store, modelId);
+    const baselines = await ratingBaselines(store, modelId);
     const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
     const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
     const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
