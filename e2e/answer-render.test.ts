@@ -128,7 +128,7 @@ describe('an answer shows as written, with its tool calls, on the card, the popu
     popupPage.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
     const hash = serve.openUrl.indexOf('#');
     await popupPage.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
-    await popupPage.getByText('Nothing to rate right now.').waitFor();
+    await popupPage.getByText('Nothing new to rate right now.').waitFor();
 
     const transcript = path.join(dir, `${SESSION}.jsonl`);
     writeFileSync(transcript, TRANSCRIPT + '\n');
