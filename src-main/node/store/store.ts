@@ -20,6 +20,7 @@ import {
   ratingView,
   turnSummary,
   turnView,
+  ARENA_BLIND,
   TURN_SUMMARY_COLUMNS,
   type RatingRow,
   type TurnRow,
@@ -343,7 +344,7 @@ export class Store implements Sql {
   }
 
   getTurn(id: number): Turn {
-    const r = this.stmt<TurnRow>('SELECT * FROM turns WHERE id = ?').get(id);
+    const r = this.stmt<TurnRow & { blind: number }>(`SELECT *, ${ARENA_BLIND} FROM turns WHERE id = ?`).get(id);
     if (r === undefined) throw new NotFoundError(`turn ${id} does not exist`, { turnId: id });
     return turnView(r, this.liveRating(id));
   }
