@@ -1,13 +1,17 @@
 // Issue #21 item 12: `rein setup claude` refuses a settings.json its owner made read-only, and an install whose
-// second file fails leaves the first as it was, with no install record.
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// second file fails leaves the first as it was, with no install record. And `rein setup` killed at random points
+// leaves each agent's config files old or new (below).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REIN_BIN } from '../../src-main/cli/test-utils/rein.ts';
+import { ensureHome, readOrCreateToken, resolveHome } from '../../src-main/node/home.ts';
 import { claudeIntegration } from '../../src-main/node/install/claude.ts';
 import { install, statePath, type InstallEnv } from '../../src-main/node/install/installer.ts';
 import { installEnv, QUIET } from '../../src-main/node/install/test-utils/install-env.ts';
+import { figure } from './figures.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rein-rel-install-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -64,4 +68,81 @@ describe('installer files (issue #21 item 12)', () => {
     expect(statSync(settings).mode & 0o777).toBe(0o644);
     expect(recorded.includes('claude')).toBe(false);
   });
+});
+
+// `rein setup <agent>` killed with SIGKILL at random points, through the real CLI: every config file it touches is
+// afterwards byte for byte either as it was or as a whole setup writes it, never a mix or a torn file; and running
+// setup again completes it. Half the kills land at random in the whole run, half in its write phase (after the
+// backup folder appears, just before the first config write).
+describe('rein setup under kill -9', () => {
+  const sandbox = path.join(root, 'kill');
+  const template = path.join(root, 'kill-template');
+  const FILES: Record<string, string[]> = {
+    claude: ['.claude/settings.json', '.claude/commands/rl.md'],
+    codex: ['.codex/config.toml', '.codex/hooks.json'],
+    openclaw: ['.openclaw/openclaw.json'],
+  };
+  const ORIGINALS: Record<string, string> = {
+    '.claude/settings.json': ORIGINAL,
+    '.codex/config.toml': 'model = "o4-mini"\n[tui]\nanimations = false\n',
+    '.openclaw/openclaw.json': JSON.stringify({ gateway: { port: 18789 }, plugins: { entries: {} } }, null, 2) + '\n',
+  };
+  const KILLS = 6;
+  const env = { ...process.env, HOME: sandbox, REIN_HOME: path.join(sandbox, 'rein'), NO_COLOR: '1' };
+  const read = (f: string): string | null => (existsSync(path.join(sandbox, f)) ? readFileSync(path.join(sandbox, f), 'utf8') : null);
+  const reset = (): void => {
+    rmSync(sandbox, { recursive: true, force: true });
+    cpSync(template, sandbox, { recursive: true });
+  };
+
+  beforeAll(() => {
+    for (const [f, text] of Object.entries(ORIGINALS)) {
+      mkdirSync(path.dirname(path.join(template, f)), { recursive: true });
+      writeFileSync(path.join(template, f), text);
+    }
+    // The Rein home with its token, so every run writes the same bytes.
+    readOrCreateToken(ensureHome(resolveHome({ REIN_HOME: path.join(template, 'rein') })));
+  });
+
+  for (const agent of Object.keys(FILES)) {
+    it(`${agent}: every config file is old or new after a kill, and setup again completes it`, { timeout: 120_000 }, async () => {
+      // The bytes a whole setup writes, in the same sandbox.
+      reset();
+      const whole = spawnSync(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, encoding: 'utf8' });
+      expect(whole.status, whole.stderr).toBe(0);
+      const after = Object.fromEntries(FILES[agent]!.map((f) => [f, read(f)]));
+      const before = Object.fromEntries(FILES[agent]!.map((f) => [f, ORIGINALS[f] ?? null]));
+      const tally = { old: 0, new: 0, partial: 0, torn: 0 };
+      for (let i = 0; i < KILLS; i++) {
+        reset();
+        const child = spawn(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, stdio: 'ignore' });
+        const exited = new Promise<void>((r) => child.on('exit', () => r()));
+        let gone = false;
+        void exited.then(() => (gone = true));
+        if (i % 2 === 0) {
+          await new Promise((r) => setTimeout(r, Math.random() * 900));
+        } else {
+          const backups = path.join(sandbox, 'rein', 'backups');
+          while (!gone && !(existsSync(backups) && readdirSync(backups).length > 0)) await new Promise((r) => setTimeout(r, 1));
+          await new Promise((r) => setTimeout(r, Math.random() * 15));
+        }
+        if (!gone) child.kill('SIGKILL');
+        await exited;
+        const states = FILES[agent]!.map((f) => {
+          const now = read(f);
+          return now === before[f] ? 'old' : now === after[f] ? 'new' : 'torn';
+        });
+        if (states.includes('torn')) tally.torn++;
+        else if (states.every((s) => s === 'old')) tally.old++;
+        else if (states.every((s) => s === 'new')) tally.new++;
+        else tally.partial++;
+        expect(states, `kill ${i}: ${FILES[agent]!.map((f, k) => `${f} ${states[k]}`).join(', ')}`).not.toContain('torn');
+        const again = spawnSync(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, encoding: 'utf8' });
+        expect(again.status, again.stderr).toBe(0);
+        for (const f of FILES[agent]!) expect(read(f), `${f} after setup again`).toBe(after[f]);
+      }
+      console.log(`${agent}: ${KILLS} kills: every file old ${tally.old}, every file new ${tally.new}, some files old and some new ${tally.partial}, a torn file ${tally.torn}; setup again completed all ${KILLS}`);
+      figure(`rein setup ${agent} under kill -9: ${KILLS}/${KILLS} left each config file old or new (all old ${tally.old}, all new ${tally.new}, files apart ${tally.partial}), torn 0; setup again completed ${KILLS}/${KILLS}`);
+    });
+  }
 });

@@ -35,7 +35,8 @@ registerCommand({
     'itself sealed by your passphrase (scrypt). rein serve and the CLI then need REIN_PASSPHRASE or REIN_PASSPHRASE_FILE; ' +
     'the app also keeps a copy in the OS keychain. rotate re-seals everything with a new key (and a new passphrase with ' +
     '--new-passphrase-file or REIN_NEW_PASSPHRASE). Exports are sealed too while encryption is on. disable opens ' +
-    'everything back into the clear and deletes the keyring: exports sealed before can no longer be opened, so export again.',
+    'everything back into the clear and deletes the keyring: exports sealed before can no longer be opened, so export again. ' +
+    'An operation that was interrupted (a crash, a kill) is finished by running it again, or by the next start of rein serve or the app; status shows how far it got.',
   args: [1, 1],
   options: {
     'passphrase-file': { type: 'string', help: "read the passphrase from this file's first line ('-': stdin)" },
@@ -51,7 +52,14 @@ registerCommand({
     };
     if (sub === 'status') {
       const s = encryptionStatus(ctx.home);
-      ctx.print(s.enabled ? `encryption: on (key ${s.currentKey} of ${s.keys}); turns sealed ${s.sealedTurns}, in the clear ${s.plainTurns}` : `encryption: off; turns in the clear ${s.plainTurns}`, s);
+      const p = s.inProgress;
+      const line =
+        p !== null
+          ? `encryption: ${p.op === 'disable' ? 'unsealing' : 'sealing'} in progress: ${p.done} of ${p.total} rows (rein encryption ${p.op} was interrupted; running it again, rein serve or the app finishes it); turns sealed ${s.sealedTurns}, in the clear ${s.plainTurns}`
+          : s.enabled
+            ? `encryption: on (key ${s.currentKey} of ${s.keys}); turns sealed ${s.sealedTurns}, in the clear ${s.plainTurns}`
+            : `encryption: off; turns in the clear ${s.plainTurns}`;
+      ctx.print(line, s);
       return 0;
     }
     if (sub === 'enable') {

@@ -56,6 +56,18 @@ export function checkToken(headers: IncomingHttpHeaders, expected: string): Rein
 }
 
 /**
+ * Whether a browser sent this request for a page of another site (an `<img>`, a form, a script on any web page).
+ * Browsers send Sec-Fetch-Site on every request (Chromium 76, Firefox 90, Safari 16.4) and a page cannot set it
+ * (a forbidden header name, Fetch Metadata, W3C). `same-site` counts as another site: a page on another port of
+ * 127.0.0.1 is same-site. The user's own page is `same-origin` (its scripts) or `none` (the address typed or opened);
+ * clients that are not browsers send no such header.
+ */
+export function fromAnotherSite(headers: IncomingHttpHeaders): boolean {
+  const site = headers['sec-fetch-site'];
+  return site === 'cross-site' || site === 'same-site';
+}
+
+/**
  * A token bucket holding up to `perMinute` requests and refilled at perMinute/60 per second: a burst of a full
  * minute's allowance passes, then requests are spaced evenly. Loopback has one client address, so the bucket is global.
  */

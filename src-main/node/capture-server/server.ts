@@ -10,7 +10,7 @@ import type { CaptureResult, VerbName } from '../../common/api.ts';
 import { HTTP_STATUS, NotFoundError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
 import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readJsonBody } from './body.ts';
-import { checkHostAndOrigin, checkToken, RateLimiter } from './guards.ts';
+import { checkHostAndOrigin, checkToken, fromAnotherSite, RateLimiter } from './guards.ts';
 import { createSseHub, type SseHub } from './sse.ts';
 import { serveStatic } from './static.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
@@ -75,7 +75,10 @@ interface Served {
   log: (line: string) => void;
   maxBody: number;
   limiter: RateLimiter;
+  /** Requests without the token from the user's own page (its files, /api/health) and from local clients. */
   anonLimiter: RateLimiter;
+  /** Requests without the token that another site's page sent (guards.ts fromAnotherSite). */
+  foreignLimiter: RateLimiter;
   sse: SseHub;
   /** The bound port (known once listening; the Host check compares against it). */
   port: () => number;
@@ -99,6 +102,7 @@ export async function startCaptureServer(opts: CaptureServerOptions): Promise<Ca
     maxBody: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     limiter,
     anonLimiter: new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE),
+    foreignLimiter: new RateLimiter(ANON_RATE_LIMIT_PER_MINUTE),
     sse: createSseHub(core, { heartbeatMs: opts.heartbeatMs ?? 15_000, headers: { 'x-content-type-options': 'nosniff' } }),
     port: () => port,
   };
@@ -174,10 +178,11 @@ async function handle(c: Served, req: IncomingMessage, res: ServerResponse): Pro
   if (denied) return reject(c, req, res, denied);
   const api = pathname.startsWith('/api/') || pathname.startsWith('/v1/') || pathname.startsWith('/hooks/');
   const health = pathname === '/api/health' && (method === 'GET' || method === 'HEAD');
-  // Authenticate before rate limiting: a request without the token (an <img> on any web page sends one) draws on
-  // its own small bucket, so a flood of them can never spend the captures' (issue #21 item 3).
+  // Authenticate before rate limiting: a request without the token draws on a small bucket of its own, so a flood of
+  // them can never spend the captures'. And one that another site's page sent (an <img> on any web page) draws on
+  // another, so such a flood can never starve the user's own page either: its files, /api/health, the headless UI.
   const unauthorized = api && !health ? checkToken(req.headers, c.opts.token) : null;
-  const bucket = api && !health && !unauthorized ? c.limiter : c.anonLimiter;
+  const bucket = api && !health && !unauthorized ? c.limiter : fromAnotherSite(req.headers) ? c.foreignLimiter : c.anonLimiter;
   const wait = bucket.take();
   if (wait > 0) {
     const err = new ReinError('rate_limited', `more than ${bucket.limit} requests per minute; retry in ${wait} s`);

@@ -20,6 +20,7 @@ import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
 import { type KeyProtector, openCipher } from '../store/keyring.ts';
+import { resumeEncryption } from '../store/encryption.ts';
 import { Store, type NewTurn } from '../store/store.ts';
 import { withRoundTimes } from '../../common/training/estimate.ts';
 import { describePresets, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
@@ -29,7 +30,7 @@ import { Scheduler, type SchedulerTimers } from '../training/scheduler.ts';
 import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
-import { CaptureSpool } from './spool.ts';
+import { CaptureSpool, unsealSpoolFile } from './spool.ts';
 import type { Core } from './types.ts';
 
 export interface CoreOptions {
@@ -531,6 +532,8 @@ export function createCore(opts: CoreOptions): ReinCore {
   const now = opts.now ?? Date.now;
   // An encrypted home opens only with its key: the keychain, or REIN_PASSPHRASE(_FILE); otherwise this throws naming them.
   const store = new Store(home.dbPath, now, openCipher(home, { protector: opts.keyProtector ?? null }));
+  // An enable, rotate or disable that was killed part-way is finished before anything reads or writes a row.
+  resumeEncryption(home, store, (cipher) => unsealSpoolFile(home.captureSpoolPath, cipher));
   const hub = new EventHub((event, err) => {
     // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
     console.error(`rein: a ${event} listener threw:`, err);

@@ -20,7 +20,7 @@ import type { Producer } from './producer.ts';
 import { codexSession, ResponsesRequest, responsesError, ResponsesStream, responsesToChat } from './responses.ts';
 import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
-import { limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
+import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
 import type { Sampling, Upstream } from './proxy.ts';
@@ -183,6 +183,10 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   }
 
   const reader = new ChatReplyReader();
+  // A streamed reply is read here only to be translated; what stores its turn is a copy of its bytes, capped and read
+  // once the reply has ended, as on the chat route (proxy.ts keep, upstream-limit.ts CaptureBudget).
+  const copy: ReplyBytes | null = p.stream ? { raw: [], kept: new CaptureBudget() } : null;
+  if (copy !== null) reader.keeping = false;
   const client = wire.client(p);
   const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
   if (p.stream) {
@@ -209,10 +213,13 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
       // not JSON: nothing to translate
     }
   };
-  const tooBig = limitReply(upRes, isSse ? d.maxReplyBytes : Math.min(d.maxReplyBytes, UPSTREAM_MAX_JSON_BYTES));
+  // A client that did not ask to stream gets the whole reply, built in memory: held to the limit of a whole JSON
+  // reply. A streamed one gets every byte, and what is kept to store the turn is capped as on the chat route.
+  const tooBig = limitReply(upRes, isSse && p.stream ? d.maxReplyBytes : Math.min(d.maxReplyBytes, UPSTREAM_MAX_JSON_BYTES));
   upRes.on('data', (chunk: Buffer) => {
-    if (!isSse) whole.push(chunk);
-    else for (const ev of split.push(chunk)) onEvent(ev);
+    if (!isSse) return void whole.push(chunk);
+    if (copy !== null) keepBytes(copy, chunk);
+    for (const ev of split.push(chunk)) onEvent(ev);
   });
   const ended = await new Promise<boolean>((resolve) => {
     upRes.on('end', () => resolve(true));
@@ -247,7 +254,8 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
     parsed: p,
     sent,
     kind: up.kind,
-    reader,
+    reader: copy === null ? reader : null,
+    copy,
     ids: [...client.ids.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id),
     headerProducer: own ? { modelId: modelHeader, version: version! } : null,
     headerSampling: own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null,
@@ -261,7 +269,9 @@ interface ReplyFacts {
   parsed: Parsed;
   sent: Record<string, unknown>;
   kind: Upstream['kind'];
-  reader: ChatReplyReader;
+  /** The reply as read whole (a client that did not stream), or null: then `copy` is read at capture (readCopy). */
+  reader: ChatReplyReader | null;
+  copy: ReplyBytes | null;
   ids: string[];
   headerProducer: Producer | null;
   headerSampling: Sampling | null;
@@ -269,7 +279,35 @@ interface ReplyFacts {
 }
 
 /** The reply's tokens and μ, or why it has none that train it on-policy. */
-async function segmentOf(d: AgentDeps, r: ReplyFacts, quietly: () => Promise<void>): Promise<{ seg: Segment; producer: Producer | null; sampling: Sampling | null }> {
+/** What one streamed reply keeps of its bytes to store its turn (at most COPY_MAX_BYTES). */
+interface ReplyBytes {
+  raw: Buffer[];
+  kept: CaptureBudget;
+}
+
+function keepBytes(copy: ReplyBytes, chunk: Buffer): void {
+  const k = copy.kept.take(chunk.length);
+  if (k > 0) copy.raw.push(k < chunk.length ? chunk.subarray(0, k) : chunk);
+}
+
+/** The kept bytes of a streamed reply, read as its chunks (an event cut at the cap is not JSON, and is left out). */
+function readCopy(copy: ReplyBytes): ChatReplyReader {
+  const reader = new ChatReplyReader();
+  const split = new SseSplitter();
+  const read = (data: string | null) => {
+    if (data === null || data === '[DONE]') return;
+    try {
+      reader.chunk(JSON.parse(data));
+    } catch {
+      // not JSON
+    }
+  };
+  for (const c of copy.raw) for (const ev of split.push(c)) read(sseData(ev));
+  read(sseData(split.rest()));
+  return reader;
+}
+
+async function segmentOf(d: AgentDeps, r: ReplyFacts & { reader: ChatReplyReader }, quietly: () => Promise<void>): Promise<{ seg: Segment; producer: Producer | null; sampling: Sampling | null }> {
   const sampling = r.headerSampling ?? pinnedSampling(r.sent, r.kind);
   let producer = r.headerProducer;
   if (producer === null) {
@@ -304,8 +342,9 @@ function spellsCalls(text: string, calls: readonly ReplyToolCall[]): boolean {
   return parsed.length === calls.length && parsed.every((c, i) => c.name === calls[i]!.name && sameJson(c.arguments, calls[i]!.arguments || '{}'));
 }
 
-async function captureAgent(d: AgentDeps, r: ReplyFacts, quietly: () => Promise<void>): Promise<void> {
+async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Promise<void>): Promise<void> {
   await quietly();
+  const r = { ...facts, reader: facts.reader ?? readCopy(facts.copy!) };
   const { seg, producer, sampling } = await segmentOf(d, r, quietly);
   if (r.ids.length > 0) {
     // A step: kept for the answer that ends the turn.

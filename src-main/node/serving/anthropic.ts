@@ -213,7 +213,7 @@ export class AnthropicStream {
   }
 }
 
-const outputTokens = (r: ChatReplyReader): number => r.completionTokens ?? r.entries.length;
+const outputTokens = (r: ChatReplyReader): number => r.completionTokens ?? r.sampled;
 
 /** A call's arguments as the object Anthropic's `input` is; text that is not a JSON object is kept under `_raw`. */
 function input(args: string): Obj {

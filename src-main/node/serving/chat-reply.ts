@@ -33,6 +33,13 @@ export class ChatReplyReader {
   logprobsComplete = true;
   promptTokens: number | null = null;
   completionTokens: number | null = null;
+  /**
+   * False once the reply passed what is kept of it for its capture (upstream-limit.ts CaptureBudget): its events are
+   * still read and translated, but its text, call arguments and logprobs are no longer collected.
+   */
+  keeping = true;
+  /** Tokens that came with logprobs, kept or not (the usage when the upstream reports none). */
+  sampled = 0;
   /** Arguments that came before their call's name (the start is written once the name is known). */
   private readonly early = new Map<number, string>();
 
@@ -64,7 +71,7 @@ export class ChatReplyReader {
       const m = isObj(c[field]) ? (c[field] as Obj) : {};
       let carried = false;
       if (typeof m.content === 'string' && m.content !== '') {
-        this.content += m.content;
+        if (this.keeping) this.content += m.content;
         out.push({ type: 'text', text: m.content });
         carried = true;
       }
@@ -89,7 +96,7 @@ export class ChatReplyReader {
           if (args !== '') {
             if (call === undefined) this.early.set(index, (this.early.get(index) ?? '') + args);
             else {
-              call.arguments += args;
+              if (this.keeping) call.arguments += args;
               out.push({ type: 'args', index, delta: args });
             }
           }
@@ -97,7 +104,10 @@ export class ChatReplyReader {
       }
       if (typeof c.finish_reason === 'string') this.finishReason = c.finish_reason;
       const e = entriesOf(c.logprobs);
-      if (e !== null) this.entries.push(...e);
+      if (e !== null) {
+        this.sampled += e.length;
+        if (this.keeping) this.entries.push(...e);
+      }
       else if (carried) this.logprobsComplete = false;
     }
     return out;

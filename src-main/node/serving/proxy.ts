@@ -33,7 +33,7 @@ import { anthropicError } from './anthropic.ts';
 import { ChatRequest, CompletionRecorder, SseSplitter, sseData, turnText } from './openai.ts';
 import { eventWithoutLogprobs, nullLogprobs } from './rewrite.ts';
 import { mapTokens } from './tokens.ts';
-import { limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
+import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
 
@@ -160,17 +160,9 @@ export const UPSTREAM_IDLE_MS = 10 * 60_000;
 
 class UpstreamTimeoutError extends Error {}
 
-/** The most of one streamed reply kept to read its turn from; the client still gets every byte. A turn's text is
- *  capped far below this when stored (capture.maxTextChars), so a 2 GB reply need not cost 2 GB of memory. */
-export const COPY_MAX_BYTES = 32 * 1024 * 1024;
-
 function keep(copy: ReplyCopy, chunk: Buffer): void {
-  if (copy.capped) return;
-  const room = COPY_MAX_BYTES - copy.bytes;
-  if (chunk.length > room) copy.capped = true;
-  const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-  copy.raw.push(part);
-  copy.bytes += part.length;
+  const k = copy.kept.take(chunk.length);
+  if (k > 0) copy.raw.push(k < chunk.length ? chunk.subarray(0, k) : chunk);
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
@@ -249,9 +241,8 @@ interface ReplyCopy {
   headerProducer: Producer | null;
   headerSampling: Sampling | null;
   kind: UpstreamKind;
-  /** Bytes in raw; past COPY_MAX_BYTES the rest of a streamed reply is forwarded but not kept (capped). */
-  bytes: number;
-  capped: boolean;
+  /** The bytes in raw; past COPY_MAX_BYTES the rest of a streamed reply is forwarded but not kept. */
+  kept: CaptureBudget;
   /** The model name sent upstream in place of the client's, which names the producer exactly. */
   upstreamModel: string | null;
   session: string | undefined;
@@ -641,7 +632,7 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
   const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
   const rewrite = ok && !clientLogprobs;
-  const copy: ReplyCopy = { body, stream: isSse, raw: [], bytes: 0, capped: false, headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
+  const copy: ReplyCopy = { body, stream: isSse, raw: [], kept: new CaptureBudget(), headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
   const ended = (): void => {
     // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
     if (ok && !abort.signal.aborted) p.captures.enqueueJob((quietly) => capture(p, copy, quietly));

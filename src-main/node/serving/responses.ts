@@ -188,7 +188,7 @@ export class ResponsesStream {
     if (status === 'incomplete') r.incomplete_details = { reason: 'max_output_tokens' };
     if (reader !== undefined) {
       const input = reader.promptTokens ?? 0;
-      const output = reader.completionTokens ?? reader.entries.length;
+      const output = reader.completionTokens ?? reader.sampled;
       r.usage = { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
     }
     return r;

@@ -9,6 +9,30 @@ export const UPSTREAM_MAX_STREAM_BYTES = 4 * 1024 ** 3;
 /** A whole JSON reply, held in memory to rewrite: a chat completion is kilobytes; this is thousands of times that. */
 export const UPSTREAM_MAX_JSON_BYTES = 64 * 1024 ** 2;
 
+/**
+ * The most of one streamed reply kept to read its turn from (the chat route's raw bytes; the agent routes' text,
+ * tool calls and logprobs, read as the bytes arrive); the client still gets every byte. A turn's text is capped far
+ * below this when stored (capture.maxTextChars), so a 2 GB reply need not cost 2 GB of memory.
+ */
+export const COPY_MAX_BYTES = 32 * 1024 * 1024;
+
+/** What one reply has kept for its capture, against COPY_MAX_BYTES. */
+export class CaptureBudget {
+  bytes = 0;
+  /** True once a chunk did not fit whole: the rest of the reply is forwarded but not kept. */
+  capped = false;
+
+  /** How many of a chunk's `n` bytes may be kept (all, some, or 0 once capped). */
+  take(n: number): number {
+    if (this.capped) return 0;
+    const room = COPY_MAX_BYTES - this.bytes;
+    if (n > room) this.capped = true;
+    const k = Math.min(n, room);
+    this.bytes += k;
+    return k;
+  }
+}
+
 export class UpstreamTooLargeError extends Error {
   readonly limit: number;
   constructor(limit: number) {

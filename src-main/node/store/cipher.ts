@@ -67,6 +67,11 @@ export class FieldCipher {
   }
 }
 
+/** The id of the key that sealed a field (isSealed(blob) must hold). */
+export function sealedKey(blob: Buffer): number {
+  return blob.readUInt32BE(4);
+}
+
 export function isSealed(v: unknown): v is Buffer {
   return Buffer.isBuffer(v) && v.length >= HEAD && v.subarray(0, 4).equals(MAGIC);
 }

@@ -26,12 +26,22 @@ export type TurnSummaryRow = Omit<TurnRow, 'prompt' | 'response' | 'context' | '
   prompt_preview: string;
   response_preview: string;
   on_policy: number;
+  blind: number;
 };
 
 export const PREVIEW_CHARS = 200;
+
+/**
+ * 1 for an arena answer whose match is not voted on yet (or not recorded yet: the proxy stores both answers before
+ * arenaStart records the pair). The arena is blind, so such a turn's views leave out what names its version: the
+ * adapter version, and the model name (an upstream serves each published version under its own).
+ */
+export const ARENA_BLIND = `CASE WHEN turns.source = 'arena' THEN NOT EXISTS (SELECT 1 FROM arena_matches m
+  WHERE (m.turn_a = turns.id OR m.turn_b = turns.id) AND m.vote IS NOT NULL) ELSE 0 END AS blind`;
+
 export const TURN_SUMMARY_COLUMNS = `id, source, session, event_id, created_at, model, adapter_version, state,
   substr(rein_text(prompt), 1, ${PREVIEW_CHARS}) AS prompt_preview, substr(rein_text(response), 1, ${PREVIEW_CHARS}) AS response_preview,
-  tokens IS NOT NULL AS on_policy`;
+  tokens IS NOT NULL AS on_policy, ${ARENA_BLIND}`;
 
 export interface RatingRow {
   id: number;
@@ -106,7 +116,7 @@ export function turnSummary(r: TurnSummaryRow, rating: RatingView | null): TurnS
     session: r.session,
     eventId: r.event_id,
     createdAt: r.created_at,
-    model: r.model,
+    model: r.blind === 1 ? null : r.model,
     promptPreview: r.prompt_preview,
     responsePreview: r.response_preview,
     state: r.state,
@@ -115,14 +125,15 @@ export function turnSummary(r: TurnSummaryRow, rating: RatingView | null): TurnS
   };
 }
 
-export function turnView(r: TurnRow, rating: RatingView | null): Turn {
+/** A turn's full view; `blind` (ARENA_BLIND) leaves out its version and model name. */
+export function turnView(r: TurnRow & { blind: number }, rating: RatingView | null): Turn {
   return {
     id: r.id,
     source: r.source,
     session: r.session,
     eventId: r.event_id,
     createdAt: r.created_at,
-    model: r.model,
+    model: r.blind === 1 ? null : r.model,
     state: r.state,
     rating,
     onPolicy: r.tokens !== null,
@@ -131,7 +142,7 @@ export function turnView(r: TurnRow, rating: RatingView | null): Turn {
     context: parseJson(r.context, []),
     tokens: decodeTokens(r.tokens),
     logprobs: decodeLogprobs(r.logprobs),
-    adapterVersion: r.adapter_version,
+    adapterVersion: r.blind === 1 ? null : r.adapter_version,
     truncated: r.truncated === 1,
   };
 }

@@ -10,7 +10,7 @@ import { BadInputError, ConflictError, NotFoundError } from '../../common/errors
 import { emaNext, rewardOf, type RatingValue } from '../../common/rewards.ts';
 import { CHAT_SOURCES } from '../../common/chat/arena.ts';
 import { Adapters } from './adapters.ts';
-import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS } from './cipher.ts';
+import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS, sealedKey } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import { Arena } from './arena.ts';
 import { Rounds } from './rounds.ts';
@@ -21,6 +21,7 @@ import {
   ratingView,
   turnSummary,
   turnView,
+  ARENA_BLIND,
   TURN_SUMMARY_COLUMNS,
   type RatingRow,
   type TurnRow,
@@ -121,6 +122,11 @@ class Filter {
  */
 const NOT_APP_SOURCE = `source NOT IN (${CHAT_SOURCES.map((s) => `'${s}'`).join(', ')})`;
 
+/** The sealed columns of each table (cipher.ts SEALED_COLUMNS), and how many rows one re-seal transaction takes. */
+const TURN_SEALED = ['prompt', 'context', 'response'] as const;
+const RATING_SEALED = ['correction', 'comment'] as const;
+const RESEAL_BATCH = 256;
+
 const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 export class Store implements Sql {
@@ -213,45 +219,59 @@ export class Store implements Sql {
   }
 
   /**
-   * Re-seals every turn's and rating's text with `next` (null: stores it as plain text), in one transaction, then
-   * rewrites the file (VACUUM) and empties the WAL, so no page of the old form stays in rein.db or rein.db-wal.
+   * Brings every turn's and rating's text into the form of `next` (sealed with its current key; null: plain text), in
+   * transactions of RESEAL_BATCH rows, skipping rows already in that form, so a run killed part-way keeps what it
+   * committed and a second run finishes the rest (store/encryption.ts journals the operation). `this.cipher` must open
+   * every row meanwhile (for a rotation, `next` itself: it keeps the old keys). Then the file is rewritten (VACUUM) and
+   * the WAL emptied, so no page of the old form stays in rein.db or rein.db-wal. Returns the rows now in that form.
    */
   resealAll(next: FieldCipher | null): { turns: number; ratings: number } {
-    const seal = (t: string | null): string | Buffer | null => (t === null || next === null ? t : next.seal(t));
+    const inForm = (v: unknown): boolean => v === null || (next === null ? !isSealed(v) : isSealed(v) && sealedKey(v) === next.current);
     const plain = (v: unknown): string | null => (v === null ? null : isSealed(v) ? this.openField(v) : (v as string));
-    const counts = this.write(() => {
-      let turns = 0;
-      let ratings = 0;
-      const upTurn = this.db.prepare('UPDATE turns SET prompt = ?, context = ?, response = ? WHERE id = ?');
-      const upRating = this.db.prepare('UPDATE ratings SET correction = ?, comment = ? WHERE id = ?');
-      const tBatch = this.db.prepare('SELECT id, prompt, context, response FROM turns WHERE id > ? ORDER BY id LIMIT 500');
-      const rBatch = this.db.prepare('SELECT id, correction, comment FROM ratings WHERE id > ? ORDER BY id LIMIT 500');
-      for (let after = 0; ; ) {
-        const rows = tBatch.all(after) as { id: number; prompt: unknown; context: unknown; response: unknown }[];
-        if (rows.length === 0) break;
-        for (const r of rows) upTurn.run(seal(plain(r.prompt)), seal(plain(r.context)), seal(plain(r.response)), r.id);
-        turns += rows.length;
-        after = rows.at(-1)!.id;
+    const seal = (v: unknown): string | Buffer | null => {
+      if (inForm(v)) return v as string | Buffer | null;
+      const t = plain(v);
+      return t === null || next === null ? t : next.seal(t);
+    };
+    const pass = (table: 'turns' | 'ratings', cols: readonly string[]): number => {
+      const select = this.db.prepare(`SELECT id, ${cols.join(', ')} FROM ${table} WHERE id > ? ORDER BY id LIMIT ${RESEAL_BATCH}`);
+      const update = this.db.prepare(`UPDATE ${table} SET ${cols.map((c) => `${c} = ?`).join(', ')} WHERE id = ?`);
+      let n = 0;
+      for (let after = 0, more = true; more; ) {
+        more = this.write(() => {
+          const rows = select.all(after) as Record<string, unknown>[];
+          for (const r of rows) if (!cols.every((c) => inForm(r[c]))) update.run(...cols.map((c) => seal(r[c])), r.id);
+          n += rows.length;
+          if (rows.length > 0) after = rows.at(-1)!.id as number;
+          return rows.length === RESEAL_BATCH;
+        });
       }
-      for (let after = 0; ; ) {
-        const rows = rBatch.all(after) as { id: number; correction: unknown; comment: unknown }[];
-        if (rows.length === 0) break;
-        for (const r of rows) upRating.run(seal(plain(r.correction)), seal(plain(r.comment)), r.id);
-        ratings += rows.length;
-        after = rows.at(-1)!.id;
-      }
-      return { turns, ratings };
-    });
+      return n;
+    };
+    const turns = pass('turns', TURN_SEALED);
+    const ratings = pass('ratings', RATING_SEALED);
     this.cipher = next;
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
-    return counts;
+    return { turns, ratings };
   }
 
   /** How many turns hold sealed text and how many plain (rein encryption status). */
   sealedCounts(): { sealed: number; plain: number } {
     const r = this.db.prepare(`SELECT sum(typeof(response) = 'blob') AS sealed, sum(typeof(response) = 'text') AS plain FROM turns`).get() as { sealed: number | null; plain: number | null };
     return { sealed: r.sealed ?? 0, plain: r.plain ?? 0 };
+  }
+
+  /** Rows (turns and ratings) whose every text field is in the form of key `key` (null: plain), of all rows; no key needed. */
+  formCounts(key: number | null): { done: number; total: number } {
+    const id = Buffer.alloc(4);
+    if (key !== null) id.writeUInt32BE(key);
+    const inForm = (c: string): string => (key === null ? `typeof(${c}) <> 'blob'` : `(${c} IS NULL OR (typeof(${c}) = 'blob' AND substr(${c}, 5, 4) = :id))`);
+    const count = (table: string, cols: readonly string[]) =>
+      this.db.prepare(`SELECT count(*) AS total, coalesce(sum(${cols.map(inForm).join(' AND ')}), 0) AS done FROM ${table}`).get(key === null ? {} : { id }) as { total: number; done: number };
+    const t = count('turns', TURN_SEALED);
+    const r = count('ratings', RATING_SEALED);
+    return { done: t.done + r.done, total: t.total + r.total };
   }
 
   /** Runs `fn` in one IMMEDIATE transaction (nested calls become savepoints). */
@@ -351,7 +371,7 @@ export class Store implements Sql {
   }
 
   getTurn(id: number): Turn {
-    const r = this.stmt<TurnRow>('SELECT * FROM turns WHERE id = ?').get(id);
+    const r = this.stmt<TurnRow & { blind: number }>(`SELECT *, ${ARENA_BLIND} FROM turns WHERE id = ?`).get(id);
     if (r === undefined) throw new NotFoundError(`turn ${id} does not exist`, { turnId: id });
     return turnView(r, this.liveRating(id));
   }
