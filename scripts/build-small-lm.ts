@@ -2,7 +2,7 @@
 // the prompt-conditional corpus (demo/prompted.ts), then evaluated on answers sampled by llama.cpp: the style rates
 // (corpus.ts STYLES) and the prompt-feature follow rates (prompted.ts PROMPT_FEATURES) on held-out compositions.
 //
-//   npm run build:small-lm -- [--preset full|smoke] [--out resources/small-lm] [--checkpoints DIR] [--steps N]
+//   npm run build:small-lm -- [--preset full|quick|smoke] [--out resources/small-lm] [--checkpoints DIR] [--steps N]
 //                             [--until STEP] [--eval N]
 //
 // Resumable: training runs in DIR/model with checkpoints in DIR (default `<out>.checkpoints`); run the same command
@@ -11,17 +11,21 @@
 // renamed), so the committed model stays in place while a build runs. Deterministic for a seed on one machine
 // (single-threaded ORT); BUILD.json records the corpus hash, settings, losses, time, the weights' sha256 and rates.
 //
-// Size and steps (measured on the 2-core build machine, shared, under nice; bench/pretrain-speed.ts, fullGrad of
-// one sequence, single-threaded ORT; ms per sequence at T = 128 / 512 tokens):
-//   4×256 (3.3M params)  121 / 459 ms        6×256 (4.9M)  143 / 673 ms        8×320 (10.1M)  357 / 795-1564 ms
-// plus the AdamW step (50-150 ms). The figures swing 2× with the machine's load; at T = 128 the per-call overhead
-// (a session run per layer, gradient copies) is most of the time, so sequences are packed to 512 tokens (about
-// 7 dialogues). A second ORT thread made 6×256 slower (1196 ms at T = 512) on the shared machine, so one thread.
-// Full preset: 6 layers × 256 (4.9M params at a 1024 vocabulary; 10 MB in f16), 2 packed sequences of 512 tokens a
-// step. The step measured in this pipeline (see FULL below) at about 1.3 s, 7000 steps take about 2.5 hours at one
-// core, ~7.2M tokens (~1.5 tokens per parameter: little by Chinchilla's measure, but the corpus is a closed grammar
-// of ~10k distinct sentences, and a 0.9M model fit the old one in 0.3M tokens). 8×320 would see half the tokens in
-// the same time; 4×256 is hardly faster per token (the overhead is per call), so 6×256 is the most model for the time.
+// Size and steps. bench/pretrain-speed.ts (fullGrad of one sequence, single-threaded ORT, the 2-core machine shared
+// with other jobs, load average ~4), ms per sequence at T = 64 / 128 / 512 tokens, and the AdamW step:
+//   4×256 (3.3M params)   94 / 121 / 459 ms, AdamW 109 ms
+//   6×256 (4.9M)          88 / 143 / 673 ms, AdamW  78 ms     (an earlier run: 142 ms at 256, 323 ms at 512)
+//   8×320 (10.1M)        195 / 357 / 795 ms, AdamW 147 ms     (an earlier run: 1564 ms at 512)
+// The figures swing 2× with the machine's load. Up to 128 tokens the per-call cost (a session run per layer,
+// gradient copies) is most of the time, so dialogues (~130 tokens) are packed into sequences of 512. A second ORT
+// thread made 6×256 slower on the shared machine (1196 ms at 512), so one thread, which also keeps runs
+// deterministic. Full preset: 6 layers × 256 (4.97M params with the 1024-token vocabulary, 10 MB in f16), 2 packed
+// sequences of 512 (~920 tokens) a step: 2 × 0.3-0.7 s + ~0.15 s of gradient sums and AdamW ≈ 0.8-1.5 s a step, so
+// 7000 steps (6.4M tokens) take ~2-3 hours on an otherwise idle core. (Measured through this script while the
+// machine ran ~30 other processes, load average 25-34: 8 s a step, ETA 16 h; the ETA it prints tracks the load.)
+// 6.4M tokens is ~1.3 per parameter, little by Chinchilla's measure, but the corpus is a closed grammar of a few
+// thousand distinct sentences, and a 0.9M model fit the old corpus on 0.3M tokens. 8×320 would see about half the
+// tokens in the same time, and 4×256 is hardly faster per token, so 6×256 is the most model for the time.
 // The engine's own path (Driver.fullGrad) is the tool: npm and Debian packages only (no PyTorch), deterministic,
 // and the same graphs that serve and fine-tune the model; a hand-written trainer would be a second engine.
 import { createHash } from 'node:crypto';
@@ -35,7 +39,9 @@ import { renderDialogue } from '../src-main/node/demo/small-lm.ts';
 
 const FULL: PretrainOptions = { corpus: 'prompted', dtype: 'F16', seed: 0, hidden: 256, layers: 6, seqLen: 512, batch: 2, steps: 7000, lr: 2e-3, warmup: 200, checkpointEvery: 100 };
 const SMOKE: PretrainOptions = { corpus: 'prompted', dtype: 'F16', seed: 0, hidden: 64, layers: 2, seqLen: 256, batch: 2, steps: 300, lr: 3e-3, warmup: 30, checkpointEvery: 50, tokenizerDialogues: 2000 };
-const PRESETS: Record<string, { o: PretrainOptions; evalN: number }> = { full: { o: FULL, evalN: 400 }, smoke: { o: SMOKE, evalN: 100 } };
+// A quarter-hour build of the old model's size on the new corpus: whether the corpus is learnable, before hours.
+const QUICK: PretrainOptions = { corpus: 'prompted', dtype: 'F16', seed: 0, hidden: 128, layers: 4, seqLen: 512, batch: 2, steps: 1500, lr: 3e-3, warmup: 100, checkpointEvery: 100 };
+const PRESETS: Record<string, { o: PretrainOptions; evalN: number }> = { full: { o: FULL, evalN: 400 }, quick: { o: QUICK, evalN: 200 }, smoke: { o: SMOKE, evalN: 100 } };
 
 const { values: a } = parseArgs({
   options: {
