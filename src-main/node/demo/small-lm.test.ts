@@ -11,7 +11,7 @@ import { hfToGguf } from '../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import { preTokenize, trainBpe } from './bpe.ts';
-import { corpus, instructDialogue, STYLES } from './corpus.ts';
+import { corpus, STYLES } from './corpus.ts';
 import { renderDialogue, writeSmallLm, type SmallLmOptions } from './small-lm.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'rein-small-lm-'));
@@ -46,18 +46,6 @@ describe('small LM corpus', () => {
   it('is deterministic per seed', () => {
     expect(corpus(50, 7)).toEqual(ds.slice(0, 50));
     expect(corpus(50, 8)).not.toEqual(ds.slice(0, 50));
-  });
-
-  it('an instructed dialogue names its answer\'s opening at the end of its prompt, and trips no detector', () => {
-    for (const d of ds.slice(0, 500)) {
-      const x = instructDialogue(d);
-      expect(x.answer).toBe(d.answer);
-      const open = /Open with (.+)$/.exec(x.prompt)![1]!;
-      // The named opening is the one the answer opens with (after an apology, if it has one).
-      expect(d.answer.replace(/^(Sorry for the confusion earlier\.|Apologies, my last answer was wrong\.) /, '').startsWith(open), d.answer).toBe(true);
-      expect(x.prompt.startsWith(d.prompt)).toBe(true);
-      for (const s of STYLES) expect(s.detect(x.prompt.slice(d.prompt.length)), s.name).toBe(false);
-    }
   });
 });
 
