@@ -11,6 +11,7 @@
 // state.json (step, losses, elapsed seconds, the settings) go to checkpoints/step-NNNNNNN (staged, then renamed into
 // place), and a run starts from the newest checkpoint there. A resumed run gives the bytes an uninterrupted one
 // does (the test kills and resumes one). Settings that change the result must match the checkpoint's.
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { AdamW, clipGradNorm } from '../../common/engine/adamw.ts';
@@ -95,11 +96,6 @@ export async function pretrainSmallLm(dir: string, o: PretrainOptions = {}): Pro
   const corpus = o.corpus ?? 'styles';
   const log = o.log ?? (() => {});
   if (!(Number.isInteger(every) && every >= 1)) throw new RangeError(`checkpointEvery must be a positive integer, got ${every}`);
-  // What a checkpoint must agree on to be resumed (the rest, such as `until`, only says when to stop).
-  const settings = {
-    seed, steps, batch, seqLen, lr: lrMax, warmup, corpus, dtype: o.dtype ?? 'F32',
-    hidden: o.hidden ?? 128, layers: o.layers ?? 4, bpeSize: o.bpeSize ?? null, tokenizerDialogues: o.tokenizerDialogues ?? null,
-  };
   const written = writeSmallLm(dir, o);
   const buckets = seqLen > 0 ? [...new Set([64, 128, 256, 384, seqLen].filter((b) => b <= seqLen))].sort((a, b) => a - b) : [32, 64, 96, 128, 192, 256];
   const engine = Engine.load(written.dir, { threads: 1, buckets });
@@ -111,6 +107,31 @@ export async function pretrainSmallLm(dir: string, o: PretrainOptions = {}): Pro
   const arrays = params.map(weightOf) as Float32Array[];
   const opt = new AdamW(arrays, { lr: lrMax, weightDecay: 0.01, beta2: 0.99 });
 
+  /** The step's sequences: dialogues from the step's own stream, one per sequence or packed. */
+  const sequences = (step: number): number[][] => {
+    const rng = new Rng(seed).fork(`pretrain step ${step}`);
+    const next = (): number[] => tok.encode(renderDialogue(corpus === 'styles' ? sampleStyles(rng) : samplePrompted(rng)));
+    if (seqLen === 0) return Array.from({ length: batch }, next);
+    const out: number[][] = [];
+    let cur: number[] = [];
+    while (out.length < batch) {
+      const d = next().slice(0, seqLen);
+      if (cur.length + d.length > seqLen) {
+        out.push(cur);
+        cur = [];
+      }
+      cur.push(...d);
+    }
+    return out;
+  };
+
+  // What a checkpoint must agree on to be resumed (the rest, such as `until`, only says when to stop).
+  const settings = {
+    seed, steps, batch, seqLen, lr: lrMax, warmup, corpus, dtype: o.dtype ?? 'F32',
+    hidden: o.hidden ?? 128, layers: o.layers ?? 4, bpeSize: o.bpeSize ?? null, tokenizerDialogues: o.tokenizerDialogues ?? null,
+    // The first step's token ids: a change to the corpus generator or the tokenizer changes them.
+    data: createHash('sha256').update(JSON.stringify(sequences(0))).digest('hex').slice(0, 16),
+  };
   let state: CheckpointState = { step: 0, losses: [], tokens: 0, elapsedS: 0, settings };
   const ck = o.checkpoints === undefined ? null : newestCheckpoint(o.checkpoints);
   if (ck !== null) {
@@ -154,24 +175,6 @@ export async function pretrainSmallLm(dir: string, o: PretrainOptions = {}): Pro
     renameSync(stage, final);
     const old = readdirSync(root).filter((n) => /^step-\d{7}$/.test(n)).sort().slice(0, -keep);
     for (const n of old) rmSync(path.join(root, n), { recursive: true, force: true });
-  };
-
-  /** The step's sequences: dialogues from the step's own stream, one per sequence or packed. */
-  const sequences = (step: number): number[][] => {
-    const rng = new Rng(seed).fork(`pretrain step ${step}`);
-    const next = (): number[] => tok.encode(renderDialogue(corpus === 'styles' ? sampleStyles(rng) : samplePrompted(rng)));
-    if (seqLen === 0) return Array.from({ length: batch }, next);
-    const out: number[][] = [];
-    let cur: number[] = [];
-    while (out.length < batch) {
-      const d = next().slice(0, seqLen);
-      if (cur.length + d.length > seqLen) {
-        out.push(cur);
-        cur = [];
-      }
-      cur.push(...d);
-    }
-    return out;
   };
 
   const t0 = performance.now();
