@@ -58,6 +58,13 @@ describe('prompted corpus: prompt features', () => {
     expect(Math.max(...words('short'))).toBeLessThanOrEqual(SHORT_MAX_WORDS);
     expect(Math.min(...words('none'), ...words('list'))).toBeGreaterThan(SHORT_MAX_WORDS);
     for (const d of ds.slice(0, 2000)) if (d.styles.code) expect(codeLangs(d.answer), d.answer).toEqual([d.spec.lang]);
+    // A stray or unclosed fence, or code in another language, does not follow the prompt.
+    const language = PROMPT_FEATURES.find((f) => f.name === 'language')!;
+    const d = ds.find((x) => x.styles.code)!;
+    expect(language.follows(d.spec, d.answer)).toBe(true);
+    expect(language.follows(d.spec, d.answer.slice(0, d.answer.lastIndexOf('```')))).toBe(false);
+    expect(language.follows(d.spec, `${d.answer}\n\`\`\``)).toBe(false);
+    expect(language.follows(d.spec, 'Sure. ```')).toBe(false);
     // Each language's code is recognised as that language only.
     for (const [i, l] of LANGS.entries()) {
       const code = '```' + l.tag + '\n' + l.code(['a', 'b'], ['c', 'd']) + '\n```';

@@ -364,7 +364,11 @@ export const PROMPT_FEATURES: readonly PromptFeature[] = [
     name: 'language',
     description: 'every code block is in the language the prompt names',
     applies: (_, a) => a.includes('```'),
-    follows: (s, a) => codeLangs(a).every((l) => l === s.lang),
+    // Every fence closes a block (an unclosed or stray fence fails), and every block is in the asked language.
+    follows: (s, a) => {
+      const langs = codeLangs(a);
+      return langs.length > 0 && a.split('```').length - 1 === 2 * langs.length && langs.every((l) => l === s.lang);
+    },
   },
   {
     name: 'short',
