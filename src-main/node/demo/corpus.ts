@@ -86,18 +86,6 @@ export function sampleDialogue(rng: Rng, rates: Partial<Record<StyleName, number
   return { prompt, answer, styles };
 }
 
-/**
- * The dialogue with its prompt naming the answer's opening ("… Open with Sure."): an instruction the answer follows.
- * The corpus's own openings are drawn independent of the prompt, so a model pretrained on it alone learns that
- * nothing in a prompt bears on how an answer opens; the gym's small-LM agents read their action from that opening
- * (gym/agents.ts) and must learn to choose it from the observation. A share of instructed dialogues in pretraining
- * (PretrainOptions.instructed) teaches the model to read its prompt there (bench/gym-read-state.ts measures it).
- */
-export function instructDialogue(d: Dialogue): Dialogue {
-  const open = OPEN.find((x) => d.answer.includes(x))!;
-  return { ...d, prompt: `${d.prompt} Open with ${open}` };
-}
-
 /** `n` dialogues from `seed`. */
 export function corpus(n: number, seed: number): Dialogue[] {
   const rng = new Rng(seed);

@@ -11,8 +11,8 @@ import { hfToGguf } from '../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import { preTokenize, trainBpe } from './bpe.ts';
-import { corpus, instructDialogue, STYLES } from './corpus.ts';
-import { renderDialogue, writeSmallLm } from './small-lm.ts';
+import { corpus, STYLES } from './corpus.ts';
+import { renderDialogue, writeSmallLm, type SmallLmOptions } from './small-lm.ts';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'rein-small-lm-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -46,18 +46,6 @@ describe('small LM corpus', () => {
   it('is deterministic per seed', () => {
     expect(corpus(50, 7)).toEqual(ds.slice(0, 50));
     expect(corpus(50, 8)).not.toEqual(ds.slice(0, 50));
-  });
-
-  it('an instructed dialogue names its answer\'s opening at the end of its prompt, and trips no detector', () => {
-    for (const d of ds.slice(0, 500)) {
-      const x = instructDialogue(d);
-      expect(x.answer).toBe(d.answer);
-      const open = /Open with (.+)$/.exec(x.prompt)![1]!;
-      // The named opening is the one the answer opens with (after an apology, if it has one).
-      expect(d.answer.replace(/^(Sorry for the confusion earlier\.|Apologies, my last answer was wrong\.) /, '').startsWith(open), d.answer).toBe(true);
-      expect(x.prompt.startsWith(d.prompt)).toBe(true);
-      for (const s of STYLES) expect(s.detect(x.prompt.slice(d.prompt.length)), s.name).toBe(false);
-    }
   });
 });
 
@@ -130,12 +118,14 @@ describe('small LM tokenizer', () => {
 
 describe('the committed small LM (resources/small-lm, built by npm run build:small-lm)', () => {
   const dir = path.resolve('resources/small-lm');
-  const build = JSON.parse(readFileSync(path.join(dir, 'BUILD.json'), 'utf8')) as { sha256: string; seed: number; steps: number; batch: number };
+  // A build before the prompted corpus recorded only its seed: the styles corpus, 4 layers of 128 in f32.
+  const build = JSON.parse(readFileSync(path.join(dir, 'BUILD.json'), 'utf8')) as { sha256: string } & Pick<SmallLmOptions, 'seed' | 'corpus' | 'dtype' | 'hidden' | 'layers' | 'bpeSize' | 'tokenizerDialogues'>;
 
   it('is the file its build recorded, with the tokenizer the build trains from the same seed', () => {
     expect(createHash('sha256').update(readFileSync(path.join(dir, 'model.safetensors'))).digest('hex')).toBe(build.sha256);
     const fresh = path.join(tmp, 'fresh');
-    writeSmallLm(fresh, { seed: build.seed });
+    const { seed, corpus: c, dtype, hidden, layers, bpeSize, tokenizerDialogues } = build;
+    writeSmallLm(fresh, { seed, corpus: c, dtype, hidden, layers, bpeSize, tokenizerDialogues });
     expect(readFileSync(path.join(fresh, 'tokenizer.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'));
     expect(readFileSync(path.join(fresh, 'config.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'config.json'), 'utf8'));
   });

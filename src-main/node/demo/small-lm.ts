@@ -1,7 +1,8 @@
 // The small LM's files in the Hugging Face layout: config.json (a Llama from the engine's parameter table),
 // tokenizer.json (byte-level BPE trained on the corpus by bpe.ts), tokenizer_config.json with a ChatML chat
 // template, generation_config.json, and model.safetensors. writeSmallLm writes the seeded initial weights (the same
-// init as every Llama in the table); pretrain.ts trains them.
+// init as every Llama in the table); pretrain.ts trains them. Two corpora: 'styles' (corpus.ts, whose answers do not
+// depend on the prompt; the committed model until the prompted one replaces it) and 'prompted' (prompted.ts).
 import { cpSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConflictError } from '../../common/errors.ts';
@@ -10,7 +11,8 @@ import { numel } from '../../common/engine/families/params.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { writeSafetensors, type TensorToWrite } from '../engine/safetensors.ts';
 import { tokenizerJson, trainBpe, type BpeModel } from './bpe.ts';
-import { corpus, type Dialogue } from './corpus.ts';
+import { corpus as stylesCorpus } from './corpus.ts';
+import { corpus as promptedCorpus } from './prompted.ts';
 import { resourceDir } from '../resources.ts';
 
 // ChatML, as Qwen2 writes it; <|im_end|> ends a turn.
@@ -41,13 +43,25 @@ export function installSmallLm(dir: string): string {
   return target;
 }
 
+export const CORPORA = ['styles', 'prompted'] as const;
+export type CorpusName = (typeof CORPORA)[number];
+
+/** `n` dialogues of a corpus from `seed` (for 'prompted', of its training compositions). */
+export function corpusDialogues(name: CorpusName, n: number, seed: number): { prompt: string; answer: string }[] {
+  return name === 'styles' ? stylesCorpus(n, seed) : promptedCorpus(n, seed);
+}
+
 /** One dialogue as the chat template renders it (the text the tokenizer and the model are trained on). */
-export function renderDialogue(d: Dialogue): string {
+export function renderDialogue(d: { prompt: string; answer: string }): string {
   return `<|im_start|>user\n${d.prompt}<|im_end|>\n<|im_start|>assistant\n${d.answer}<|im_end|>\n`;
 }
 
 export interface SmallLmOptions {
   seed?: number;
+  /** The corpus the tokenizer (and pretraining) reads (default 'styles', the committed model's). */
+  corpus?: CorpusName;
+  /** How model.safetensors stores the weights (default F32); config.json's torch_dtype says which. */
+  dtype?: 'F32' | 'F16';
   /** Most BPE tokens before the special tokens (default 1024 − 3; the corpus runs out of repeated pairs at about 715). */
   bpeSize?: number;
   /** Dialogues the tokenizer is trained on (default 4000). */
@@ -58,12 +72,12 @@ export interface SmallLmOptions {
 }
 
 /** The tokenizer trained on `n` corpus dialogues from `seed`; special tokens are not in its text. */
-export function trainTokenizer(seed: number, n: number, bpeSize: number): BpeModel {
-  const texts = corpus(n, seed).flatMap((d) => [d.prompt, d.answer, 'user\n', 'assistant\n']);
+export function trainTokenizer(seed: number, n: number, bpeSize: number, name: CorpusName = 'styles'): BpeModel {
+  const texts = corpusDialogues(name, n, seed).flatMap((d) => [d.prompt, d.answer, 'user\n', 'assistant\n']);
   return trainBpe(texts, bpeSize);
 }
 
-export function smallLmConfig(vocabSize: number, hidden: number, layers: number): Record<string, unknown> {
+export function smallLmConfig(vocabSize: number, hidden: number, layers: number, dtype: 'F32' | 'F16' = 'F32'): Record<string, unknown> {
   const eos = vocabSize - SPECIAL_TOKENS.length + SPECIAL_TOKENS.indexOf('<|im_end|>');
   return {
     architectures: ['LlamaForCausalLM'],
@@ -82,7 +96,7 @@ export function smallLmConfig(vocabSize: number, hidden: number, layers: number)
     tie_word_embeddings: true,
     attention_bias: false,
     mlp_bias: false,
-    torch_dtype: 'float32',
+    torch_dtype: dtype === 'F16' ? 'float16' : 'float32',
     eos_token_id: eos,
   };
 }
@@ -94,9 +108,10 @@ export function writeSmallLm(dir: string, o: SmallLmOptions = {}): { dir: string
     throw new ConflictError(`${target} exists and is not empty`, { dir: target });
   }
   const seed = o.seed ?? 0;
-  const bpe = trainTokenizer(seed, o.tokenizerDialogues ?? 4000, o.bpeSize ?? 1024 - SPECIAL_TOKENS.length);
+  const bpe = trainTokenizer(seed, o.tokenizerDialogues ?? 4000, o.bpeSize ?? 1024 - SPECIAL_TOKENS.length, o.corpus);
   const vocabSize = bpe.vocab.size + SPECIAL_TOKENS.length;
-  const config = smallLmConfig(vocabSize, o.hidden ?? 128, o.layers ?? 4);
+  const dtype = o.dtype ?? 'F32';
+  const config = smallLmConfig(vocabSize, o.hidden ?? 128, o.layers ?? 4, dtype);
   const params = llamaParams(parseLlamaConfig(config));
   const rng = new Rng(seed);
   const tensors: Record<string, TensorToWrite> = {};
@@ -105,7 +120,7 @@ export function writeSmallLm(dir: string, o: SmallLmOptions = {}): { dir: string
     const s = rng.fork(p.hfKey);
     if (p.init === 'ones') data.fill(1);
     else if (p.init === 'normal') s.fillNormal(data, 0.02);
-    tensors[p.hfKey] = { shape: p.shape, data };
+    tensors[p.hfKey] = { shape: p.shape, data, dtype };
   }
   const stage = `${target}.tmp-${process.pid}`;
   rmSync(stage, { recursive: true, force: true });

@@ -1,11 +1,14 @@
 // The llama.cpp referee: loads a GGUF (optionally with a GGUF LoRA) through node-llama-cpp on the CPU and returns
 // llama.cpp's raw logits at every position of a token sequence, and its tokenization of a text. The parity tests
-// hold our engine to it. getLlama must be called from a module file: its binary self-test forks the current script,
+// hold our engine to it. It also samples (incrementally, through the KV cache), for measuring what a model served
+// by llama.cpp answers without a model server (the small LM's build report). getLlama must be called from a module file: its binary self-test forks the current script,
 // which fails under `node -e` (shared/notes/TOOLCHAIN.md).
 import { existsSync } from 'node:fs';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
 import type { ControlledEvaluateInputItem, Llama, LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
 import { BadInputError, NotAvailableError } from '../../common/errors.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { pick } from '../../common/engine/sampling.ts';
 
 let llamaPromise: Promise<Llama> | null = null;
 
@@ -106,6 +109,42 @@ export class LlamaCppReferee {
         }
         return row;
       });
+    } finally {
+      seq.dispose();
+    }
+  }
+
+  /**
+   * Samples up to `maxTokens` after `prompt` (the serving loop's sampler, common/engine/sampling.ts pick, over
+   * log softmax of llama.cpp's logits), stopping after a token in `stop`. Returns the sampled ids, the stop token
+   * included.
+   */
+  async sample(prompt: readonly number[], o: { stop: readonly number[]; maxTokens: number; seed: number; temperature?: number; topP?: number }): Promise<number[]> {
+    if (prompt.length === 0) throw new BadInputError('sample needs a prompt', 'prompt');
+    const maxTokens = Math.min(o.maxTokens, this.contextSize - prompt.length);
+    if (maxTokens <= 0) throw new BadInputError(`a ${prompt.length}-token prompt leaves no room in the referee's context of ${this.contextSize}`, 'prompt');
+    const rng = new Rng(o.seed);
+    const seq = (await this.context({})).getSequence();
+    const ids: number[] = [];
+    try {
+      let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
+      while (ids.length < maxTokens) {
+        const out = await seq.controlledEvaluate(input);
+        const m = out[input.length - 1]?.next.logits;
+        if (m === undefined) throw new BadInputError('llama.cpp returned no logits', 'prompt');
+        const logp = new Float64Array(m.size);
+        let mx = -Infinity;
+        for (const v of m.values()) mx = Math.max(mx, v);
+        let z = 0;
+        for (const v of m.values()) z += Math.exp(v - mx);
+        const lz = mx + Math.log(z);
+        for (const [id, v] of m) logp[id] = v - lz;
+        const id = pick(logp, o.temperature ?? 1, o.topP ?? 1, rng);
+        ids.push(id);
+        if (o.stop.includes(id)) break;
+        input = [[id as Token, { generateNext: { logits: true } }]];
+      }
+      return ids;
     } finally {
       seq.dispose();
     }

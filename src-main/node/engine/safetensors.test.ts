@@ -85,6 +85,16 @@ describe('safetensors', () => {
     f.close();
   });
 
+  it('round-trips F64 exactly (optimizer moments in a pretraining checkpoint)', () => {
+    const data = Float64Array.from([0.1, -1e-300, 1 + 2 ** -52, Math.PI]);
+    const p = path.join(dir, 'w64.safetensors');
+    writeSafetensors(p, { m: { shape: [2, 2], data, dtype: 'F64' }, s: { shape: [1], data: new Float64Array([0.5]), dtype: 'F32' } });
+    const f = SafetensorsFile.open(p);
+    expect([...f.read('m', { as: 'f64' })]).toEqual([...data]);
+    expect([...f.read('s')]).toEqual([0.5]);
+    f.close();
+  });
+
   it('converts half precision with round-to-nearest-even', () => {
     expect(f32ToF16(1 + 2 ** -11)).toBe(0x3c00); // tie rounds to even
     expect(f32ToF16(1 + 3 * 2 ** -11)).toBe(0x3c02);

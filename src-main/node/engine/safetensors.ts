@@ -28,7 +28,7 @@ const DTYPE_BYTES = {
 export type SafetensorsDtype = keyof typeof DTYPE_BYTES;
 /** The dtypes `read` converts to float. */
 export const READABLE_DTYPES: readonly SafetensorsDtype[] = ['F32', 'F16', 'BF16', 'F64', 'I32', 'I64'];
-export type WritableDtype = 'F32' | 'F16' | 'BF16';
+export type WritableDtype = 'F32' | 'F16' | 'BF16' | 'F64';
 
 export const MAX_HEADER_BYTES = 100_000_000;
 
@@ -291,6 +291,10 @@ function encode(t: TensorToWrite): Uint8Array {
     const f = t.data instanceof Float32Array ? t.data : Float32Array.from(t.data);
     return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
   }
+  if (dtype === 'F64') {
+    const f = t.data instanceof Float64Array ? t.data : Float64Array.from(t.data);
+    return new Uint8Array(f.buffer, f.byteOffset, f.byteLength);
+  }
   const h = new Uint16Array(t.data.length);
   const conv = dtype === 'F16' ? f32ToF16 : f32ToBf16;
   for (let i = 0; i < h.length; i++) h[i] = conv(t.data[i]!);
@@ -317,7 +321,7 @@ export function writeSafetensors(path: string, tensors: Record<string, TensorToW
     if (count !== t.data.length) {
       throw new SafetensorsError(path, `shape [${t.shape.join(', ')}] needs ${count} values, data has ${t.data.length}`, name);
     }
-    const bytes = count * (t.dtype === undefined || t.dtype === 'F32' ? 4 : 2);
+    const bytes = count * DTYPE_BYTES[t.dtype ?? 'F32'];
     header[name] = { dtype: t.dtype ?? 'F32', shape: [...t.shape], data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }
