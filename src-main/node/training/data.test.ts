@@ -52,6 +52,44 @@ describe('a round selects', () => {
     }
   });
 
+  it('a held-out rating stays in the bank for heldoutRounds rounds, then trains; the bank grows meanwhile', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'bank') }) });
+    try {
+      const model = DEFAULT_MODEL_ID;
+      const store = core.store;
+      await rated(core, Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'good' : 'bad')), 'a');
+      const opts = { replayRatio: 0, heldoutFraction: 0.2, gateTurns: 0, heldoutRounds: 3, seed: 1, lineageRuns: new Set<number>() };
+      const held = (ts: ReturnType<typeof selectRound>): number[] => ts.filter((t) => t.role === 'heldout').map((t) => t.ratingId).sort((x, y) => x - y);
+      // What round.ts commit records for an undecided round: each held-out rating, role heldout.
+      const record = (ids: number[]): void => {
+        const run = store.runs.insert({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null, config: { heldoutRounds: 3 } }, 'system');
+        store.write(() => ids.forEach((id) => store.runs.recordSample(run.id, id, 'heldout', null)));
+      };
+      const first = held(selectRound(store, model, opts));
+      expect(first).toHaveLength(2);
+      record(first);
+      // The ratings list says which are held out and until when (store.ts lastRound).
+      const view = (await core.call('listRatings', {}, 'test')).items.find((r) => r.id === first[0])!;
+      expect(view.lastRound).toMatchObject({ role: 'heldout', heldout: { rounds: 1, limit: 3 } });
+      // The next rounds keep them and add 20% of the ratings never held out: 2, then 2 + 2 (of 8), then ...
+      const second = held(selectRound(store, model, { ...opts, seed: 2 }));
+      expect(second).toEqual(expect.arrayContaining(first));
+      expect(second).toHaveLength(4);
+      record(second);
+      const third = held(selectRound(store, model, { ...opts, seed: 3 }));
+      expect(third).toEqual(expect.arrayContaining(second));
+      record(third);
+      // ... until a rating has been held out heldoutRounds (3) times: then it trains, and is never held out again.
+      const fourth = selectRound(store, model, { ...opts, seed: 4 });
+      for (const id of first) expect(fourth.find((t) => t.ratingId === id)!.role).toBe('pending');
+      expect(held(fourth)).toEqual(expect.arrayContaining(second.filter((id) => !first.includes(id))));
+      // Without a bank (heldoutRounds 1, the default of selectRound) a rating is held out once at most.
+      for (const id of third) expect(selectRound(store, model, { ...opts, heldoutRounds: 1, seed: 5 }).find((t) => t.ratingId === id)!.role).toBe('pending');
+    } finally {
+      core.close();
+    }
+  });
+
   it('replay only from the runs of the active lineage; ratings no version of it trained on join the held-out set', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage') }) });
     try {
