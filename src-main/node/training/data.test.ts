@@ -248,9 +248,14 @@ describe('a round encodes', () => {
     try {
       const response = tok.encode('Sure, here it is.');
       const mu = response.map(() => -0.5);
-      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 0.7, topP: 0.9 };
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
       const cases: [string, Record<string, unknown>, string][] = [
         ['honest', { tokens: response, logprobs: mu, policy }, 'mispo'],
+        // π is the model's plain distribution: μ of a tempered, truncated or greedy sampler is not a proposal for it
+        // (top-p and greedy do not even cover its support), so these turns are text.
+        ['tempered (T 0.7)', { tokens: response, logprobs: mu, policy: { ...policy, temperature: 0.7 } }, 'kto'],
+        ['truncated (top_p 0.9)', { tokens: response, logprobs: mu, policy: { ...policy, topP: 0.9 } }, 'kto'],
+        ['greedy (T 0)', { tokens: response, logprobs: mu, policy: { ...policy, temperature: 0 } }, 'kto'],
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
@@ -270,7 +275,7 @@ describe('a round encodes', () => {
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
       // The cut prompt still trains, as text within the budget.
-      expect(sequences[3]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
+      expect(sequences[6]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
       expect(Array.from(sequences[0]!.mu!)).toEqual(mu);
     } finally {
       core.close();

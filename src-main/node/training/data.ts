@@ -194,12 +194,19 @@ function fitAgent(promptIds: number[], responseIds: number[], mask: number[], ma
  * Why a turn's stored tokens and μ cannot train it on-policy for `modelId`, or null when they can. MIS-PO's ratio
  * π/μ is only an importance weight when μ is the probability the token was drawn with, under the same tokenizer
  * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer and base
- * weights) and the distribution its logprobs are of (migration 0002; older rows do not say).
+ * weights) and the distribution its logprobs are of (migration 0002; older rows do not say). The policy trained is
+ * the model's own distribution at temperature 1 (π, what the gate samples and the engine scores); a sampler at
+ * another temperature, with top-p below 1 or greedy drew from a different distribution whose μ does not stand for π
+ * (top-p and greedy do not even cover π's support, so π/μ has no importance-sampling meaning there): those turns
+ * train as text (KTO).
  */
 function offPolicyReason(t: RatedTurn, modelId: string): string | null {
   if (t.tokens === null || t.logprobs === null || t.tokens.length === 0) return 'no stored tokens and logprobs';
   if (t.policy === null) return 'the turn does not say which distribution its logprobs are of';
   if (t.policy.modelId !== modelId) return `sampled by model ${t.policy.modelId}, not ${modelId}`;
+  if (t.policy.temperature === 0) return 'sampled greedily (temperature 0): μ is not a proposal for π';
+  if (t.policy.temperature !== 1) return `sampled at temperature ${t.policy.temperature}, not the model's own distribution (1)`;
+  if (t.policy.topP < 1) return `sampled with top_p ${t.policy.topP}: μ does not cover π's support`;
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
   // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt and tool
   // declarations, which the turn does not keep: π here would be conditioned on less than μ was.
