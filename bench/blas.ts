@@ -64,7 +64,9 @@ export interface BlasReport {
   torch_blas_info: string | null;
   /** Real paths of the BLAS libraries mapped into the process (libblas.so.3 resolved). */
   libblas: string[];
-  /** OpenBLAS's name for the kernel it runs (openblas_get_corename); null when the BLAS is not OpenBLAS. */
+  /** The library whose sgemm_ torch calls (of those mapped, the first in libtorch_cpu's dependency order). */
+  sgemm_from: string | null;
+  /** OpenBLAS's name for the kernel it runs (openblas_get_corename); null when sgemm_from is not OpenBLAS. */
   openblas_core: string | null;
   openblas_config: string | null;
   coretype_env: string | null;
@@ -97,7 +99,7 @@ export function envWithCoretype(coretype: string | null, base: NodeJS.ProcessEnv
 export function describeBlas(r: BlasReport): string {
   const lib = r.openblas_core !== null
     ? `${r.openblas_config?.split(' ').slice(0, 2).join(' ') ?? 'OpenBLAS'} kernel ${r.openblas_core}`
-    : `${r.libblas.join(', ') || 'no libblas found'} (not OpenBLAS)`;
+    : `${r.sgemm_from ?? 'an unknown BLAS'} (not OpenBLAS)`;
   return `${lib}, torch ${r.torch} BLAS_INFO=${r.torch_blas_info ?? '?'}, matmul 2048³ ${r.gflops.toFixed(1)} GFLOP/s (cpu/wall ${r.cpu_wall.toFixed(2)}, ${r.threads} threads)`;
 }
 
@@ -121,7 +123,7 @@ export function refereeVerdict(ref: BlasReport, ortPeakGflops: number, candidate
   if (ref.openblas_core === null) {
     return {
       ok: false,
-      why: `${head}: PyTorch's BLAS is ${ref.libblas.join(', ') || 'unknown'} (BLAS_INFO=${ref.torch_blas_info ?? '?'}), not OpenBLAS; Debian's python3-torch then runs the reference netlib BLAS. ` +
+      why: `${head}: PyTorch's sgemm comes from ${ref.sgemm_from ?? 'an unknown library'} (BLAS_INFO=${ref.torch_blas_info ?? '?'}), not OpenBLAS; Debian's python3-torch then runs the reference netlib BLAS. ` +
         'Fix: apt-get install libopenblas0-pthread, and check that `update-alternatives --display libblas.so.3-x86_64-linux-gnu` points at openblas-pthread.',
     };
   }

@@ -158,7 +158,7 @@ async function main(): Promise<void> {
   console.log(`ORT MatMul 2048³ peak: ${peak.gflops.toFixed(1)} GFLOP/s (cpu/wall ${peak.cpuWall.toFixed(2)})`);
   let refused: string | null = null;
   if (torch !== null && refBlas !== null) {
-    console.log(`reference BLAS, measured in the PyTorch process: ${describeBlas(refBlas)}; libblas ${refBlas.libblas.join(', ')}`);
+    console.log(`reference BLAS, measured in the PyTorch process: ${describeBlas(refBlas)}; sgemm from ${refBlas.sgemm_from ?? '?'} (BLAS libraries mapped: ${refBlas.libblas.join(', ')})`);
     const v = refereeVerdict(refBlas, peak.gflops, kernel!.candidates);
     if (!v.ok) {
       refused = v.why;

@@ -3,7 +3,7 @@
 Debian's python3-torch is built with BLAS_INFO=generic: it calls whatever libblas.so.3 the alternatives system
 resolves, the reference (netlib) BLAS at 3-4 GFLOP/s unless libopenblas0-pthread is installed, and OpenBLAS picks its
 kernel from OPENBLAS_CORETYPE or its own CPU detection. So the benchmark asks the process itself: the BLAS library
-mapped into it (/proc/self/maps), OpenBLAS's own name for the kernel it chose (openblas_get_corename) and its build
+mapped into it (/proc/self/maps) and the one whose sgemm_ torch calls, OpenBLAS's own name for the kernel it chose (openblas_get_corename) and its build
 (openblas_get_config), torch's BLAS_INFO, and the matmul's GFLOP/s.
 
 Imported by train_step.py (the reference times its own matmul), and run alone by bench/harness.ts to probe the
@@ -33,18 +33,39 @@ def mapped_blas():
     return sorted(paths)
 
 
-def openblas_info(paths):
-    """(corename, config) from the first mapped library that is OpenBLAS, else (None, None)."""
-    for p in paths:
-        try:
-            lib = ctypes.CDLL(p)
-            get_core, get_config = lib.openblas_get_corename, lib.openblas_get_config
-        except (OSError, AttributeError):
-            continue
-        get_core.restype = ctypes.c_char_p
-        get_config.restype = ctypes.c_char_p
-        return get_core().decode(), get_config().decode()
-    return None, None
+class _DlInfo(ctypes.Structure):
+    _fields_ = [('dli_fname', ctypes.c_char_p), ('dli_fbase', ctypes.c_void_p),
+                ('dli_sname', ctypes.c_char_p), ('dli_saddr', ctypes.c_void_p)]
+
+
+def sgemm_provider():
+    """The library whose sgemm_ torch calls: looked up from libtorch_cpu's handle (its dependency order, as its own
+    calls resolve), then dladdr. Being mapped is not enough: Debian's liblapack.so.3 from OpenBLAS maps
+    libopenblas beside a netlib libblas.so.3, whose sgemm_ comes first."""
+    try:
+        with open('/proc/self/maps') as f:
+            torch_lib = next((p.split()[5] for p in f if len(p.split()) >= 6 and 'libtorch_cpu' in p.split()[5]), None)
+        if torch_lib is None:
+            return None
+        fn = ctypes.cast(ctypes.CDLL(torch_lib).sgemm_, ctypes.c_void_p)
+        info = _DlInfo()
+        if ctypes.CDLL(None).dladdr(fn, ctypes.byref(info)) == 0 or not info.dli_fname:
+            return None
+        return os.path.realpath(info.dli_fname.decode())
+    except (OSError, AttributeError):
+        return None
+
+
+def openblas_info(path):
+    """(corename, config) when the library at `path` is OpenBLAS, else (None, None)."""
+    try:
+        lib = ctypes.CDLL(path)
+        get_core, get_config = lib.openblas_get_corename, lib.openblas_get_config
+    except (OSError, AttributeError, TypeError):
+        return None, None
+    get_core.restype = ctypes.c_char_p
+    get_config.restype = ctypes.c_char_p
+    return get_core().decode(), get_config().decode()
 
 
 def matmul_gflops(seconds=1.0, n=2048):
@@ -77,10 +98,11 @@ def blas_info_of_torch():
 def report(seconds=1.0):
     gflops, cpu_wall, reps = matmul_gflops(seconds)
     paths = mapped_blas()
-    core, config = openblas_info(paths)
+    sgemm = sgemm_provider()
+    core, config = openblas_info(sgemm) if sgemm is not None else (None, None)
     return {
         'gflops': gflops, 'cpu_wall': cpu_wall, 'reps': reps, 'threads': torch.get_num_threads(),
-        'torch': torch.__version__, 'torch_blas_info': blas_info_of_torch(), 'libblas': paths,
+        'torch': torch.__version__, 'torch_blas_info': blas_info_of_torch(), 'libblas': paths, 'sgemm_from': sgemm,
         'openblas_core': core, 'openblas_config': config, 'coretype_env': os.environ.get('OPENBLAS_CORETYPE'),
     }
 
