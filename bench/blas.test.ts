@@ -101,7 +101,7 @@ describe('the referee check: no ratio against a reference whose matmul runs belo
 
 /** Debian's python3 with torch, and libblas.so.3 resolving to OpenBLAS: what the reference needs. */
 const torchOpenblas = (() => {
-  const r = spawnSync(PYTHON, ['-c', 'import torch'], { timeout: 60_000 });
+  const r = spawnSync(PYTHON, ['-c', 'import torch'], { timeout: 300_000 });
   if (r.status !== 0) return false;
   return blasReport(envWithCoretype(null), 0, 1).openblas_core !== null;
 })();

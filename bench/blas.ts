@@ -139,7 +139,7 @@ export function refereeVerdict(ref: BlasReport, ortPeakGflops: number, candidate
 /** The reference's BLAS report in a fresh process under `env` (bench/reference/blas.py). */
 export function blasReport(env: NodeJS.ProcessEnv, seconds: number, threads: number): BlasReport {
   const script = path.join(import.meta.dirname, 'reference', 'blas.py');
-  const r = spawnSync(PYTHON, [script, JSON.stringify({ threads, seconds })], { env, encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync(PYTHON, [script, JSON.stringify({ threads, seconds })], { env, encoding: 'utf8', timeout: 1_200_000 });
   const line = r.stdout?.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !line.startsWith('{')) throw new Error(`${PYTHON} ${script} (OPENBLAS_CORETYPE=${env['OPENBLAS_CORETYPE'] ?? 'unset'}) failed with status ${r.status} ${r.signal ?? ''}: ${(r.stderr ?? '').slice(-1000)}`);
   return JSON.parse(line) as BlasReport;

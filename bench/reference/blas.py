@@ -71,12 +71,12 @@ def openblas_info(path):
 def matmul_gflops(seconds=1.0, n=2048):
     """Best of repeated n^3 float32 torch.mm (best, not mean: a shared machine only ever slows a run down).
 
-    Repeats until `seconds` have passed after a warm-up, at least twice: 2048^3 takes ~0.1 s on a real BLAS and ~5 s on
-    the reference one, which then runs twice and is still plainly slow."""
+    Repeats until `seconds` have passed, at least twice (the first run is the warm-up, and the best of the rest wins
+    when there are more): 2048^3 takes ~0.1 s on a real BLAS and ~5 s on the netlib one, which then runs only twice
+    and is still plainly slow."""
     g = torch.Generator().manual_seed(0)
     a = torch.randn(n, n, generator=g)
     b = torch.randn(n, n, generator=g)
-    torch.mm(a, b)
     best, reps = 0.0, 0
     w_all, c_all = 0.0, 0.0
     t_end = time.perf_counter() + seconds
