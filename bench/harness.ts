@@ -2,7 +2,6 @@
 // busy with other work, so a low CPU/wall ratio explains a slow figure), the PyTorch reference server, the load, and
 // the Qwen2-0.5B-shaped random model the engine benchmarks run.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { loadavg } from 'node:os';
@@ -10,6 +9,7 @@ import { llamaParams, parseLlamaConfig } from '../src-main/common/engine/familie
 import type { LlamaConfig } from '../src-main/common/engine/families/llama.ts';
 import { numel } from '../src-main/common/engine/families/params.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
+import { PYTHON } from './blas.ts';
 import type { Engine } from '../src-main/node/engine/engine.ts';
 import type { LoraAdapter } from '../src-main/common/engine/lora.ts';
 import type { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
@@ -40,27 +40,6 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-/** Debian's python3 (it has python3-torch); a pyenv shim first on PATH may not. */
-export const PYTHON = process.env['REIN_PYTHON'] ?? '/usr/bin/python3';
-
-/**
- * The reference's environment. OpenBLAS takes these AVX-512 CPUs for "Prescott" and runs sgemm at 37-50 GFLOP/s
- * instead of about 200 (TOOLCHAIN.md), which would flatter our ratio; on a CPU with AVX-512 the SkylakeX kernel is
- * named unless the caller chose one. The chosen kernel is printed with the results (referenceKernel).
- */
-export function referenceEnv(): NodeJS.ProcessEnv {
-  if (process.env['OPENBLAS_CORETYPE'] !== undefined) return process.env;
-  let avx512 = false;
-  try {
-    avx512 = /\bavx512f\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
-  } catch {
-    // Not Linux: OpenBLAS's own detection stands.
-  }
-  return avx512 ? { ...process.env, OPENBLAS_CORETYPE: 'SkylakeX' } : process.env;
-}
-
-export const referenceKernel = (): string => `OPENBLAS_CORETYPE=${referenceEnv()['OPENBLAS_CORETYPE'] ?? '(OpenBLAS detects)'}`;
-
 /**
  * A long-lived Python process answering one JSON line per JSON command line, so the benchmark can alternate ours and
  * the reference without paying PyTorch's start-up and weight generation each time.
@@ -70,8 +49,8 @@ export class PyServer {
   private readonly lines: AsyncIterator<string>;
   private stderr = '';
 
-  constructor(script: string, arg: unknown) {
-    this.proc = spawn(PYTHON, [script, JSON.stringify(arg)], { stdio: ['pipe', 'pipe', 'pipe'], env: referenceEnv() });
+  constructor(script: string, arg: unknown, env: NodeJS.ProcessEnv = process.env) {
+    this.proc = spawn(PYTHON, [script, JSON.stringify(arg)], { stdio: ['pipe', 'pipe', 'pipe'], env });
     this.proc.stderr.on('data', (d: Buffer) => {
       this.stderr += d.toString();
     });

@@ -4,6 +4,9 @@
 // all 7 projections). The same step runs in PyTorch (bench/reference/
 // train_step.py, float32 autograd, 2 threads), alternating with ours. Printed: the time ratio, GFLOP/s as a fraction
 // of ORT's MatMul peak measured in this run, CPU/wall beside each figure, and peak RSS through a seq-1024 step.
+// The reference's OpenBLAS kernel is the fastest of a probe (blas.ts chooseReferenceKernel), and the PyTorch
+// process times its own 2048³ matmul beside each ORT peak: below half of that peak, no ratio is printed (the
+// referee check, blas.ts refereeVerdict) and the bench exits with status 1.
 //   flags: --rounds N (3)  --seq T (512)  --long T (1024)  --no-torch  --profile (ORT op profile of one layer + head)
 //          --layers N (24)  --head-chunk N (128)
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -27,7 +30,9 @@ import { toOnnx } from '../src-main/node/engine/onnx.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { presetConfig } from '../src-main/common/training/presets.ts';
-import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, referenceKernel, roundStep, timed } from './harness.ts';
+import { PyServer, generateWeights, loadAverage, median, qwen2HalfBConfig, roundStep, timed } from './harness.ts';
+import { chooseReferenceKernel, describeBlas, refereeVerdict } from './blas.ts';
+import type { BlasReport, ReferenceKernel } from './blas.ts';
 import { benchArgs } from './args.ts';
 
 const args = benchArgs();
@@ -134,18 +139,35 @@ async function profile(engine: Engine, T: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; reference ${referenceKernel()}; load ${loadAverage()}`);
+  let kernel: ReferenceKernel | null = null;
+  if (!args.has('no-torch')) kernel = chooseReferenceKernel({ threads: THREADS });
+  console.log(`train-step bench: Qwen2-0.5B shape, seq ${SEQ}, LoRA r=${RANK} on 7 projections, ${THREADS} threads; load ${loadAverage()}`);
+  if (kernel !== null) console.log(`reference kernel: ${kernel.label}`);
   let torch: PyServer | null = null;
-  if (!args.has('no-torch')) {
+  if (kernel !== null) {
     torch = new PyServer(path.join(import.meta.dirname, 'reference', 'train_step.py'), {
       hidden: config.hiddenSize, ffn: config.intermediateSize, vocab: config.vocabSize, heads: config.numHeads, kv_heads: config.numKvHeads,
       layers: config.numLayers, rank: RANK, alpha: ALPHA, rope_theta: config.ropeTheta, eps: config.rmsNormEps, threads: THREADS,
-    });
+    }, kernel.env);
   }
 
   const rt = new Runtime({ intraOpThreads: THREADS });
+  // The reference's own matmul, then ORT's, one after the other (not at once: they would share the two cores).
+  const refBlas = torch === null ? null : ((await torch.call({ cmd: 'blas', seconds: 1 })) as unknown as BlasReport);
   const peak = await matmulPeak(rt);
   console.log(`ORT MatMul 2048³ peak: ${peak.gflops.toFixed(1)} GFLOP/s (cpu/wall ${peak.cpuWall.toFixed(2)})`);
+  let refused: string | null = null;
+  if (torch !== null && refBlas !== null) {
+    console.log(`reference BLAS, measured in the PyTorch process: ${describeBlas(refBlas)}; sgemm from ${refBlas.sgemm_from ?? '?'} (BLAS libraries mapped: ${refBlas.libblas.join(', ')})`);
+    const v = refereeVerdict(refBlas, peak.gflops, kernel!.candidates);
+    if (!v.ok) {
+      refused = v.why;
+      console.log(`NOT RACING PyTorch (ours is still measured): ${v.why}`);
+      await torch.close();
+      torch = null;
+    }
+  }
+  const torchReady = torch?.call({ cmd: 'build' });
 
   const gen = await timed(async () => generateWeights(config, 0));
   const weights = gen.value;
@@ -160,7 +182,7 @@ async function main(): Promise<void> {
   };
   const ours = (T: number, seed: number) => roundStep(engine, adapter, objectives, tokensFor(T, seed));
 
-  if (torch !== null) console.log(`torch ready: ${JSON.stringify(await torch.next())}`);
+  if (torchReady !== undefined) console.log(`torch ready: ${JSON.stringify(await torchReady)}`);
   const warm = await timed(() => ours(SEQ, 100));
   console.log(`weights generated in ${gen.wallS.toFixed(1)} s; first step (session creation included) ${warm.wallS.toFixed(1)} s`);
 
@@ -170,32 +192,50 @@ async function main(): Promise<void> {
   const oursCpu: number[] = [];
   const torchCpu: number[] = [];
   const fractions: number[] = [];
+  const peaks: number[] = [];
+  const refGflops: number[] = [];
+  let lastBlas = refBlas;
   const gf = (wall: number): number => flops / wall / 1e9;
   const fmt = (wall: number, cpu: number): string => `${wall.toFixed(2)} s (cpu/wall ${(cpu / wall).toFixed(2)}, ${gf(wall).toFixed(1)} GFLOP/s)`;
   for (let r = 0; r < ROUNDS; r++) {
     // The peak is re-measured beside each step: the load on the second core changes from minute to minute.
     const pk = await matmulPeak(rt);
+    peaks.push(pk.gflops);
     const o = await timed(() => ours(SEQ, r));
     oursT.push(o.wallS);
     oursCpu.push(o.cpuS);
     fractions.push(gf(o.wallS) / pk.gflops);
     let line = `round ${r + 1}: MatMul peak ${pk.gflops.toFixed(1)} GFLOP/s (cpu/wall ${pk.cpuWall.toFixed(2)}) | ours ${fmt(o.wallS, o.cpuS)} = ${(100 * fractions[r]!).toFixed(0)}% of peak, loss ${o.value.loss.toFixed(4)}`;
     if (torch !== null) {
+      // The reference's matmul beside this round's peak: the referee check holds round by round, not only at the start.
+      const b = (await torch.call({ cmd: 'blas', seconds: 0.5 })) as unknown as BlasReport;
+      lastBlas = b;
+      refGflops.push(b.gflops);
       const t = (await torch.call({ cmd: 'step', T: SEQ, seed: r })) as { wall_s: number; cpu_s: number; loss: number };
       torchT.push(t.wall_s);
       torchCpu.push(t.cpu_s);
-      line += ` | torch ${fmt(t.wall_s, t.cpu_s)}, loss ${t.loss.toFixed(4)} | ratio ${(o.wallS / t.wall_s).toFixed(2)} wall, ${(o.cpuS / t.cpu_s).toFixed(2)} cpu`;
+      const fair = refereeVerdict(b, pk.gflops).ok;
+      line += ` | torch matmul ${b.gflops.toFixed(1)} GFLOP/s, step ${fmt(t.wall_s, t.cpu_s)}, loss ${t.loss.toFixed(4)} | ` +
+        (fair ? `ratio ${(o.wallS / t.wall_s).toFixed(2)} wall, ${(o.cpuS / t.cpu_s).toFixed(2)} cpu` : 'no ratio: the reference matmul ran below half of the peak this round');
     }
     console.log(line);
   }
   const mo = median(oursT);
   console.log(`median step at seq ${SEQ}: ours ${mo.toFixed(2)} s, ${gf(mo).toFixed(1)} GFLOP/s; median fraction of the MatMul peak measured beside it ${(100 * median(fractions)).toFixed(0)}% (target ≥ 60%; ${(flops / 1e12).toFixed(2)} TFLOP per step)`);
-  if (torchT.length > 0) {
+  if (torchT.length > 0 && lastBlas !== null) {
     const mt = median(torchT);
+    const mb = { ...lastBlas, gflops: median(refGflops) };
+    const v = refereeVerdict(mb, median(peaks), kernel!.candidates);
+    console.log(`reference: ${kernel!.label}; its matmul 2048³ in the PyTorch process, median of the rounds ${mb.gflops.toFixed(1)} GFLOP/s = ${(100 * mb.gflops / median(peaks)).toFixed(0)}% of ORT's median peak ${median(peaks).toFixed(1)}`);
     // When the other core is taken by someone else for part of a round, wall time misleads; CPU time (both sides use
     // 2 threads) is the second witness.
-    console.log(`median step at seq ${SEQ}: torch ${mt.toFixed(2)} s; ratio ours/torch = ${(mo / mt).toFixed(2)} wall, ${(median(oursCpu) / median(torchCpu)).toFixed(2)} CPU time (target ≤ 0.66)`);
+    if (v.ok) console.log(`median step at seq ${SEQ}: torch ${mt.toFixed(2)} s; ratio ours/torch = ${(mo / mt).toFixed(2)} wall, ${(median(oursCpu) / median(torchCpu)).toFixed(2)} CPU time (target ≤ 0.66)`);
+    else refused = v.why;
     await torch!.close();
+  }
+  if (refused !== null) {
+    console.log(`NO RATIO: ${refused}`);
+    process.exitCode = 1;
   }
 
   if (args.has('profile')) await profile(engine, SEQ);

@@ -101,7 +101,7 @@ function prepareAdapters(): number {
   return adapter.pairs.length;
 }
 
-describe.skipIf(python === null)('PyTorch reference llama_ref.py (skipped when no python3 can import torch + numpy: apt-get install python3-torch)', () => {
+describe.skipIf(python === null)('PyTorch reference llama_ref.py (skipped when no python3 can import torch + numpy: apt-get install python3-torch libopenblas0-pthread)', () => {
   let res: Record<string, RefResult>;
   let pairs = 0;
   beforeAll(() => {

@@ -1,7 +1,9 @@
 """PyTorch side of bench/train-step.ts: the same training step in eager PyTorch autograd, float32.
 
 Run as a server so the benchmark can alternate ours and PyTorch's in one run: it reads one JSON command per line on
-stdin ({"cmd": "step", "T": 512} or {"cmd": "quit"}) and answers one JSON line per command on stdout.
+stdin and answers one JSON line per command on stdout: {"cmd": "blas"} times this process's own 2048^3 matmul and
+names its BLAS (blas.py), before the model exists, so that the bench can refuse a crippled reference without building
+it; {"cmd": "build"} builds the model; {"cmd": "step", "T": 512}; {"cmd": "quit"}.
 The model is written by hand (Debian has no transformers/peft), following HF's Qwen2/Llama modeling code:
 RMSNorm (x * rsqrt(mean(x^2) + eps) * w), q/k/v with Qwen2 biases, half-split RoPE, causal GQA attention, SwiGLU MLP,
 tied lm_head. LoRA follows PEFT: y = x W^T + b + scale * (x A^T) B^T, A: [r, in], B: [out, r].
@@ -14,6 +16,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+import blas
 
 PROJ = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -123,20 +127,29 @@ def step(m, cfg, T, seed):
 def main():
     cfg = json.loads(sys.argv[1])
     torch.set_num_threads(cfg.get("threads", 2))
-    t0 = time.time()
-    m = build(cfg, cfg.get("seed", 0))
-    print(json.dumps({"ready": True, "build_s": time.time() - t0, "torch": torch.__version__,
-                      "threads": torch.get_num_threads()}), flush=True)
+    m = None
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["cmd"] == "quit":
             break
-        w0, c0 = time.perf_counter(), time.process_time()
-        loss, gnorm = step(m, cfg, cmd["T"], cmd.get("seed", 1))
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        print(json.dumps({"wall_s": wall, "cpu_s": cpu, "loss": loss, "grad_norm": gnorm, "peak_rss": rss}),
-              flush=True)
+        if cmd["cmd"] == "blas":
+            print(json.dumps(blas.report(cmd.get("seconds", 1.0))), flush=True)
+        elif cmd["cmd"] == "build":
+            t0 = time.time()
+            m = build(cfg, cfg.get("seed", 0))
+            print(json.dumps({"ready": True, "build_s": time.time() - t0, "torch": torch.__version__,
+                              "threads": torch.get_num_threads()}), flush=True)
+        elif cmd["cmd"] == "step":
+            if m is None:
+                raise RuntimeError("train_step.py: step before build")
+            w0, c0 = time.perf_counter(), time.process_time()
+            loss, gnorm = step(m, cfg, cmd["T"], cmd.get("seed", 1))
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            print(json.dumps({"wall_s": wall, "cpu_s": cpu, "loss": loss, "grad_norm": gnorm, "peak_rss": rss}),
+                  flush=True)
+        else:
+            raise ValueError(f"train_step.py: unknown command {cmd['cmd']!r}")
 
 
 if __name__ == "__main__":
