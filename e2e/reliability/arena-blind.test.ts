@@ -1,13 +1,14 @@
 // The arena is blind: until a match is voted on, nothing the real `rein serve` answers tells which version wrote
 // which side. This test tries every route that shows a turn: getTurn and listTurns (plain, by source, by search),
-// the captureTurn answer of POST /v1/turns, ignoreTurn, the events stream (turnCaptured, turnUpdated), and the arena's
+// the captureTurn answer of POST /v1/turns, ignoreTurn, the events stream (turnCaptured, turnUpdated), the JSONL that
+// exportData writes, and the arena's
 // own arenaVote, which reveals the versions, after which getTurn may say them too.
 //
 // The match is made as arenaStart makes it (the proxy stores both answers with their producer, then the store records
 // the pair): arenaStart itself needs a trained version on a real model server, which CI does not have. The answers
 // come through an upstream where each version is published under its own name, as `rein publish` does, so their
 // `model` would name the version as well.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -21,6 +22,7 @@ import { figure } from './figures.ts';
 const BASE_NAME = 'qwen2.5-0.5b-instruct';
 const V3_NAME = 'rein-qwen-v3';
 let serve: ServeChild;
+let home = '';
 let matchId = 0;
 let turnA = 0;
 let turnB = 0;
@@ -40,7 +42,7 @@ const answer = (session: string, side: string, version: number): CaptureTurnInpu
 });
 
 beforeAll(async () => {
-  const home = mkdtempSync(path.join(tmpdir(), 'rein-arena-blind-'));
+  home = mkdtempSync(path.join(tmpdir(), 'rein-arena-blind-'));
   const core = createCore({ home: resolveHome({ REIN_HOME: home }) });
   const a = await core.call('captureTurn', answer('arena-1', 'a', 3), 'proxy');
   const b = await core.call('captureTurn', answer('arena-1', 'b', 0), 'proxy');
@@ -115,6 +117,10 @@ test('no route tells an undecided arena answer\'s version; the vote reveals it',
     const posted = await serve.post('/v1/turns', answer('arena-2', 'a', 3));
     check('POST /v1/turns', posted.body);
     check('ignoreTurn', await serve.call('ignoreTurn', { turnId: (posted.body as { turn: { id: number } }).turn.id }));
+    const file = path.join(home, 'export.jsonl');
+    await serve.call('exportData', { path: file });
+    const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { type: string });
+    check('exportData', lines.filter((l) => l.type === 'turn'));
   });
   for (const e of evs) check(`event ${e.event}`, e.data);
   seen.push(`events while blind: ${evs.map((e) => e.event).join(', ')}`);
@@ -134,5 +140,5 @@ test('no route tells an undecided arena answer\'s version; the vote reveals it',
   expect(match.b.version).toBe(0);
   expect(a.adapterVersion).toBe(3);
   expect(a.model).toBe(V3_NAME);
-  figure(`arena blindness: 0 version tells before the vote over getTurn, listTurns (3 ways), POST /v1/turns, ignoreTurn and ${evs.length} events; revealed by arenaVote`);
+  figure(`arena blindness: 0 version tells before the vote over getTurn, listTurns (3 ways), POST /v1/turns, ignoreTurn, exportData and ${evs.length} events; revealed by arenaVote`);
 });

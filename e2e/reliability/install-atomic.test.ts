@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REIN_BIN } from '../../src-main/cli/test-utils/rein.ts';
 import { ensureHome, readOrCreateToken, resolveHome } from '../../src-main/node/home.ts';
 import { claudeIntegration } from '../../src-main/node/install/claude.ts';
-import { install, statePath, type InstallEnv } from '../../src-main/node/install/installer.ts';
+import { install, recoverInterrupted, statePath, type InstallEnv } from '../../src-main/node/install/installer.ts';
 import { installEnv, QUIET } from '../../src-main/node/install/test-utils/install-env.ts';
 import { figure } from './figures.ts';
 
@@ -70,9 +70,10 @@ describe('installer files (issue #21 item 12)', () => {
   });
 });
 
-// `rein setup <agent>` killed with SIGKILL at random points, through the real CLI: every config file it touches is
-// afterwards byte for byte either as it was or as a whole setup writes it, never a mix or a torn file; and running
-// setup again completes it. Half the kills land at random in the whole run, half in its write phase (after the
+// `rein setup <agent>` killed with SIGKILL at random points, through the real CLI: once the interrupted install is
+// recovered (recoverInterrupted, the step the next `rein setup` and `rein uninstall` run first), the agent's config
+// files are byte for byte all as they were or all as a whole setup writes them, never a mix or a torn file; and
+// running setup again completes it. Half the kills land at random in the whole run, half in its write phase (after the
 // backup folder appears, just before the first config write).
 describe('rein setup under kill -9', () => {
   const sandbox = path.join(root, 'kill');
@@ -105,14 +106,14 @@ describe('rein setup under kill -9', () => {
   });
 
   for (const agent of Object.keys(FILES)) {
-    it(`${agent}: every config file is old or new after a kill, and setup again completes it`, { timeout: 120_000 }, async () => {
+    it(`${agent}: the config is all old or all new after a kill and its recovery, and setup again completes it`, { timeout: 120_000 }, async () => {
       // The bytes a whole setup writes, in the same sandbox.
       reset();
       const whole = spawnSync(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, encoding: 'utf8' });
       expect(whole.status, whole.stderr).toBe(0);
       const after = Object.fromEntries(FILES[agent]!.map((f) => [f, read(f)]));
       const before = Object.fromEntries(FILES[agent]!.map((f) => [f, ORIGINALS[f] ?? null]));
-      const tally = { old: 0, new: 0, partial: 0, torn: 0 };
+      const tally = { old: 0, new: 0, partial: 0, torn: 0, mixedAtKill: 0 };
       for (let i = 0; i < KILLS; i++) {
         reset();
         const child = spawn(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, stdio: 'ignore' });
@@ -128,6 +129,9 @@ describe('rein setup under kill -9', () => {
         }
         if (!gone) child.kill('SIGKILL');
         await exited;
+        const killedAt = FILES[agent]!.map((f) => (read(f) === before[f] ? 'old' : read(f) === after[f] ? 'new' : 'torn'));
+        if (killedAt.includes('old') && killedAt.includes('new')) tally.mixedAtKill++;
+        recoverInterrupted(resolveHome({ REIN_HOME: env.REIN_HOME }));
         const states = FILES[agent]!.map((f) => {
           const now = read(f);
           return now === before[f] ? 'old' : now === after[f] ? 'new' : 'torn';
@@ -136,13 +140,15 @@ describe('rein setup under kill -9', () => {
         else if (states.every((s) => s === 'old')) tally.old++;
         else if (states.every((s) => s === 'new')) tally.new++;
         else tally.partial++;
-        expect(states, `kill ${i}: ${FILES[agent]!.map((f, k) => `${f} ${states[k]}`).join(', ')}`).not.toContain('torn');
+        const said = `kill ${i}: ${FILES[agent]!.map((f, k) => `${f} ${states[k]}`).join(', ')}`;
+        expect(states, said).not.toContain('torn');
+        expect(states.every((s) => s === 'old') || states.every((s) => s === 'new'), said).toBe(true);
         const again = spawnSync(process.execPath, [REIN_BIN, 'setup', agent, '--yes'], { env, encoding: 'utf8' });
         expect(again.status, again.stderr).toBe(0);
         for (const f of FILES[agent]!) expect(read(f), `${f} after setup again`).toBe(after[f]);
       }
-      console.log(`${agent}: ${KILLS} kills: every file old ${tally.old}, every file new ${tally.new}, some files old and some new ${tally.partial}, a torn file ${tally.torn}; setup again completed all ${KILLS}`);
-      figure(`rein setup ${agent} under kill -9: ${KILLS}/${KILLS} left each config file old or new (all old ${tally.old}, all new ${tally.new}, files apart ${tally.partial}), torn 0; setup again completed ${KILLS}/${KILLS}`);
+      console.log(`${agent}: ${KILLS} kills: every file old ${tally.old}, every file new ${tally.new}, some files old and some new ${tally.partial} (${tally.mixedAtKill} before recovery), a torn file ${tally.torn}; setup again completed all ${KILLS}`);
+      figure(`rein setup ${agent} under kill -9: ${KILLS}/${KILLS} left the config all old or all new after recovery (all old ${tally.old}, all new ${tally.new}, files apart ${tally.partial}; apart before recovery ${tally.mixedAtKill}), torn 0; setup again completed ${KILLS}/${KILLS}`);
     });
   }
 });

@@ -5,7 +5,11 @@
 // - The Rein home remembers, per file, the bytes before Rein first touched it and the hash of what Rein wrote.
 //   Uninstall restores those original bytes exactly when the file still holds what Rein wrote; when the user (or
 //   the agent) changed it since, only Rein's entries are taken out of the current text.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// - An install is all or nothing across its files, even when killed: before its first file changes, a journal in the
+//   Rein home lists every file it will touch with its bytes before (the backup copies) and the install record
+//   before; it is removed once the install is recorded. A journal left by a killed install is rolled back
+//   (recoverInterrupted) before the next setup or uninstall reads any file.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
 import type { ReinHome } from '../home.ts';
@@ -85,6 +89,46 @@ export function statePath(rein: ReinHome): string {
   return path.join(rein.dir, 'integrations.json');
 }
 
+function journalPath(rein: ReinHome): string {
+  return path.join(rein.dir, 'install-journal.json');
+}
+
+/** What a killed install rolls back: each file's bytes before it (a backup copy, or absent) and the record before. */
+interface Journal {
+  agent: AgentName;
+  /** integrations.json before the install, or null when there was none. */
+  state: string | null;
+  files: { path: string; existed: boolean; copy: string | null; mode: number | null }[];
+}
+
+function writeJournal(rein: ReinHome, j: Journal): void {
+  writeAtomic(journalPath(rein), JSON.stringify(j, null, 2) + '\n', 0o600);
+}
+
+/**
+ * Rolls back an install that was killed before it was recorded: every file it listed gets its bytes and mode from
+ * before, and the install record too, so no agent is left with some files new and some old. Returns the agent, or
+ * null when no install was interrupted.
+ */
+export function recoverInterrupted(rein: ReinHome): AgentName | null {
+  const st = readState(journalPath(rein));
+  if (st.bytes === null) return null;
+  let j: Journal;
+  try {
+    j = JSON.parse(st.bytes.toString('utf8')) as Journal;
+    if (!Array.isArray(j.files)) throw new Error('no file list');
+  } catch (e) {
+    throw new ReinError('internal', `${journalPath(rein)} is corrupt (${(e as Error).message}); move it away to start over`);
+  }
+  for (const f of j.files) {
+    if (f.existed && f.copy === null) throw new ReinError('internal', `the backup of ${f.path} is missing`, { detail: { path: f.path } });
+    writeAtomic(f.path, f.existed ? readFileSync(f.copy!) : null, f.mode ?? 0o644);
+  }
+  writeAtomic(statePath(rein), j.state, 0o600);
+  rmSync(journalPath(rein), { force: true });
+  return j.agent;
+}
+
 function loadState(rein: ReinHome): StateFile {
   const st = readState(statePath(rein));
   if (st.bytes === null) return { version: 1, agents: {} };
@@ -154,8 +198,10 @@ export interface RunResult {
 }
 
 export async function install(integration: Integration, env: InstallEnv, opts: { dryRun: boolean; say: (line: string) => void }): Promise<RunResult> {
+  if (!opts.dryRun) recoverInterrupted(env.rein);
   const changes = toChanges(integration.plan(env, reader));
   if (opts.dryRun) return { changes, backupDir: null, dryRun: true };
+  const journal: Journal = { agent: integration.agent, state: readState(statePath(env.rein)).bytes?.toString('utf8') ?? null, files: [] };
   const state = loadState(env.rein);
   const rec = state.agents[integration.agent] ?? { installedAt: Date.now(), files: {} };
   let backupDir: string | null = null;
@@ -163,6 +209,12 @@ export async function install(integration: Integration, env: InstallEnv, opts: {
     if (cs.length === 0) return;
     const b = backup(env.rein, integration.agent, 'install', cs);
     backupDir ??= b.dir;
+    // A file a first batch already changed keeps the bytes from before the whole install.
+    for (const c of cs) {
+      if (journal.files.some((f) => f.path === c.path)) continue;
+      journal.files.push({ path: c.path, existed: c.before !== null, copy: b.copies.get(c.path) ?? null, mode: readState(c.path).mode });
+    }
+    writeJournal(env.rein, journal);
     // All or nothing: when one write fails, the files already written go back to their bytes and modes before it,
     // so no agent config is left changed with no install record to undo it.
     const done: { c: Change; mode: number | null }[] = [];
@@ -192,10 +244,12 @@ export async function install(integration: Integration, env: InstallEnv, opts: {
     apply(more);
     changes.push(...more);
   }
+  rmSync(journalPath(env.rein), { force: true });
   return { changes, backupDir, dryRun: false };
 }
 
 export function uninstall(integration: Integration, env: InstallEnv, opts: { dryRun: boolean }): RunResult {
+  if (!opts.dryRun) recoverInterrupted(env.rein);
   const state = loadState(env.rein);
   const rec = state.agents[integration.agent];
   const restore: FileEdit[] = [];

@@ -13,6 +13,7 @@ import type { FieldCipher } from './cipher.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
 import { MIGRATIONS } from './migrations/index.ts';
+import { ARENA_BLIND } from './rows.ts';
 import type { RatingRow, RunRow, TurnRow } from './rows.ts';
 import type { Store } from './store.ts';
 import { NotRegularTargetError, writeAll, writeFileAtomic } from '../fs-atomic.ts';
@@ -144,7 +145,8 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
         // One read transaction gives a consistent snapshot while other processes keep writing.
         store.db.transaction(() => {
           line({ type: 'header', format: EXPORT_FORMAT, schemaVersion: SCHEMA_VERSION, exportedAt: store.now() });
-          for (const t of store.stmt<TurnRow>('SELECT * FROM turns ORDER BY id').iterate()) {
+          // An undecided arena answer leaves without its version or model name (ARENA_BLIND), as on every other route.
+          for (const t of store.stmt<TurnRow & { blind: number }>(`SELECT *, ${ARENA_BLIND} FROM turns ORDER BY id`).iterate()) {
             const rec: TurnRecord = {
               type: 'turn',
               id: t.id,
@@ -155,10 +157,10 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               prompt: redact(t.prompt),
               context: redactDeep(JSON.parse(t.context)) as TurnRecord['context'],
               response: redact(t.response),
-              model: t.model === null ? null : redact(t.model),
+              model: t.model === null || t.blind === 1 ? null : redact(t.model),
               tokens: decodeTokens(t.tokens),
               logprobs: decodeLogprobs(t.logprobs),
-              adapterVersion: t.adapter_version,
+              adapterVersion: t.blind === 1 ? null : t.adapter_version,
               policy: t.policy === null ? null : TurnPolicy.parse(JSON.parse(t.policy)),
               state: t.state,
               truncated: t.truncated === 1,
