@@ -20,6 +20,8 @@ import type {
 import type { SettingDescription, Settings } from './config.ts';
 import type { PresetTable } from './training/presets.ts';
 import type { ArenaVote, VersionStats } from './chat/arena.ts';
+import { ChatMessage } from './chat/conversation.ts';
+import type { ChatSummary } from './chat/conversation.ts';
 import { AgentId } from './system.ts';
 import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
 
@@ -259,6 +261,27 @@ export const VERBS = {
     input: ChatInput,
     help: "Answer a chat with the active version (or `version`, 0 = base) through Rein's model server or the configured upstream; tokens stream as chatToken events, and the answer is stored as a turn (on-policy: its tokens, μ and version) to rate.",
   },
+  saveChat: {
+    input: z.strictObject({
+      id: z.string().min(1).max(512),
+      system: z.string().max(100_000),
+      version: VersionNumber.nullable(),
+      messages: z.array(ChatMessage).max(1000),
+    }),
+    help: 'Keep a chat conversation (its id is the session its answers share): the system prompt, the version picked and every message; saving an id again replaces it.',
+  },
+  listChats: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(1000).default(100) }),
+    help: 'Kept chat conversations, most recently changed first: id, title (the first question), message count.',
+  },
+  getChat: {
+    input: z.strictObject({ id: z.string().min(1).max(512) }),
+    help: "A kept chat conversation with its system prompt and messages, each answer with its turn's live rating.",
+  },
+  deleteChat: {
+    input: z.strictObject({ id: z.string().min(1).max(512) }),
+    help: 'Forget a kept chat conversation (its turns and ratings stay).',
+  },
   arenaStart: {
     input: ArenaStartInput,
     help: 'Answer one prompt with two versions (default: the active one and its parent) and show them as A and B in random order, without saying which is which.',
@@ -319,6 +342,12 @@ export interface ChatAnswer {
   note: string | null;
 }
 
+/** A kept chat conversation: each answer with its turn's newest live rating (null: none, or no turn). */
+export interface ChatConversation extends ChatSummary {
+  system: string;
+  messages: (ChatMessage & { rating: RatingView | null })[];
+}
+
 /** An arena match. The versions are null until it is voted on: the pair is blind. */
 export interface ArenaMatchView {
   id: number;
@@ -369,6 +398,10 @@ export interface VerbOutputs {
   useDemoModel: { model: LocalModel; settings: Settings };
   sendTestTurn: TestTurnResult;
   chat: ChatAnswer;
+  saveChat: ChatSummary;
+  listChats: ChatSummary[];
+  getChat: ChatConversation;
+  deleteChat: { deleted: boolean };
   arenaStart: ArenaMatchView;
   arenaVote: { match: ArenaMatchView; ratings: RatingView[] };
   versionStats: VersionStats[];

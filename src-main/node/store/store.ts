@@ -12,6 +12,7 @@ import { Adapters } from './adapters.ts';
 import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import { Arena } from './arena.ts';
+import { Chats } from './chats.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import { RewardModels } from './reward.ts';
@@ -129,6 +130,8 @@ export class Store implements Sql {
   readonly arena: Arena;
   /** The reward model's versions and predictions (store/reward.ts). */
   readonly rewardModels: RewardModels;
+  /** Rein's own chat conversations (store/chats.ts). */
+  readonly chats: Chats;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -144,6 +147,7 @@ export class Store implements Sql {
     this.rounds = new Rounds(this);
     this.arena = new Arena(this);
     this.rewardModels = new RewardModels(this);
+    this.chats = new Chats(this);
   }
 
   close(): void {
@@ -168,6 +172,11 @@ export class Store implements Sql {
 
   sealNullable(text: string | null): string | Buffer | null {
     return text === null ? null : this.seal(text);
+  }
+
+  /** A sealed column's value as text (plain text passes through). */
+  openText(v: unknown): string {
+    return isSealed(v) ? this.openField(v) : (v as string);
   }
 
   private openField(v: Buffer): string {
@@ -232,6 +241,7 @@ export class Store implements Sql {
         ratings += rows.length;
         after = rows.at(-1)!.id;
       }
+      this.chats.resealAll((t) => (next === null ? t : next.seal(t)));
       return { turns, ratings };
     });
     this.cipher = next;
