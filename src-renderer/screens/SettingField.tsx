@@ -29,6 +29,11 @@ const TITLES: Record<string, string> = {
   'popup.enabled': 'Ask Good / Bad after each answer',
   'popup.timeoutSeconds': 'Close an unanswered popup after (seconds)',
   'popup.agents': 'Agents that raise the popup',
+  'reward.ask': 'When the popup asks',
+  'reward.unsureMargin': 'How unsure the reward model must be to ask',
+  'reward.gateBlocks': 'Let the reward model reject a new version',
+  'reward.gatePrompts': 'Prompts the reward model judges per round',
+  'reward.pseudoLabelWeight': "Weight of the reward model's own labels",
   'server.port': 'Capture server port',
   'server.rateLimitPerMinute': 'Requests per minute',
   'adapters.keepInactive': 'Older versions kept on disk',
@@ -45,6 +50,7 @@ const TITLES: Record<string, string> = {
   'publish.lmStudio': 'Publish to LM Studio',
   'app.startAtLogin': 'Start at login',
   'model.active': 'Model being trained',
+  'models.folders': 'Folders searched for models',
 };
 
 const AGENT_NAMES: Record<string, string> = { 'claude-code': 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw', proxy: 'OpenAI proxy', api: 'API / test turns' };

@@ -116,3 +116,11 @@ describe('the round-time estimate', () => {
     expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8 }, timed: timedRound(table, 'balanced', 200) })?.steps).toBe(20);
   });
 });
+
+describe('setting titles', () => {
+  it('names every setting in words, never by its raw key alone', async () => {
+    const { settingTitle } = await import('../screens/SettingField.tsx');
+    const raw = describeSettings().filter((d) => settingTitle(d.key) === d.key).map((d) => d.key);
+    expect(raw).toEqual([]);
+  });
+});
