@@ -254,7 +254,7 @@ export const VERBS = {
   trainRewardModel: { input: Empty, help: 'Train a reward-model version on every live rating now (it also retrains after each round).' },
   rewardAsk: {
     input: z.strictObject({ turnId: id }),
-    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: 0.52". The score is recorded, never as a rating.',
+    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: it gives this answer a 52% chance of being Good". The score is recorded, never as a rating.',
   },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
   chat: {

@@ -74,13 +74,18 @@ describe('reward model words', () => {
     expect(selectRewardWords(store.getState())).toEqual({
       model: 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
       ask: 'The popup asks about every answer (Settings: reward.ask).',
+      scores: null,
     });
     answer = status({ line: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet', ask: 'unsure', notAsked: 7 });
     await store.getState().loadReward();
     expect(selectRewardWords(store.getState())).toEqual({
       model: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet',
-      ask: 'The popup asks only when the reward model is unsure (p within 0.4 of 0.5); 7 answers were not asked about and stay unrated.',
+      ask: 'The popup asks only when the reward model is unsure (its chance of Good between 10% and 90%); 7 answers were not asked about and stay unrated.',
+      scores: null,
     });
+    answer = status({ line: 'x', ask: 'unsure', notAsked: 1 });
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())?.ask).toMatch(/; 1 answer was not asked about/);
   });
 });
 

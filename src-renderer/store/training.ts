@@ -203,11 +203,16 @@ export const selectScheduleWords = derive(
 );
 
 /** The reward model in words for the Training screen: its version line and how the popup asks. */
-export const selectRewardWords = derive([(s) => s.reward], (r): { model: string; ask: string } | null => {
+export const selectRewardWords = derive([(s) => s.reward], (r): { model: string; ask: string; scores: { good: number[]; bad: number[] } | null } | null => {
   if (r === null) return null;
+  const scores = r.latest?.metrics.scores;
   const ask =
     r.ask === 'always'
       ? 'The popup asks about every answer (Settings: reward.ask).'
-      : `The popup asks only when the reward model is unsure (p within ${r.unsureMargin} of 0.5); ${r.notAsked} answers were not asked about and stay unrated.`;
-  return { model: r.line ?? 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.', ask };
+      : `The popup asks only when the reward model is unsure (its chance of Good between ${Math.round((0.5 - r.unsureMargin) * 100)}% and ${Math.round((0.5 + r.unsureMargin) * 100)}%); ${r.notAsked} ${r.notAsked === 1 ? 'answer was' : 'answers were'} not asked about and stay unrated.`;
+  return {
+    model: r.line ?? 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
+    ask,
+    scores: scores === undefined || scores.good.length + scores.bad.length === 0 ? null : scores,
+  };
 });
