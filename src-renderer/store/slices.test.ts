@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { gateSentence, selectLiveProgress, selectRewardWords } from './training.ts';
+import { gateSentence, rejectionWords, selectLiveProgress, selectRewardWords } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -299,5 +299,19 @@ describe('training and adapters', () => {
     const both = a({ llamaServer: failed, vllm: { ok: true, message: 'loaded', at, model: 'rein-v3' } });
     expect(servedSummary(both)).toBe('Active in Rein: v3 · also served by vLLM');
     expect(publishLines(both)).toEqual([`llama-server: not served (${failed.message})`, 'vLLM: published as rein-v3']);
+  });
+});
+
+describe('a rejected round in words', () => {
+  const gate = { heldout: 12, accuracy: 0.6, previousAccuracy: 0.55, accuracyCi: [0.3, 0.8] as [number, number], pairedCi: null, kl: 3.2, klBudget: 0.05368037146652016 };
+  it('says why in a plain sentence and what to do next, only for a rejected round', () => {
+    expect(rejectionWords(gate, false)?.why).toBe('The new version changed too much on answers it had not trained on, so it was not used.');
+    expect(rejectionWords(gate, false)?.next).toMatch(/Careful preset/);
+    expect(rejectionWords({ ...gate, kl: 0.01, accuracy: 0.4 }, false)?.why).toMatch(/did not agree with your held-out ratings better/);
+    expect(rejectionWords(gate, true)).toBeNull();
+    expect(rejectionWords(gate, null)).toBeNull();
+  });
+  it('prints the KL budget rounded, not as 0.05368037146652016', () => {
+    expect(gateSentence(gate, false)).toContain('> 0.054');
   });
 });

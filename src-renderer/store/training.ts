@@ -149,6 +149,30 @@ export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | 
 }
 
 /**
+ * Why a round's version was not used, in a plain sentence, and what to do next; null when the gate did not reject it
+ * or recorded nothing. The gate's rules are those of common/training/gate.ts, in the order gateSentence checks them.
+ */
+export function rejectionWords(gate: GateMetrics | undefined, accepted: boolean | null): { why: string; next: string } | null {
+  if (accepted !== false || gate === undefined) return null;
+  if (gate.env) {
+    return {
+      why: `The new version did worse than the one before it on held-out ${gate.env.env} episodes, so it was not used.`,
+      next: 'The version in use stays. The next round tries again from it; more episodes or a gentler preset (Careful) can help.',
+    };
+  }
+  if (gate.kl > gate.klBudget) {
+    return {
+      why: 'The new version changed too much on answers it had not trained on, so it was not used.',
+      next: 'Your version in use stays as it was, and these ratings count again in the next round. To move in smaller steps, choose the Careful preset in Settings, or raise the KL budget there.',
+    };
+  }
+  return {
+    why: 'The new version did not agree with your held-out ratings better than the version in use, so it was not used.',
+    next: 'Your version in use stays as it was, and these ratings count again in the next round. Keep rating: with more ratings the next round has more to learn from.',
+  };
+}
+
+/**
  * The env gate (the gym's rounds): "activated: mean return −0.21 against the parent's −0.25 on 400 held-out blackjack
  * episodes, paired change +0.04 [−0.01, +0.09]; KL to the parent 0.05/token". It rejects a mean change below 0.
  */
@@ -175,7 +199,7 @@ function olderGateSentence(gate: GateMetrics & { accuracy: number }, accepted: b
   return `${verdict}: ${acc}; ${kl} (${where})`;
 }
 
-function fmtSmall(x: number): string {
+export function fmtSmall(x: number): string {
   return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : String(Number(x.toPrecision(2)));
 }
 
