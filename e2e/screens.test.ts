@@ -37,6 +37,16 @@ afterAll(async () => {
 });
 
 describe('screenshot sweep', () => {
+  it('at 390 px every tab is in sight, none hidden past the edge', async () => {
+    await page.goto(serve.openUrl);
+    await page.setViewportSize({ width: 390, height: 844 });
+    const hidden = await page.evaluate<string[]>(
+      `[...document.querySelectorAll('.nav-tab')].filter((t) => t.getBoundingClientRect().right > document.documentElement.clientWidth).map((t) => t.textContent)`,
+    );
+    expect(hidden).toEqual([]);
+    await page.setViewportSize({ width: 1440, height: 900 });
+  });
+
   it('every screen at 1440 and 390 px, light and dark, with axe clean', { timeout: 300_000 }, async () => {
     await page.goto(serve.openUrl);
     for (const screen of SCREENS) {
