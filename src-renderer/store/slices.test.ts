@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
-import type { ReinClient } from '../services/api.ts';
+import { ApiError, type ReinClient } from '../services/api.ts';
 import { publishLines, selectActiveAdapter, servedSummary, versionMove } from './adapters.ts';
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
@@ -313,5 +313,24 @@ describe('a rejected round in words', () => {
   });
   it('prints the KL budget rounded, not as 0.05368037146652016', () => {
     expect(gateSentence(gate, false)).toContain('> 0.054');
+  });
+});
+
+describe('wizard model step', () => {
+  it('a folder error does not outlive choosing a model', async () => {
+    const store = createReinStore(
+      recordingClient({
+        discoverModels: () => {
+          throw new ApiError({ code: 'bad_input', message: 'discoverModels: no folder at /nope' });
+        },
+        useDemoModel: () => ({ model: {}, settings: {} }),
+        status: () => null,
+        describePresets: () => null,
+      }).client,
+    );
+    await store.getState().addModelFolder('/nope');
+    expect(store.getState().folderNote).toEqual({ error: true, text: 'no folder at /nope' });
+    await store.getState().chooseModel('demo');
+    expect(store.getState().folderNote).toBeNull();
   });
 });
