@@ -124,3 +124,13 @@ describe('setting titles', () => {
     expect(raw).toEqual([]);
   });
 });
+
+describe('schedule fields', () => {
+  it('threshold mode shows no interval or nightly fields; each other mode shows the ones it reads', async () => {
+    const { scheduleFieldInUse } = await import('../screens/SettingField.tsx');
+    const shown = (mode: string) => ['mode', 'everyMinutes', 'at', 'minPending'].filter((f) => scheduleFieldInUse(mode, f));
+    expect(shown('threshold')).toEqual(['mode']);
+    expect(shown('interval')).toEqual(['mode', 'everyMinutes', 'minPending']);
+    expect(shown('nightly')).toEqual(['mode', 'at', 'minPending']);
+  });
+});
