@@ -20,6 +20,8 @@ import type {
 import type { SettingDescription, Settings } from './config.ts';
 import type { PresetTable } from './training/presets.ts';
 import type { ArenaVote, VersionStats } from './chat/arena.ts';
+import { ChatMessage } from './chat/conversation.ts';
+import type { ChatSummary } from './chat/conversation.ts';
 import { AgentId } from './system.ts';
 import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
 
@@ -254,12 +256,33 @@ export const VERBS = {
   trainRewardModel: { input: Empty, help: 'Train a reward-model version on every live rating now (it also retrains after each round).' },
   rewardAsk: {
     input: z.strictObject({ turnId: id }),
-    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: 0.52". The score is recorded, never as a rating.',
+    help: 'Whether the popup should ask about this turn (reward.ask), and why: "the reward model is unsure: it gives this answer a 52% chance of being Good". The score is recorded, never as a rating.',
   },
   sendTestTurn: { input: Empty, help: 'Post a test turn through the running capture server, as an agent would.' },
   chat: {
     input: ChatInput,
     help: "Answer a chat with the active version (or `version`, 0 = base) through Rein's model server or the configured upstream; tokens stream as chatToken events, and the answer is stored as a turn (on-policy: its tokens, μ and version) to rate.",
+  },
+  saveChat: {
+    input: z.strictObject({
+      id: z.string().min(1).max(512),
+      system: z.string().max(100_000),
+      version: VersionNumber.nullable(),
+      messages: z.array(ChatMessage).max(1000),
+    }),
+    help: 'Keep a chat conversation (its id is the session its answers share): the system prompt, the version picked and every message; saving an id again replaces it.',
+  },
+  listChats: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(1000).default(100) }),
+    help: 'Kept chat conversations, most recently changed first: id, title (the first question), message count.',
+  },
+  getChat: {
+    input: z.strictObject({ id: z.string().min(1).max(512) }),
+    help: "A kept chat conversation with its system prompt and messages, each answer with its turn's live rating.",
+  },
+  deleteChat: {
+    input: z.strictObject({ id: z.string().min(1).max(512) }),
+    help: 'Forget a kept chat conversation (its turns and ratings stay).',
   },
   arenaStart: {
     input: ArenaStartInput,
@@ -321,6 +344,12 @@ export interface ChatAnswer {
   note: string | null;
 }
 
+/** A kept chat conversation: each answer with its turn's newest live rating (null: none, or no turn). */
+export interface ChatConversation extends ChatSummary {
+  system: string;
+  messages: (ChatMessage & { rating: RatingView | null })[];
+}
+
 /** An arena match. The versions are null until it is voted on: the pair is blind. */
 export interface ArenaMatchView {
   id: number;
@@ -371,6 +400,10 @@ export interface VerbOutputs {
   useDemoModel: { model: LocalModel; settings: Settings };
   sendTestTurn: TestTurnResult;
   chat: ChatAnswer;
+  saveChat: ChatSummary;
+  listChats: ChatSummary[];
+  getChat: ChatConversation;
+  deleteChat: { deleted: boolean };
   arenaStart: ArenaMatchView;
   arenaVote: { match: ArenaMatchView; ratings: RatingView[] };
   versionStats: VersionStats[];

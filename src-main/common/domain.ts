@@ -171,6 +171,8 @@ export interface RewardModelView {
   metrics: {
     /** Held-out examples (a fixed share of the ratings, never fitted on): how many of each class. */
     heldout: { positives: number; negatives: number };
+    /** The held-out examples' p(good), by their label (versions trained before it was kept lack it). */
+    scores?: { good: number[]; bad: number[] };
     /** Held-out AUROC with its 95% Hanley–McNeil interval; null without both classes held out. */
     auroc: { value: number; ci: [number, number] } | null;
     /** Held-out pairs (a correction against its original, arena preferences) ordered right, with the Wilson 95% interval. */
@@ -185,7 +187,7 @@ export interface RewardModelView {
 export interface RewardAsk {
   turnId: number;
   ask: boolean;
-  /** Shown in the popup: "the reward model is unsure: 0.52". */
+  /** Shown in the popup: "the reward model is unsure: it gives this answer a 52% chance of being Good". */
   reason: string;
   /** p(good) under the latest reward model, or null when there is none or it could not score the turn. */
   p: number | null;

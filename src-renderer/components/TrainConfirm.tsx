@@ -11,8 +11,8 @@ import { Confirm } from './Confirm.tsx';
 export type TrainAction = { kind: 'train' } | { kind: 'retrain'; fromVersion: number } | { kind: 'cancel' };
 
 export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void; onCancel: () => void }) {
-  const { runs, presets, settings, status, running, loadPresets } = useRein(
-    useShallow((s) => ({ runs: s.runs, presets: s.presets, settings: s.settings, status: s.status, running: selectLiveProgress(s), loadPresets: s.loadRoundPresets })),
+  const { runs, presets, settings, status, running, loadPresets, active } = useRein(
+    useShallow((s) => ({ runs: s.runs, presets: s.presets, settings: s.settings, status: s.status, running: selectLiveProgress(s), loadPresets: s.loadRoundPresets, active: s.status?.activeAdapter?.version ?? 0 })),
   );
   useEffect(() => void loadPresets(), [loadPresets]);
   const a = props.action;
@@ -40,7 +40,7 @@ export function TrainConfirm(props: { action: TrainAction; onConfirm: () => void
       <p data-testid="confirm-text">
         It trains on the <strong>{pending}</strong> rating{pending === 1 ? '' : 's'} waiting
         {replay > 0 && `, plus ${replay} older one${replay === 1 ? '' : 's'} replayed`}
-        {a.kind === 'retrain' && `, starting from v${a.fromVersion} instead of the version in use`}.
+        {a.kind === 'retrain' && (a.fromVersion === active ? `, starting from v${a.fromVersion}, the version in use` : `, starting from v${a.fromVersion} instead of the version in use`)}.
       </p>
       {held > 0 && (
         <p data-testid="confirm-heldout">

@@ -5,6 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { useRein } from '../store/react.tsx';
 import { ChatAnswer } from './ChatAnswer.tsx';
+import { ChatHistory } from './ChatHistory.tsx';
 import { VersionPicker } from './VersionPicker.tsx';
 
 export function Chat() {
@@ -20,16 +21,22 @@ export function Chat() {
       setVersion: st.setChatVersion,
       newChat: st.newChat,
       loadAdapters: st.loadAdapters,
+      loadChats: st.loadChats,
       configured: st.status?.model.configured,
     })),
   );
   const [draft, setDraft] = useState('');
   const [showSystem, setShowSystem] = useState(s.system !== '');
   const end = useRef<HTMLDivElement>(null);
-  const { loadAdapters } = s;
+  const { loadAdapters, loadChats } = s;
   useEffect(() => {
     void loadAdapters();
-  }, [loadAdapters]);
+    void loadChats();
+  }, [loadAdapters, loadChats]);
+  // A reopened conversation with a system prompt shows it.
+  useEffect(() => {
+    if (s.system !== '') setShowSystem(true);
+  }, [s.system]);
   const last = s.chat[s.chat.length - 1]?.content;
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
@@ -54,6 +61,7 @@ export function Chat() {
             </button>
           </div>
         </div>
+        <ChatHistory />
         {showSystem && (
           <label className="field" htmlFor="chat-system">
             <span className="label">System prompt (sent first, with every message)</span>

@@ -30,6 +30,11 @@ const TITLES: Record<string, string> = {
   'popup.enabled': 'Ask Good / Bad after each answer',
   'popup.timeoutSeconds': 'Close an unanswered popup after (seconds)',
   'popup.agents': 'Agents that raise the popup',
+  'reward.ask': 'When the popup asks',
+  'reward.unsureMargin': 'How unsure the reward model must be to ask',
+  'reward.gateBlocks': 'Let the reward model reject a new version',
+  'reward.gatePrompts': 'Prompts the reward model judges per round',
+  'reward.pseudoLabelWeight': "Weight of the reward model's own labels",
   'server.port': 'Capture server port',
   'server.rateLimitPerMinute': 'Requests per minute',
   'adapters.keepInactive': 'Older versions kept on disk',
@@ -46,6 +51,7 @@ const TITLES: Record<string, string> = {
   'publish.lmStudio': 'Publish to LM Studio',
   'app.startAtLogin': 'Start at login',
   'model.active': 'Model being trained',
+  'models.folders': 'Folders searched for models',
 };
 
 
@@ -93,6 +99,17 @@ const isNullable = (spec: FieldSpec): boolean =>
 const words = (name: string) => FIELD_TITLES[name] ?? name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/^./, (c) => c.toUpperCase());
 
 export const settingTitle = (key: string) => TITLES[key] ?? key;
+
+/**
+ * The training.schedule fields each mode reads (common/training/schedule.ts): threshold waits for training.threshold
+ * alone; interval reads everyMinutes and minPending; nightly reads at and minPending.
+ */
+export function scheduleFieldInUse(mode: unknown, field: string): boolean {
+  if (field === 'mode') return true;
+  if (mode === 'interval') return field === 'everyMinutes' || field === 'minPending';
+  if (mode === 'nightly') return field === 'at' || field === 'minPending';
+  return false;
+}
 export const settingDomId = (key: string) => `setting-${key}`;
 
 export function SettingRow(props: { d: SettingDescription }) {
@@ -122,7 +139,9 @@ export function SettingRow(props: { d: SettingDescription }) {
       case 'list':
         return <ListField id={`${id}-input`} value={value as string[]} options={d.default as string[]} onSave={commit} />;
       case 'object': {
-        const fields = <ObjectField id={`${id}-input`} spec={spec} value={(value ?? {}) as Record<string, unknown>} error={error} onSave={commit} onLocal={onLocal} />;
+        const obj = (value ?? {}) as Record<string, unknown>;
+        const inUse = d.key === 'training.schedule' ? (f: string) => scheduleFieldInUse(obj.mode, f) : undefined;
+        const fields = <ObjectField id={`${id}-input`} spec={spec} value={obj} error={error} onSave={commit} onLocal={onLocal} inUse={inUse} />;
         // The custom preset's many fields matter only while the custom preset is chosen (or one of them is set).
         if (d.key !== 'training.custom') return fields;
         const set = Object.keys((value ?? {}) as object).length;
@@ -264,6 +283,8 @@ function ObjectField(props: {
   error: string | null;
   onSave: (v: unknown) => Promise<boolean>;
   onLocal: (message: string | null) => void;
+  /** Which fields matter now (the rest are kept but not shown); all when absent. */
+  inUse?: (field: string) => boolean;
 }) {
   const saveField = (name: string, v: unknown) => {
     const next = { ...props.value };
@@ -273,7 +294,7 @@ function ObjectField(props: {
   };
   return (
     <div className="setting-object" id={props.id} role="group">
-      {props.spec.fields.map((f) => {
+      {props.spec.fields.filter((f) => props.inUse?.(f.name) ?? true).map((f) => {
         const fid = `${props.id}-${f.name}`;
         // The core's message names the field ("url: Invalid URL"): it marks that input.
         const mine = props.error?.startsWith(`${f.name}: `) === true;

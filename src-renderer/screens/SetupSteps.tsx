@@ -254,9 +254,9 @@ export function PresetStep() {
                   <th scope="row">{PRESET_TITLES[name]}</th>
                   <td>{Number(c.lr.toPrecision(2))}</td>
                   <td>{c.steps}</td>
-                  <td>{c.beta}</td>
+                  <td>{Number(c.beta.toPrecision(2))}</td>
                   <td>{c.rank}</td>
-                  <td>{c.klBudget}</td>
+                  <td>{Number(c.klBudget.toPrecision(2))}</td>
                 </tr>
               );
             })}

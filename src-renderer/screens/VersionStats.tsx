@@ -3,7 +3,7 @@
 // versions in the order they were made. A win rate counts decisive votes (ties and both-bad are listed beside it).
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
-import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, Tooltip, XAxis, YAxis } from 'recharts';
+import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HeadToHead, VersionStats as Stats } from '../../src-main/common/chat/arena.ts';
 import type { RateEstimate } from '../../src-main/common/training/intervals.ts';
 import { useRein } from '../store/react.tsx';
@@ -42,27 +42,34 @@ function Versus(props: { h: HeadToHead | null }) {
 /** A chart point: the rate, and the distance to each end of its interval (recharts' ErrorBar takes [below, above]). */
 const point = (r: RateEstimate | undefined) => (r === undefined || r.n === 0 ? { v: null, e: [0, 0] } : { v: r.rate, e: [r.rate - r.ci[0], r.ci[1] - r.rate] });
 
+/** Two series that sit on each other at every version: one hides the other, so the legend says so. */
+const same = (a: (number | null)[], b: (number | null)[]) => a.some((x) => x !== null) && a.every((x, i) => x === b[i]);
+
 function BetterChart(props: { stats: Stats[] }) {
-  const data = props.stats.map((s) => {
+  // A rejected version never went live: it has no place on the line of versions that did.
+  const shown = props.stats.filter((s) => s.status !== 'rejected');
+  const data = shown.map((s) => {
     const p = point(s.vsParent?.winRate);
     const b = point(s.vsBase?.winRate);
     const g = point(s.goodRate);
     return { name: vname(s.version), parent: p.v, parentErr: p.e, base: b.v, baseErr: b.e, good: g.v, goodErr: g.e };
   });
   const axis = { stroke: 'var(--muted)', fontSize: 12 };
-  const summary = props.stats
+  const baseSameAsParent = same(data.map((d) => d.base), data.map((d) => d.parent));
+  const summary = shown
     .filter((s) => s.version > 0)
     .map((s) => `${vname(s.version)}: ${s.vsParent && s.vsParent.winRate.n > 0 ? `wins ${pct(s.vsParent.winRate.rate)} against its parent` : 'no decisive votes against its parent'}; Good-rate ${s.goodRate.n > 0 ? pct(s.goodRate.rate) : 'not rated'}`)
     .join('. ');
   return (
     <figure className="chart" data-testid="better-chart">
-      {/* Drawn at a fixed size and scaled by CSS (its viewBox): it fits any width without waiting for a resize. */}
-      <div aria-hidden="true" className="chart-scale">
-        <LineChart width={720} height={240} data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
+      {/* Laid out at the width it has (not scaled from a fixed drawing), so its text stays 12 px at any width. */}
+      <div aria-hidden="true">
+        <ResponsiveContainer width="100%" height={240}>
+        <LineChart data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
             <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
             <XAxis dataKey="name" {...axis} label={{ value: 'Version (oldest first)', position: 'insideBottom', offset: -12, fill: 'var(--muted)', fontSize: 12 }} />
             <YAxis domain={[0, 1]} tickFormatter={pct} {...axis} />
-            <ReferenceLine y={0.5} stroke="var(--muted)" strokeDasharray="4 4" />
+            <ReferenceLine y={0.5} stroke="var(--muted)" strokeDasharray="4 4" label={{ value: 'no better', position: 'insideTopLeft', fill: 'var(--muted)', fontSize: 12 }} />
             <Tooltip contentStyle={{ background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' }} formatter={(v) => (v === null ? '—' : pct(Number(v)))} />
             <Line dataKey="parent" name="Win rate vs parent" stroke="var(--accent)" strokeWidth={2} connectNulls isAnimationActive={false}>
               <ErrorBar dataKey="parentErr" width={4} stroke="var(--accent)" />
@@ -74,13 +81,18 @@ function BetterChart(props: { stats: Stats[] }) {
               <ErrorBar dataKey="goodErr" width={4} stroke="var(--bad)" />
             </Line>
         </LineChart>
+        </ResponsiveContainer>
       </div>
       {/* An HTML legend that wraps at any width (recharts' own kept its first width when the window narrowed). */}
       <ul className="chart-legend small" data-testid="better-legend">
         <li><span className="swatch line" style={{ borderColor: 'var(--accent)' }} />Win rate vs parent</li>
-        <li><span className="swatch dashed" style={{ borderColor: 'var(--good)' }} />Win rate vs base</li>
+        <li>
+          <span className="swatch dashed" style={{ borderColor: 'var(--good)' }} />
+          Win rate vs base{baseSameAsParent && ' (the same as vs parent: its parent is the base, so the lines coincide)'}
+        </li>
         <li><span className="swatch line" style={{ borderColor: 'var(--bad)' }} />Good-rate in use</li>
       </ul>
+      {shown.length < props.stats.length && <p className="muted small">Rejected versions are left out: they were never used.</p>}
       <p className="sr-only">Did it get better? {summary}</p>
     </figure>
   );

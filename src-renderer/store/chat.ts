@@ -3,6 +3,7 @@
 // core's chatToken events, named by a stream id this slice picks before it calls.
 import type { ArenaMatchView, VerbOutputs } from '../../src-main/common/api.ts';
 import type { ArenaVote, VersionStats } from '../../src-main/common/chat/arena.ts';
+import type { ChatMessage, ChatSummary } from '../../src-main/common/chat/conversation.ts';
 import type { RatingView } from '../../src-main/common/domain.ts';
 import type { ApiError, ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
@@ -32,6 +33,13 @@ export interface ChatSlice {
   setChatSystem: (text: string) => void;
   setChatVersion: (version: number | null) => void;
   newChat: () => void;
+  /** Kept conversations, newest first (the core keeps each one, so a reload reopens it). */
+  chats: ChatSummary[];
+  /** Whether the list was read once this page: the first read reopens the newest conversation. */
+  chatsLoaded: boolean;
+  loadChats: () => Promise<void>;
+  openChat: (id: string) => Promise<void>;
+  deleteChat: (id: string) => Promise<void>;
 
   /** null: the active version against its parent. */
   arenaPair: [number, number] | null;
@@ -54,10 +62,35 @@ let streams = 0;
 const newStreamId = (kind: string) => `${kind}-${Date.now().toString(36)}-${++streams}`;
 const newSession = () => `app-chat-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 
+/** What is kept of an entry: not its live rating (that stays on the turn) nor a stream still running. */
+const kept = (e: ChatEntry): ChatMessage => ({
+  role: e.role,
+  content: e.content,
+  ...(e.role === 'assistant' ? { turnId: e.turnId ?? null, version: e.version ?? null, onPolicy: e.onPolicy ?? false, note: e.note ?? null } : {}),
+});
+
+/** How long the system prompt waits after a keystroke before it is kept. */
+const SYSTEM_SAVE_MS = 400;
+
 export function createChatSlice(client: ReinClient): Slice<ChatSlice> {
   return (set, get) => {
     const patchLast = (fn: (e: ChatEntry) => ChatEntry) =>
       set((s) => ({ chat: s.chat.map((e, i) => (i === s.chat.length - 1 ? fn(e) : e)) }));
+    let systemTimer: ReturnType<typeof setTimeout> | null = null;
+    /** Keeps the open conversation (once it has a question or a system prompt) and refreshes the list. */
+    const save = async () => {
+      if (systemTimer !== null) clearTimeout(systemTimer);
+      systemTimer = null;
+      const s = get();
+      const messages = s.chat.filter((e) => !e.streaming).map(kept);
+      if (messages.length === 0 && s.chatSystem.trim() === '') return;
+      try {
+        const summary = await client.saveChat({ id: s.chatSession, system: s.chatSystem, version: s.chatVersion, messages });
+        set((st) => ({ chats: [summary, ...st.chats.filter((c) => c.id !== summary.id)] }));
+      } catch (e) {
+        set({ chatError: toApiError(e) });
+      }
+    };
     return {
       chat: [],
       chatSystem: '',
@@ -85,10 +118,55 @@ export function createChatSlice(client: ReinClient): Slice<ChatSlice> {
           off();
           set({ chatBusy: false });
         }
+        await save();
       },
-      setChatSystem: (text) => set({ chatSystem: text }),
-      setChatVersion: (version) => set({ chatVersion: version }),
-      newChat: () => set({ chat: [], chatSession: newSession(), chatError: null }),
+      setChatSystem: (text) => {
+        set({ chatSystem: text });
+        if (systemTimer !== null) clearTimeout(systemTimer);
+        systemTimer = setTimeout(() => void save(), SYSTEM_SAVE_MS);
+      },
+      setChatVersion: (version) => {
+        set({ chatVersion: version });
+        if (get().chat.length > 0) void save();
+      },
+      newChat: () => {
+        if (systemTimer !== null) void save();
+        // The system prompt stays: it is the person's standing instruction, not part of one conversation.
+        set({ chat: [], chatSession: newSession(), chatError: null });
+      },
+      chats: [],
+      chatsLoaded: false,
+      loadChats: async () => {
+        try {
+          const chats = await client.listChats({});
+          const first = !get().chatsLoaded;
+          set({ chats, chatsLoaded: true });
+          const newest = chats[0];
+          // A reload reopens where the person was, unless they began something here already.
+          if (first && newest !== undefined && get().chat.length === 0 && !get().chatBusy) await get().openChat(newest.id);
+        } catch (e) {
+          set({ chatError: toApiError(e), chatsLoaded: true });
+        }
+      },
+      openChat: async (id) => {
+        if (get().chatBusy) return;
+        if (systemTimer !== null) await save();
+        try {
+          const c = await client.getChat({ id });
+          set({ chat: c.messages.map((m) => ({ ...m })), chatSystem: c.system, chatVersion: c.version, chatSession: c.id, chatError: null });
+        } catch (e) {
+          set({ chatError: toApiError(e) });
+        }
+      },
+      deleteChat: async (id) => {
+        try {
+          await client.deleteChat({ id });
+          set((st) => ({ chats: st.chats.filter((c) => c.id !== id) }));
+          if (get().chatSession === id) set({ chat: [], chatSystem: '', chatSession: newSession(), chatError: null });
+        } catch (e) {
+          set({ chatError: toApiError(e) });
+        }
+      },
 
       arenaPair: null,
       arenaMatch: null,

@@ -116,3 +116,21 @@ describe('the round-time estimate', () => {
     expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8 }, timed: timedRound(table, 'balanced', 200) })?.steps).toBe(20);
   });
 });
+
+describe('setting titles', () => {
+  it('names every setting in words, never by its raw key alone', async () => {
+    const { settingTitle } = await import('../screens/SettingField.tsx');
+    const raw = describeSettings().filter((d) => settingTitle(d.key) === d.key).map((d) => d.key);
+    expect(raw).toEqual([]);
+  });
+});
+
+describe('schedule fields', () => {
+  it('threshold mode shows no interval or nightly fields; each other mode shows the ones it reads', async () => {
+    const { scheduleFieldInUse } = await import('../screens/SettingField.tsx');
+    const shown = (mode: string) => ['mode', 'everyMinutes', 'at', 'minPending'].filter((f) => scheduleFieldInUse(mode, f));
+    expect(shown('threshold')).toEqual(['mode']);
+    expect(shown('interval')).toEqual(['mode', 'everyMinutes', 'minPending']);
+    expect(shown('nightly')).toEqual(['mode', 'at', 'minPending']);
+  });
+});

@@ -4,12 +4,12 @@ import { describe, expect, it, vi } from 'vitest';
 import type { ReinApi, Subscribe } from '../../src-main/common/api.ts';
 import type { Settings } from '../../src-main/common/config.ts';
 import type { AdapterView, RatingView, TurnSummary } from '../../src-main/common/domain.ts';
-import type { ReinClient } from '../services/api.ts';
+import { ApiError, type ReinClient } from '../services/api.ts';
 import { publishLines, selectActiveAdapter, servedSummary, versionMove } from './adapters.ts';
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { gateSentence, selectLiveProgress, selectRewardWords } from './training.ts';
+import { gateSentence, rejectionWords, selectLiveProgress, selectRewardWords } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -74,13 +74,18 @@ describe('reward model words', () => {
     expect(selectRewardWords(store.getState())).toEqual({
       model: 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
       ask: 'The popup asks about every answer (Settings: reward.ask).',
+      scores: null,
     });
     answer = status({ line: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet', ask: 'unsure', notAsked: 7 });
     await store.getState().loadReward();
     expect(selectRewardWords(store.getState())).toEqual({
       model: 'reward model v2 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet',
-      ask: 'The popup asks only when the reward model is unsure (p within 0.4 of 0.5); 7 answers were not asked about and stay unrated.',
+      ask: 'The popup asks only when the reward model is unsure (its chance of Good between 10% and 90%); 7 answers were not asked about and stay unrated.',
+      scores: null,
     });
+    answer = status({ line: 'x', ask: 'unsure', notAsked: 1 });
+    await store.getState().loadReward();
+    expect(selectRewardWords(store.getState())?.ask).toMatch(/; 1 answer was not asked about/);
   });
 });
 
@@ -299,5 +304,38 @@ describe('training and adapters', () => {
     const both = a({ llamaServer: failed, vllm: { ok: true, message: 'loaded', at, model: 'rein-v3' } });
     expect(servedSummary(both)).toBe('Active in Rein: v3 · also served by vLLM');
     expect(publishLines(both)).toEqual([`llama-server: not served (${failed.message})`, 'vLLM: published as rein-v3']);
+  });
+});
+
+describe('a rejected round in words', () => {
+  const gate = { heldout: 12, accuracy: 0.6, previousAccuracy: 0.55, accuracyCi: [0.3, 0.8] as [number, number], pairedCi: null, kl: 3.2, klBudget: 0.05368037146652016 };
+  it('says why in a plain sentence and what to do next, only for a rejected round', () => {
+    expect(rejectionWords(gate, false)?.why).toBe('The new version changed too much on answers it had not trained on, so it was not used.');
+    expect(rejectionWords(gate, false)?.next).toMatch(/Careful preset/);
+    expect(rejectionWords({ ...gate, kl: 0.01, accuracy: 0.4 }, false)?.why).toMatch(/did not agree with your held-out ratings better/);
+    expect(rejectionWords(gate, true)).toBeNull();
+    expect(rejectionWords(gate, null)).toBeNull();
+  });
+  it('prints the KL budget rounded, not as 0.05368037146652016', () => {
+    expect(gateSentence(gate, false)).toContain('> 0.054');
+  });
+});
+
+describe('wizard model step', () => {
+  it('a folder error does not outlive choosing a model', async () => {
+    const store = createReinStore(
+      recordingClient({
+        discoverModels: () => {
+          throw new ApiError({ code: 'bad_input', message: 'discoverModels: no folder at /nope' });
+        },
+        useDemoModel: () => ({ model: {}, settings: {} }),
+        status: () => null,
+        describePresets: () => null,
+      }).client,
+    );
+    await store.getState().addModelFolder('/nope');
+    expect(store.getState().folderNote).toEqual({ error: true, text: 'no folder at /nope' });
+    await store.getState().chooseModel('demo');
+    expect(store.getState().folderNote).toBeNull();
   });
 });

@@ -165,6 +165,37 @@ function answersGateSentence(gate: GateMetrics, a: NonNullable<GateMetrics['answ
 }
 
 /**
+ * Why a round's version was not used, in a plain sentence, and what to do next; null when the gate did not reject it
+ * or recorded nothing. The gate's rules are those of common/training/gate.ts, in the order gateSentence checks them.
+ */
+export function rejectionWords(gate: GateMetrics | undefined, accepted: boolean | null): { why: string; next: string } | null {
+  if (accepted !== false || gate === undefined) return null;
+  if (gate.env) {
+    return {
+      why: `The new version did worse than the one before it on held-out ${gate.env.env} episodes, so it was not used.`,
+      next: 'The version in use stays. The next round tries again from it; more episodes or a gentler preset (Careful) can help.',
+    };
+  }
+  if (gate.kl > gate.klBudget) {
+    return {
+      why: 'The new version changed too much on answers it had not trained on, so it was not used.',
+      next: 'Your version in use stays as it was, and these ratings count again in the next round. To move in smaller steps, choose the Careful preset in Settings, or raise the KL budget there.',
+    };
+  }
+  if (gate.answers) {
+    const a = gate.answers;
+    return {
+      why: `The new version's answers were not shown to be better than those of the version in use (better in ${a.wins} of the pairs compared, worse in ${a.losses}), so it was not used.`,
+      next: 'Your version in use stays as it was, and these ratings count again in the next round, which decides with more evidence. Keep rating: more ratings make the comparison clearer.',
+    };
+  }
+  return {
+    why: 'The new version did not agree with your held-out ratings better than the version in use, so it was not used.',
+    next: 'Your version in use stays as it was, and these ratings count again in the next round. Keep rating: with more ratings the next round has more to learn from.',
+  };
+}
+
+/**
  * The env gate (the gym's rounds): "activated: mean return −0.21 against the parent's −0.25 on 400 held-out blackjack
  * episodes, paired change +0.04 [−0.01, +0.09]; KL to the parent 0.05/token". It rejects a mean change below 0.
  */
@@ -191,7 +222,7 @@ function olderGateSentence(gate: GateMetrics & { accuracy: number }, accepted: b
   return `${verdict}: ${acc}; ${kl} (${where})`;
 }
 
-function fmtSmall(x: number): string {
+export function fmtSmall(x: number): string {
   return x === 0 ? '0' : Math.abs(x) >= 0.01 ? x.toFixed(3).replace(/0+$/, '').replace(/\.$/, '') : String(Number(x.toPrecision(2)));
 }
 
@@ -219,11 +250,16 @@ export const selectScheduleWords = derive(
 );
 
 /** The reward model in words for the Training screen: its version line and how the popup asks. */
-export const selectRewardWords = derive([(s) => s.reward], (r): { model: string; ask: string } | null => {
+export const selectRewardWords = derive([(s) => s.reward], (r): { model: string; ask: string; scores: { good: number[]; bad: number[] } | null } | null => {
   if (r === null) return null;
+  const scores = r.latest?.metrics.scores;
   const ask =
     r.ask === 'always'
       ? 'The popup asks about every answer (Settings: reward.ask).'
-      : `The popup asks only when the reward model is unsure (p within ${r.unsureMargin} of 0.5); ${r.notAsked} answers were not asked about and stay unrated.`;
-  return { model: r.line ?? 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.', ask };
+      : `The popup asks only when the reward model is unsure (its chance of Good between ${Math.round((0.5 - r.unsureMargin) * 100)}% and ${Math.round((0.5 + r.unsureMargin) * 100)}%); ${r.notAsked} ${r.notAsked === 1 ? 'answer was' : 'answers were'} not asked about and stay unrated.`;
+  return {
+    model: r.line ?? 'No reward model yet: it trains after a round, once your ratings hold a Good and a Bad answer.',
+    ask,
+    scores: scores === undefined || scores.good.length + scores.bad.length === 0 ? null : scores,
+  };
 });

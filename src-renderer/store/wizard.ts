@@ -79,7 +79,8 @@ export function createWizardSlice(client: ReinClient): Slice<WizardSlice> {
           set({ wizardBusy: 'model' });
           try {
             const r = path === 'demo' ? await client.useDemoModel({}) : await client.useModel({ path });
-            set({ settings: r.settings });
+            // A model is chosen: what was said about a folder earlier (its error too) is settled.
+            set({ settings: r.settings, folderNote: null });
             await get().loadStatus();
             set({ presets: await client.describePresets({}) });
           } finally {

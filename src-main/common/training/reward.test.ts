@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../engine/rng.ts';
-import { askDecision, auroc, fitRewardHead, pairAccuracy, predictReward, rewardLabel, rewardModelLine } from './reward.ts';
+import { askDecision, auroc, fitRewardHead, pairAccuracy, predictReward, rewardLabel, rewardModelLine, REWARD_MIN_HELDOUT, REWARD_MIN_PAIRS } from './reward.ts';
 
 describe('reward-model arithmetic', () => {
   it('AUROC counts ordered (positive, negative) pairs, ties half, with the Hanley-McNeil interval', () => {
@@ -51,14 +51,28 @@ describe('reward-model arithmetic', () => {
   it('asks always, or only when unsure, and says why', () => {
     expect(askDecision('always', 0.99, 0.4)).toMatchObject({ ask: true });
     expect(askDecision('unsure', null, 0.4)).toMatchObject({ ask: true, reason: 'there is no reward model yet to judge this answer' });
-    expect(askDecision('unsure', 0.52, 0.4)).toEqual({ ask: true, reason: 'the reward model is unsure: 0.52', p: 0.52 });
+    expect(askDecision('unsure', 0.52, 0.4)).toEqual({ ask: true, reason: 'the reward model is unsure: it gives this answer a 52% chance of being Good', p: 0.52 });
+    expect(askDecision('unsure', 0.25, 0.4).reason).toBe('the reward model is unsure: it gives this answer a 25% chance of being Good');
     expect(askDecision('unsure', 0.95, 0.4)).toMatchObject({ ask: false });
-    expect(askDecision('unsure', 0.05, 0.4).reason).toMatch(/confident \(0\.05\); not asked, and not labelled/);
+    expect(askDecision('unsure', 0.05, 0.4).reason).toBe('the reward model is confident: it gives this answer a 5% chance of being Good; not asked, and not labelled');
     expect(askDecision('unsure', 0.85, 0.4).ask).toBe(true);
   });
 
   it('one line per version for the CLI and the Training screen', () => {
-    const m = { version: 3, ratings: 40, metrics: { heldout: { positives: 4, negatives: 6 }, auroc: { value: 0.9, ci: [0.7, 1] as [number, number] }, pairs: null } };
-    expect(rewardModelLine(m)).toBe('reward model v3 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 4+6; no held-out pairs yet');
+    const m = { version: 3, ratings: 40, metrics: { heldout: { positives: 5, negatives: 6 }, auroc: { value: 0.9, ci: [0.7, 1] as [number, number] }, pairs: null } };
+    expect(rewardModelLine(m)).toBe('reward model v3 (40 examples): held-out AUROC 0.90 [0.70, 1.00] on 5 Good + 6 Bad; no held-out pairs yet');
+  });
+
+  it(`below ${REWARD_MIN_HELDOUT} held-out examples of each kind (or pairs) it judges nothing, and never prints a zero-width interval`, () => {
+    const few = { version: 1, ratings: 8, metrics: { heldout: { positives: 1, negatives: 1 }, auroc: { value: 0, ci: [0, 0] as [number, number] }, pairs: { accuracy: 1, ci: [0.21, 1] as [number, number], pairs: 1 } } };
+    expect(rewardModelLine(few)).toBe(
+      `reward model v1 (8 examples): held-out AUROC: too few ratings to judge yet (1 Good and 1 Bad held out; it needs ${REWARD_MIN_HELDOUT} of each); pair accuracy: too few held-out pairs to judge yet (1; it needs ${REWARD_MIN_PAIRS})`,
+    );
+    const oneSided = { ...few, metrics: { ...few.metrics, heldout: { positives: 1, negatives: 5 }, auroc: { value: 1, ci: [1, 1] as [number, number] } } };
+    expect(rewardModelLine(oneSided)).toMatch(/AUROC: too few ratings to judge yet \(1 Good and 5 Bad held out/);
+    // Hanley–McNeil's interval has zero width at AUROC 1 whatever the counts: no range is printed then.
+    const perfect = { ...few, metrics: { ...few.metrics, heldout: { positives: 6, negatives: 7 }, auroc: { value: 1, ci: [1, 1] as [number, number] } } };
+    expect(rewardModelLine(perfect)).toMatch(/held-out AUROC 1\.00 on 6 Good \+ 7 Bad \(every Good scored above every Bad; too few to give a range\)/);
+    expect(rewardModelLine(perfect)).not.toMatch(/\[1\.00, 1\.00\]/);
   });
 });

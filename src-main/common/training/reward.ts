@@ -155,23 +155,51 @@ export function askDecision(mode: AskMode, p: number | null, margin: number): As
   if (p === null) return { ask: true, reason: 'there is no reward model yet to judge this answer', p };
   const ask = Math.abs(p - 0.5) < margin;
   return ask
-    ? { ask, reason: `the reward model is unsure: ${p.toFixed(2)}`, p }
-    : { ask, reason: `the reward model is confident (${p.toFixed(2)}); not asked, and not labelled`, p };
+    ? { ask, reason: `the reward model is unsure: ${chanceOfGood(p)}`, p }
+    : { ask, reason: `the reward model is confident: ${chanceOfGood(p)}; not asked, and not labelled`, p };
 }
 
-const interval = (ci: readonly [number, number]): string => `[${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]`;
+/** p(good) in words: "it gives this answer a 25% chance of being Good". */
+export const chanceOfGood = (p: number): string => `it gives this answer a ${Math.round(p * 100)}% chance of being Good`;
+
+/**
+ * Fewer held-out examples of either kind than this and the AUROC says nothing worth printing (with 1 Good and 1 Bad
+ * it can only be 0 or 1); the same for pairs and pair accuracy.
+ */
+export const REWARD_MIN_HELDOUT = 5;
+export const REWARD_MIN_PAIRS = 5;
+
+/** An interval as "[0.70, 1.00]", or null when it has no width at two decimals (Hanley–McNeil's is [1, 1] at AUROC 1). */
+const interval = (ci: readonly [number, number]): string | null => (ci[0].toFixed(2) === ci[1].toFixed(2) ? null : `[${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}]`);
+
+/** The held-out AUROC in words, or why there is none to judge by yet. */
+export function aurocWords(m: { heldout: { positives: number; negatives: number }; auroc: { value: number; ci: [number, number] } | null }): string {
+  const h = m.heldout;
+  if (m.auroc === null || h.positives < REWARD_MIN_HELDOUT || h.negatives < REWARD_MIN_HELDOUT) {
+    return `held-out AUROC: too few ratings to judge yet (${h.positives} Good and ${h.negatives} Bad held out; it needs ${REWARD_MIN_HELDOUT} of each)`;
+  }
+  const ci = interval(m.auroc.ci);
+  const on = `on ${h.positives} Good + ${h.negatives} Bad`;
+  if (ci !== null) return `held-out AUROC ${m.auroc.value.toFixed(2)} ${ci} ${on}`;
+  const why = m.auroc.value >= 0.995 ? 'every Good scored above every Bad; ' : m.auroc.value <= 0.005 ? 'every Bad scored above every Good; ' : '';
+  return `held-out AUROC ${m.auroc.value.toFixed(2)} ${on} (${why}too few to give a range)`;
+}
 
 /**
  * One line about a reward-model version, as the CLI and the Training screen show it: "reward model v3 (96 ratings):
- * held-out AUROC 0.91 [0.84, 0.98] on 12+13; pair accuracy 0.80 [0.49, 0.94] on 10 pairs".
+ * held-out AUROC 0.91 [0.84, 0.98] on 12 Good + 13 Bad; pair accuracy 0.80 [0.49, 0.94] on 10 pairs".
  */
 export function rewardModelLine(m: {
   version: number;
   ratings: number;
   metrics: { heldout: { positives: number; negatives: number }; auroc: { value: number; ci: [number, number] } | null; pairs: { accuracy: number; ci: [number, number]; pairs: number } | null };
 }): string {
-  const h = m.metrics.heldout;
-  const a = m.metrics.auroc === null ? `held-out AUROC n/a (${h.positives} preferred and ${h.negatives} not held out: it needs both)` : `held-out AUROC ${m.metrics.auroc.value.toFixed(2)} ${interval(m.metrics.auroc.ci)} on ${h.positives}+${h.negatives}`;
-  const p = m.metrics.pairs === null ? 'no held-out pairs yet' : `pair accuracy ${m.metrics.pairs.accuracy.toFixed(2)} ${interval(m.metrics.pairs.ci)} on ${m.metrics.pairs.pairs} pairs`;
-  return `reward model v${m.version} (${m.ratings} examples): ${a}; ${p}`;
+  const pa = m.metrics.pairs;
+  const p =
+    pa === null
+      ? 'no held-out pairs yet'
+      : pa.pairs < REWARD_MIN_PAIRS
+        ? `pair accuracy: too few held-out pairs to judge yet (${pa.pairs}; it needs ${REWARD_MIN_PAIRS})`
+        : `pair accuracy ${pa.accuracy.toFixed(2)}${interval(pa.ci) === null ? '' : ` ${interval(pa.ci)}`} on ${pa.pairs} pairs`;
+  return `reward model v${m.version} (${m.ratings} examples): ${aurocWords(m.metrics)}; ${p}`;
 }

@@ -11,7 +11,8 @@ import type { RatingView, Status } from '../../common/domain.ts';
 import { BadInputError, NotAvailableError, NotFoundError, ReinError } from '../../common/errors.ts';
 import { parseVerbInput } from '../../common/verb-input.ts';
 import { CHAT_SOURCES, voteLabels, versionStats, type ChatSource } from '../../common/chat/arena.ts';
-import type { ArenaMatchView, ChatAnswer } from '../../common/api.ts';
+import type { ArenaMatchView, ChatAnswer, ChatConversation } from '../../common/api.ts';
+import type { StoredChat } from '../store/chats.ts';
 import type { ArenaMatchRow } from '../store/arena.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
@@ -468,6 +469,11 @@ function chatVerbs(c: VerbContext, chat: ChatService, rate: (input: VerbParsed<'
     return { id: r.id, prompt: r.prompt, a: side(r.turn_a, r.version_a), b: side(r.turn_b, r.version_b), vote: r.vote, createdAt: r.created_at };
   }
 
+  /** A kept conversation with each answer's live rating, read from its turn (ratings are not kept twice). */
+  function withRatings(c: StoredChat): ChatConversation {
+    return { ...c, messages: c.messages.map((m) => ({ ...m, rating: m.turnId == null ? null : store.liveRating(m.turnId) })) };
+  }
+
   return {
     chat: (input) =>
       chat.answer({
@@ -478,6 +484,11 @@ function chatVerbs(c: VerbContext, chat: ChatService, rate: (input: VerbParsed<'
         streamId: input.streamId,
         maxTokens: input.maxTokens,
       }),
+
+    saveChat: (input, actor) => store.chats.save(input, actor),
+    listChats: (input) => store.chats.list(input.limit),
+    getChat: (input) => withRatings(store.chats.get(input.id)),
+    deleteChat: (input, actor) => ({ deleted: store.chats.delete(input.id, actor) }),
 
     arenaStart: async (input, actor) => {
       const modelId = modelOf(settings());

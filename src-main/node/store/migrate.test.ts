@@ -11,6 +11,8 @@ import * as m0002 from './migrations/0002-turn-policy.ts';
 import * as m0003 from './migrations/0003-arena.ts';
 import { ARENA_Q } from './arena.ts';
 import * as m0004 from './migrations/0004-reward-models.ts';
+import * as m0005 from './migrations/0005-chats.ts';
+import { CHATS_Q } from './chats.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -214,6 +216,25 @@ describe('migration 0004-reward-models', () => {
     expect(plan(db, 'SELECT count(*) FROM reward_predictions WHERE reward_model_id = ? AND asked = 0', 1)).toMatch(/reward_predictions_model/);
     db.prepare('DELETE FROM turns').run();
     expect(db.prepare('SELECT count(*) AS n FROM reward_predictions').get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe('migration 0005-chats', () => {
+  it('adds chats beside the rows it finds, one per id, and lists them newest first from its index', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003, m0004])).toEqual([1, 2, 3, 4]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('chat', 'e', 1, 'p', 'r')`).run();
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005])).toEqual([5]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 1 });
+    const insert = db.prepare('INSERT INTO chats (id, title, system, version, messages, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    insert.run('s1', 'How?', 'Be brief.', null, '[]', 1, 1);
+    insert.run('s2', 'Why?', '', 0, '[]', 2, 3);
+    expect(() => insert.run('s1', 'again', '', null, '[]', 4, 4)).toThrow(/UNIQUE/);
+    expect(() => insert.run('s3', 'neg', '', -1, '[]', 4, 4)).toThrow(/CHECK/);
+    expect(db.prepare(CHATS_Q.list).all(10).map((r) => (r as { id: string }).id)).toEqual(['s2', 's1']);
+    expect(plan(db, CHATS_Q.list, 10)).toMatch(/chats_updated/);
     db.close();
   });
 });

@@ -13,6 +13,7 @@ import { Adapters } from './adapters.ts';
 import { EncryptionError, type FieldCipher, isSealed, SEALED_COLUMNS, sealedKey } from './cipher.ts';
 import { BUSY_TIMEOUT_MS, openDatabase } from './db.ts';
 import { Arena } from './arena.ts';
+import { Chats } from './chats.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import { RewardModels } from './reward.ts';
@@ -143,6 +144,8 @@ export class Store implements Sql {
   readonly arena: Arena;
   /** The reward model's versions and predictions (store/reward.ts). */
   readonly rewardModels: RewardModels;
+  /** Rein's own chat conversations (store/chats.ts). */
+  readonly chats: Chats;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -158,6 +161,7 @@ export class Store implements Sql {
     this.rounds = new Rounds(this);
     this.arena = new Arena(this);
     this.rewardModels = new RewardModels(this);
+    this.chats = new Chats(this);
   }
 
   close(): void {
@@ -182,6 +186,11 @@ export class Store implements Sql {
 
   sealNullable(text: string | null): string | Buffer | null {
     return text === null ? null : this.seal(text);
+  }
+
+  /** A sealed column's value as text (plain text passes through). */
+  openText(v: unknown): string {
+    return isSealed(v) ? this.openField(v) : (v as string);
   }
 
   private openField(v: Buffer): string {
@@ -250,6 +259,9 @@ export class Store implements Sql {
     };
     const turns = pass('turns', TURN_SEALED);
     const ratings = pass('ratings', RATING_SEALED);
+    // Saved Chat conversations (store/chats.ts): few rows, re-sealed whole in one transaction; a run killed before it
+    // re-seals them again (idempotent: each row is opened with this.cipher and sealed with next).
+    this.write(() => this.chats.resealAll((t) => (next === null ? t : next.seal(t))));
     this.cipher = next;
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../../common/engine/rng.ts';
-import { auroc } from '../../../common/training/reward.ts';
+import { auroc, chanceOfGood } from '../../../common/training/reward.ts';
 import { createCore, type ReinCore } from '../../core/core.ts';
 import { Engine } from '../../engine/engine.ts';
 import { resolveHome } from '../../home.ts';
@@ -99,7 +99,7 @@ describe('the reward model on the small LM', () => {
     // The rule's answer without a question is scored low, the one ending in a question high; neither is labelled.
     expect(a.p!).toBeLessThan(0.5);
     expect(b.p!).toBeGreaterThan(0.5);
-    for (const r of [a, b]) expect(r.reason).toBe(r.ask ? `the reward model is unsure: ${r.p!.toFixed(2)}` : `the reward model is confident (${r.p!.toFixed(2)}); not asked, and not labelled`);
+    for (const r of [a, b]) expect(r.reason).toBe(r.ask ? `the reward model is unsure: ${chanceOfGood(r.p!)}` : `the reward model is confident: ${chanceOfGood(r.p!)}; not asked, and not labelled`);
     expect((await core.call('getTurn', { turnId: clear }, 'cli')).state).toBe('unrated');
     expect((await core.call('getTurn', { turnId: q }, 'cli')).rating).toBeNull();
     expect((await core.call('rewardStatus', {}, 'cli')).notAsked).toBe([a, b].filter((r) => !r.ask).length);

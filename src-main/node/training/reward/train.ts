@@ -91,7 +91,7 @@ export async function trainRewardModel(o: TrainRewardOptions): Promise<StoredRew
   }
 }
 
-function heldOutMetrics(head: RewardHead, examples: readonly Labelled[], feats: readonly (Float32Array | null)[]): Pick<StoredRewardModel['metrics'], 'heldout' | 'auroc' | 'pairs'> {
+function heldOutMetrics(head: RewardHead, examples: readonly Labelled[], feats: readonly (Float32Array | null)[]): Pick<StoredRewardModel['metrics'], 'heldout' | 'scores' | 'auroc' | 'pairs'> {
   const scores: number[] = [];
   const labels: (0 | 1)[] = [];
   const sides = new Map<number, { chosen?: number; rejected?: number }>();
@@ -111,6 +111,7 @@ function heldOutMetrics(head: RewardHead, examples: readonly Labelled[], feats: 
   const pa = pairAccuracy([...sides.values()].filter((s): s is { chosen: number; rejected: number } => s.chosen !== undefined && s.rejected !== undefined));
   return {
     heldout: { positives: labels.filter((y) => y === 1).length, negatives: labels.filter((y) => y === 0).length },
+    scores: { good: scores.filter((_, i) => labels[i] === 1), bad: scores.filter((_, i) => labels[i] === 0) },
     auroc: a === null ? null : { value: a.auroc, ci: a.ci },
     pairs: pa === null ? null : { accuracy: pa.accuracy, ci: pa.ci, pairs: pa.pairs },
   };
