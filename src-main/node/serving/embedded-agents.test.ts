@@ -67,6 +67,43 @@ describe("tools through the model's own chat template", () => {
   });
 });
 
+/** The SSE events of a reply, parsed. */
+async function events(res: Response): Promise<Record<string, unknown>[]> {
+  const split = new SseSplitter();
+  return [...split.push(new Uint8Array(await res.arrayBuffer())), split.rest()]
+    .map((e) => sseData(e))
+    .filter((d): d is string => d !== null && d !== '[DONE]')
+    .map((d) => JSON.parse(d) as Record<string, unknown>);
+}
+
+const CHAT = [{ role: 'user' as const, content: 'list files' }];
+
+describe('the model server with tools declared', () => {
+  it('streams the text as it is sampled and reports the prompt tokens the template gave', async () => {
+    const body = { model: 'tiny', messages: CHAT, tools: [BASH], stream: true, stream_options: { include_usage: true }, max_tokens: 24, seed: 7 };
+    const res = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    const prompt = tok.encodeChat(CHAT, { addGenerationPrompt: true, tools: [BASH] }).length;
+    expect(res.headers.get('x-rein-prompt-tokens')).toBe(String(prompt));
+    const evs = await events(res);
+    type Choice = { delta: { content?: string }; finish_reason: string | null };
+    const choices = evs.map((e) => (e.choices as Choice[])[0]);
+    const finishAt = choices.findIndex((c) => c?.finish_reason != null);
+    expect(finishAt).toBeGreaterThan(0);
+    const texts = choices.slice(0, finishAt).filter((c) => (c?.delta.content ?? '') !== '');
+    expect(texts.length).toBeGreaterThanOrEqual(2);
+    expect(evs.at(-1)!.usage).toEqual({ prompt_tokens: prompt, completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
+    expect(prompt).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a whole reply names its prompt tokens too', async () => {
+    const body = { model: 'tiny', messages: CHAT, tools: [BASH], max_tokens: 4, seed: 7 };
+    const res = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    const r = (await res.json()) as { usage: { prompt_tokens: number } };
+    expect(r.usage.prompt_tokens).toBe(tok.encodeChat(CHAT, { addGenerationPrompt: true, tools: [BASH] }).length);
+  }, 60_000);
+});
+
 describe('agent endpoints against the model server', () => {
   it('an Anthropic tool-history turn streams to message_stop and is stored once with the served tokens and μ', async () => {
     const body = {

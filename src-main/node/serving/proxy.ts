@@ -59,6 +59,8 @@ export const MODEL_ID_HEADER = 'x-rein-model-id';
  * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
  */
 export const SAMPLING_HEADER = 'x-rein-sampling';
+/** ... and, on a stream, the prompt's size in tokens before the first token (OpenAI's usage comes only at the end). */
+export const PROMPT_TOKENS_HEADER = 'x-rein-prompt-tokens';
 
 /**
  * Rein's own chat and arena (serving/chat.ts) send these so the turn the proxy stores can be found again: its source
