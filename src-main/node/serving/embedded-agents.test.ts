@@ -142,7 +142,41 @@ describe('agent endpoints against the model server', () => {
     const body = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: 'word '.repeat(3000) }] };
     const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/more than the context of 1024/) } });
+    const tokens = tok.encodeChat([{ role: 'user', content: 'word '.repeat(3000) }], { addGenerationPrompt: true }).length;
+    // Anthropic's own message, which Claude Code compacts on.
+    expect(await res.json()).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: `prompt is too long: ${tokens} tokens > 1024 maximum` } });
+  }, 60_000);
+
+  it('a prompt longer than the context reaches a Responses client as context_length_exceeded, whole or streamed', async () => {
+    const post = (stream: boolean) => fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ model: 'tiny', input: 'word '.repeat(3000), stream }) });
+    const whole = await post(false);
+    expect(whole.status).toBe(400);
+    expect(((await whole.json()) as { error: { code: string } }).error.code).toBe('context_length_exceeded');
+    const streamed = await post(true);
+    const evs = await events(streamed);
+    expect(evs.at(-1)).toMatchObject({ type: 'response.failed', response: { error: { code: 'context_length_exceeded' } } });
+  }, 60_000);
+
+  it('a message of only unsupported blocks is a 400 naming the block type', async () => {
+    const body = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/"document"/);
+  });
+
+  it('an Anthropic stream with tools declared sends text deltas as they are sampled, and the prompt size', async () => {
+    const messages = [{ role: 'user' as const, content: 'list files' }];
+    const body = { model: 'tiny', max_tokens: 24, stream: true, temperature: 1, tools: [{ name: 'Bash', description: BASH.function.description, input_schema: BASH.function.parameters }], messages };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    const evs = (await events(res)) as { type: string; message?: { usage: { input_tokens: number } }; usage?: { input_tokens?: number }; delta?: { type?: string } }[];
+    const prompt = tok.encodeChat([{ role: 'user', content: 'list files' }], { addGenerationPrompt: true, tools: [BASH] }).length;
+    expect(evs[0]!.message!.usage.input_tokens).toBe(prompt);
+    expect(evs.find((e) => e.type === 'message_delta')!.usage!.input_tokens).toBe(prompt);
+    const deltas = evs.filter((e) => e.type === 'content_block_delta');
+    const counts = Object.fromEntries(['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta'].map((t) => [t, evs.filter((e) => e.type === t).length]));
+    process.stderr.write(`anthropic tools-declared stream: ${JSON.stringify(counts)}\n`);
+    expect(deltas.filter((e) => e.delta?.type === 'text_delta').length).toBeGreaterThanOrEqual(2);
+    await proxy.idle();
   }, 60_000);
 
   it('a text-only Responses turn completes', async () => {
