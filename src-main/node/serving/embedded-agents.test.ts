@@ -157,6 +157,20 @@ describe('agent endpoints against the model server', () => {
     expect(evs.at(-1)).toMatchObject({ type: 'response.failed', response: { error: { code: 'context_length_exceeded' } } });
   }, 60_000);
 
+  it("count_tokens counts the prompt with the model's template and tokenizer, and checks its body", async () => {
+    const count = (body: unknown) => fetch(`http://127.0.0.1:${proxy.port}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
+    const tools = [{ name: 'Bash', description: BASH.function.description, input_schema: BASH.function.parameters }];
+    const r = await count({ model: 'tiny', system: 'Be brief.', tools, messages: [{ role: 'user', content: 'list files' }] });
+    expect(r.status).toBe(200);
+    const want = tok.encodeChat([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'list files' }], { addGenerationPrompt: true, tools: [BASH] }).length;
+    expect(await r.json()).toEqual({ input_tokens: want });
+    const bad = await count({ model: 'tiny', messages: 'hi' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/^messages/);
+    const doc = await count({ model: 'tiny', messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] });
+    expect(doc.status).toBe(400);
+  });
+
   it('a message of only unsupported blocks is a 400 naming the block type', async () => {
     const body = { model: 'tiny', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] };
     const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });

@@ -24,12 +24,13 @@ import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { readJsonBody } from '../capture-server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
 import { modelFolder } from '../model-files/adapter-versions.ts';
 import { isGgufModel, loadModelTokenizer, resolveModelDir, SET_UP_A_MODEL } from '../model-files/base-model.ts';
 import { ChatRequest } from './openai.ts';
+import { promptIds, toolsOf } from './prompt.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
 import { parseToolCalls, ToolCallStream, toolFamily } from './toolcalls.ts';
@@ -134,37 +135,6 @@ export function topK(logp: Float64Array, k: number): { id: number; logprob: numb
     if (top.length > k) top.pop();
   }
   return top;
-}
-
-/** The chat's tool declarations, or null when it declares none. */
-const toolsOf = (chat: ChatRequest): unknown[] | null => (Array.isArray(chat.tools) && chat.tools.length > 0 ? chat.tools : null);
-
-/**
- * A chat message as chat templates read it: text content, and an assistant's `tool_calls` with their arguments as
- * an object (transformers' convention; a template writes them with `tojson`), a tool result's id and name.
- */
-function templateMessage(m: ChatRequest['messages'][number]): ChatMessage {
-  const content = typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
-  const out: ChatMessage = { role: m.role, content };
-  const calls = (m as { tool_calls?: unknown }).tool_calls;
-  if (Array.isArray(calls) && calls.length > 0) {
-    out.tool_calls = calls.map((c: { id?: unknown; function?: { name?: unknown; arguments?: unknown } }) => {
-      let args: unknown = c.function?.arguments ?? {};
-      if (typeof args === 'string') {
-        try {
-          args = JSON.parse(args);
-        } catch {
-          // Not JSON: the template prints the string as it is.
-        }
-      }
-      return { ...(typeof c.id === 'string' ? { id: c.id } : {}), type: 'function', function: { name: String(c.function?.name ?? ''), arguments: args } };
-    });
-  }
-  for (const k of ['tool_call_id', 'name'] as const) {
-    const v = (m as Record<string, unknown>)[k];
-    if (typeof v === 'string') out[k] = v;
-  }
-  return out;
 }
 
 /** A prompt longer than the context: the client's to fix (a 400, which agents do not retry), not a server fault. */
@@ -408,7 +378,7 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
   if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
   const version = adapter?.version ?? 0;
   const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir);
-  const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
+  const prompt = promptIds(tok, chat);
   // No max_tokens: up to the end of the context, as OpenAI's API means it (Codex sends none on the Responses API, and a
   // cap of our own would end its answers as incomplete).
   const cap = Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? Infinity) || Infinity;
