@@ -13,7 +13,7 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
-import { startModelServer } from './embedded.ts';
+import { startModelServer, turnStopIds } from './embedded.ts';
 import type { ModelServer } from './embedded.ts';
 import { sseData, SseSplitter } from './openai.ts';
 import { producerResolver } from './producer.ts';
@@ -95,6 +95,12 @@ describe('the model server with tools declared', () => {
     expect(evs.at(-1)!.usage).toEqual({ prompt_tokens: prompt, completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
     expect(prompt).toBeGreaterThan(0);
   }, 60_000);
+
+  it("stops on the chat template's turn markers, not only the tokenizer's end of turn", () => {
+    const stops = turnStopIds(tok);
+    for (const t of ['<|im_end|>', '<|im_start|>']) expect(stops.has(tok.tokenToId(t)!)).toBe(true);
+    for (const id of tok.encode('assistant\n')) expect(stops.has(id)).toBe(false);
+  });
 
   it('a whole reply names its prompt tokens too', async () => {
     const body = { model: 'tiny', messages: CHAT, tools: [BASH], max_tokens: 4, seed: 7 };
@@ -193,12 +199,26 @@ describe('agent endpoints against the model server', () => {
     await proxy.idle();
   }, 60_000);
 
+  it('a Responses stream with tools declared sends text deltas before it completes, and the prompt size', async () => {
+    const body = { model: 'tiny', input: 'list files', stream: true, max_output_tokens: 24, tools: [{ type: 'function', name: 'Bash', description: BASH.function.description, parameters: BASH.function.parameters }] };
+    const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(body) });
+    const evs = (await events(res)) as { type: string; response?: { usage?: { input_tokens: number } } }[];
+    const counts: Record<string, number> = {};
+    for (const e of evs) counts[e.type] = (counts[e.type] ?? 0) + 1;
+    process.stderr.write(`responses tools-declared stream: ${JSON.stringify(counts)}\n`);
+    const end = evs.findIndex((e) => e.type === 'response.completed' || e.type === 'response.incomplete');
+    expect(evs.slice(0, end).filter((e) => e.type === 'response.output_text.delta').length).toBeGreaterThanOrEqual(2);
+    expect(evs[end]!.response!.usage!.input_tokens).toBe(tok.encodeChat([{ role: 'user', content: 'list files' }], { addGenerationPrompt: true, tools: [BASH] }).length);
+    await proxy.idle();
+  }, 60_000);
+
   it('a text-only Responses turn completes', async () => {
+    const before = (await core.call('listTurns', { source: 'codex' }, 'test')).total;
     const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ model: 'tiny', input: 'Say hi', max_output_tokens: 4 }) });
     expect(res.status).toBe(200);
     const r = (await res.json()) as { status: string; output: unknown[] };
     expect(['completed', 'incomplete']).toContain(r.status);
     await proxy.idle();
-    expect((await core.call('listTurns', { source: 'codex' }, 'test')).total).toBe(1);
+    expect((await core.call('listTurns', { source: 'codex' }, 'test')).total).toBe(before + 1);
   }, 60_000);
 });
