@@ -91,6 +91,7 @@ describe('the model server with tools declared', () => {
     const finishAt = choices.findIndex((c) => c?.finish_reason != null);
     expect(finishAt).toBeGreaterThan(0);
     const texts = choices.slice(0, finishAt).filter((c) => (c?.delta.content ?? '') !== '');
+    process.stderr.write(`chat tools-declared stream: ${JSON.stringify({ chunks: evs.length, contentDeltasBeforeFinish: texts.length, toolCallChunks: choices.filter((c) => 'tool_calls' in (c?.delta ?? {})).length, usageChunks: evs.filter((e) => e.usage != null).length })}\n`);
     expect(texts.length).toBeGreaterThanOrEqual(2);
     expect(evs.at(-1)!.usage).toEqual({ prompt_tokens: prompt, completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
     expect(prompt).toBeGreaterThan(0);
