@@ -12,7 +12,7 @@ import type { Core } from '../core/types.ts';
 import { isJsonContentType, readRawBody } from '../capture-server/body.ts';
 import { agentTurn } from './agent-turn.ts';
 import type { AgentChat, Segment, SegmentMemory } from './agent-turn.ts';
-import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat } from './anthropic.ts';
+import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat, unsupportedContent } from './anthropic.ts';
 import { ChatReplyReader } from './chat-reply.ts';
 import type { ReplyEvent, ReplyToolCall } from './chat-reply.ts';
 import { SseSplitter, sseData } from './openai.ts';
@@ -22,7 +22,7 @@ import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './proxy.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './proxy.ts';
 import type { Sampling, Upstream } from './proxy.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
@@ -57,7 +57,8 @@ interface Parsed {
 
 /** One client stream, whichever format. */
 interface ClientStream {
-  start(): string;
+  /** The stream's first events; `promptTokens` when the upstream named them before its reply (PROMPT_TOKENS_HEADER). */
+  start(promptTokens: number | null): string;
   push(ev: ReplyEvent): string;
   end(reader: ChatReplyReader): string;
   error(status: number, message: string): string;
@@ -69,7 +70,41 @@ interface ClientStream {
 interface Wire {
   parse(body: unknown, req: IncomingMessage): Parsed | string;
   errorBody(status: number, message: string): string;
+  /** A prompt longer than the model's context, in the form the client compacts on: [status, body, content type]. */
+  overflow(o: Overflow, p: Parsed): [number, string, string];
   client(p: Parsed): ClientStream;
+}
+
+/** An upstream's answer that the prompt does not fit its context, with the two sizes when it names them. */
+export interface Overflow {
+  tokens: number | null;
+  max: number | null;
+  message: string;
+}
+
+/**
+ * Whether an upstream error says the prompt is longer than the context: OpenAI's (and vLLM's) code
+ * `context_length_exceeded` or message "maximum context length is M tokens. However, you requested N tokens",
+ * llama-server's `exceed_context_size_error` with `n_prompt_tokens` and `n_ctx`, Rein's own model server's
+ * "prompt is too long: N tokens > M maximum" (embedded.ts).
+ */
+export function overflowOf(raw: string): Overflow | null {
+  let e: Record<string, unknown> = {};
+  try {
+    const v = JSON.parse(raw) as { error?: unknown };
+    if (v.error !== null && typeof v.error === 'object') e = v.error as Record<string, unknown>;
+  } catch {
+    // not JSON
+  }
+  const message = typeof e.message === 'string' ? e.message : raw.slice(0, 2000);
+  const num = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null);
+  if (e.type === 'exceed_context_size_error') return { tokens: num(e.n_prompt_tokens), max: num(e.n_ctx), message };
+  const rein = /prompt is too long: (\d+) tokens > (\d+) maximum/i.exec(message);
+  if (rein !== null) return { tokens: Number(rein[1]), max: Number(rein[2]), message };
+  const openai = /maximum context length is (\d+) tokens\. However, you requested (\d+) tokens/i.exec(message);
+  if (openai !== null) return { tokens: Number(openai[2]), max: Number(openai[1]), message };
+  if (e.code === 'context_length_exceeded') return { tokens: null, max: null, message };
+  return null;
 }
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
@@ -87,13 +122,17 @@ const WIRES: Record<AgentWire, Wire> = {
     parse(body, req) {
       const r = MessagesRequest.safeParse(body);
       if (!r.success) return issue(r.error);
+      const unsupported = unsupportedContent(r.data);
+      if (unsupported !== null) return unsupported;
       return { agent: messagesToChat(r.data), stream: r.data.stream === true, model: r.data.model, session: claudeSession(r.data, header(req, 'x-claude-code-session-id')) };
     },
     errorBody: anthropicError,
+    // Anthropic's own message for it, which Claude Code reads (with its two numbers) to compact the conversation.
+    overflow: (o) => [400, anthropicError(400, o.tokens !== null && o.max !== null ? `prompt is too long: ${o.tokens} tokens > ${o.max} maximum` : `prompt is too long: ${o.message}`), 'application/json; charset=utf-8'],
     client(p) {
       const s = new AnthropicStream(p.model);
       return {
-        start: () => s.start(0),
+        start: (n) => s.start(n ?? 0),
         push: (ev) => s.push(ev),
         end: (r) => s.end(r),
         error: (status, m) => s.error(status, m),
@@ -109,6 +148,12 @@ const WIRES: Record<AgentWire, Wire> = {
       return { agent: responsesToChat(r.data), stream: r.data.stream === true, model: r.data.model, session: codexSession(r.data, header(req, 'session_id') ?? header(req, 'conversation_id')) };
     },
     errorBody: responsesError,
+    // OpenAI's code for it. A stream gets it as response.failed, where Codex reads the code and compacts.
+    overflow(o, p) {
+      if (!p.stream) return [400, responsesError(400, o.message, 'context_length_exceeded'), 'application/json; charset=utf-8'];
+      const s = new ResponsesStream(p.model);
+      return [200, s.start() + s.error(o.message, 'context_length_exceeded'), 'text/event-stream; charset=utf-8'];
+    },
     client(p) {
       const s = new ResponsesStream(p.model);
       return { start: () => s.start(), push: (ev) => s.push(ev), end: (r) => s.end(r), error: (_status, m) => s.error(m), whole: (r) => s.whole(r), ids: s.callIds };
@@ -179,7 +224,15 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
       upRes.on('end', r);
       upRes.on('close', r);
     });
-    return fail(status >= 500 ? 502 : status, `the upstream model server answered ${status}: ${upstreamMessage(Buffer.concat(chunks).toString('utf8'))}`);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const over = status === 400 || status === 413 ? overflowOf(raw) : null;
+    if (over !== null) {
+      const [code, out, type] = wire.overflow(over, p);
+      res.writeHead(code, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(out);
+      return;
+    }
+    return fail(status >= 500 ? 502 : status, `the upstream model server answered ${status}: ${upstreamMessage(raw)}`);
   }
 
   const reader = new ChatReplyReader();
@@ -191,7 +244,8 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const isSse = (upRes.headers['content-type'] ?? '').startsWith('text/event-stream');
   if (p.stream) {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    res.write(client.start());
+    const n = Number(upRes.headers[PROMPT_TOKENS_HEADER]);
+    res.write(client.start(Number.isInteger(n) && n > 0 ? n : null));
   }
   const emit = (events: ReplyEvent[]) => {
     if (!p.stream) return;

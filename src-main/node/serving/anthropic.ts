@@ -81,6 +81,24 @@ function resultText(content: unknown): string {
     .join('\n');
 }
 
+/** The block types a message can carry to the upstream (thinking is the remote model's, and is dropped on purpose). */
+const CARRIED = new Set(['text', 'image', 'tool_use', 'tool_result', 'thinking', 'redacted_thinking']);
+
+/**
+ * What is wrong with a request whose message holds only blocks the upstream cannot be given (a `document`, a
+ * `search_result`), or null. Such a message would be forwarded empty, and the chat rejected for it with a message
+ * that names no block.
+ */
+export function unsupportedContent(req: MessagesRequest): string | null {
+  for (const [i, m] of req.messages.entries()) {
+    if (typeof m.content === 'string' || m.content.length === 0) continue;
+    const types = (m.content as Obj[]).map((b) => String(b.type));
+    if (types.some((t) => CARRIED.has(t))) continue;
+    return `messages.${i}.content: block type ${[...new Set(types)].map((t) => JSON.stringify(t)).join(', ')} is not supported by the local model (it reads text, image, tool_use and tool_result blocks)`;
+  }
+  return null;
+}
+
 /**
  * The chat the upstream gets. A user message's tool_result blocks become `role: "tool"` messages (they answer the
  * assistant's calls just before), its other blocks a user message after them; an assistant's tool_use blocks become
@@ -191,7 +209,9 @@ export class AnthropicStream {
   end(reader: ChatReplyReader): string {
     let out = this.close();
     const stop = stopReason(reader.finishReason, reader.toolCalls.size > 0);
-    out += sse('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: outputTokens(reader) } });
+    // The prompt's size too, once the upstream's usage has named it (message_start may have had to say 0).
+    const input = reader.promptTokens === null ? {} : { input_tokens: reader.promptTokens };
+    out += sse('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { ...input, output_tokens: outputTokens(reader) } });
     return out + sse('message_stop', { type: 'message_stop' });
   }
 

@@ -24,16 +24,18 @@ import { Rng } from '../../common/engine/rng.ts';
 import { pick } from '../../common/engine/sampling.ts';
 import type { ReinCore } from '../core/core.ts';
 import { hfToGguf } from '../engine/gguf/convert.ts';
-import type { ChatMessage, ReinTokenizer } from '../engine/tokenizer.ts';
+import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { readJsonBody } from '../capture-server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
 import { modelFolder } from '../model-files/adapter-versions.ts';
 import { isGgufModel, loadModelTokenizer, resolveModelDir, SET_UP_A_MODEL } from '../model-files/base-model.ts';
 import { ChatRequest } from './openai.ts';
+import { promptIds, toolsOf } from './prompt.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
-import { parseToolCalls, toolFamily } from './toolcalls.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './proxy.ts';
+import { parseToolCalls, ToolCallStream, toolFamily } from './toolcalls.ts';
+import type { StreamPiece } from './toolcalls.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './proxy.ts';
 
 export interface ModelServerOptions {
   core: ReinCore;
@@ -135,37 +137,6 @@ export function topK(logp: Float64Array, k: number): { id: number; logprob: numb
   return top;
 }
 
-/** The chat's tool declarations, or null when it declares none. */
-const toolsOf = (chat: ChatRequest): unknown[] | null => (Array.isArray(chat.tools) && chat.tools.length > 0 ? chat.tools : null);
-
-/**
- * A chat message as chat templates read it: text content, and an assistant's `tool_calls` with their arguments as
- * an object (transformers' convention; a template writes them with `tojson`), a tool result's id and name.
- */
-function templateMessage(m: ChatRequest['messages'][number]): ChatMessage {
-  const content = typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text ?? '').join('');
-  const out: ChatMessage = { role: m.role, content };
-  const calls = (m as { tool_calls?: unknown }).tool_calls;
-  if (Array.isArray(calls) && calls.length > 0) {
-    out.tool_calls = calls.map((c: { id?: unknown; function?: { name?: unknown; arguments?: unknown } }) => {
-      let args: unknown = c.function?.arguments ?? {};
-      if (typeof args === 'string') {
-        try {
-          args = JSON.parse(args);
-        } catch {
-          // Not JSON: the template prints the string as it is.
-        }
-      }
-      return { ...(typeof c.id === 'string' ? { id: c.id } : {}), type: 'function', function: { name: String(c.function?.name ?? ''), arguments: args } };
-    });
-  }
-  for (const k of ['tool_call_id', 'name'] as const) {
-    const v = (m as Record<string, unknown>)[k];
-    if (typeof v === 'string') out[k] = v;
-  }
-  return out;
-}
-
 /** A prompt longer than the context: the client's to fix (a 400, which agents do not retry), not a server fault. */
 /** A request for a version that cannot be served: the client's to fix (a 404 naming it). */
 class UnknownVersionError extends Error {
@@ -177,7 +148,8 @@ class UnknownVersionError extends Error {
 
 class ContextLengthError extends Error {
   constructor(tokens: number, context: number) {
-    super(`the prompt has ${tokens} tokens, more than the context of ${context} (serving.contextSize)`);
+    // The form of Anthropic's own message, which the proxy passes on to Claude Code (agent-proxy.ts overflowOf).
+    super(`prompt is too long: ${tokens} tokens > ${context} maximum (the context of the served model, serving.contextSize)`);
     this.name = 'ContextLengthError';
   }
 }
@@ -222,12 +194,15 @@ interface Gen {
   /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
   tops: Top[];
   finish: 'stop' | 'length';
+  promptTokens: number;
 }
 
 /** The GGUF loaded in llama.cpp, one context per adapter version, and the queue that runs one generation at a time. */
 interface LoadedModel {
   core: ReinCore;
   tok: ReinTokenizer;
+  /** The ids that end a reply (turnStopIds). */
+  stops: ReadonlySet<number>;
   hfDir: string;
   modelName: string;
   contextSize: number;
@@ -241,11 +216,38 @@ interface LoadedModel {
   close(): Promise<void>;
 }
 
+/**
+ * The ids that end a reply: the tokenizer's end-of-turn ids, and every special token the chat template writes
+ * between two turns (Qwen's `<|im_end|>` and `<|im_start|>`, Llama 3's `<|eot_id|>` and `<|start_header_id|>`): a
+ * model that samples the next turn's opener has ended its own, and the token is not text to show.
+ */
+export function turnStopIds(tok: ReinTokenizer): ReadonlySet<number> {
+  const stops = new Set(tok.eosIds);
+  if (tok.chatTemplate === null) return stops;
+  const A = 'ReinUserMarkA';
+  const B = 'ReinAssistantMarkB';
+  let text: string;
+  try {
+    text = tok.renderChat([{ role: 'user', content: A }, { role: 'assistant', content: B }, { role: 'user', content: A }], { addGenerationPrompt: false });
+  } catch {
+    return stops;
+  }
+  const b = text.indexOf(B);
+  const a2 = text.indexOf(A, b);
+  if (b < 0 || a2 < 0) return stops;
+  for (const id of tok.encode(text.slice(b + B.length, a2))) {
+    // A special token: text of its own, none when special tokens are skipped.
+    if (tok.decode([id]) !== '' && tok.decode([id], { skipSpecialTokens: true }) === '') stops.add(id);
+  }
+  return stops;
+}
+
 async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, log: (line: string) => void): Promise<LoadedModel> {
   const { core } = opts;
   const contextSize = opts.contextSize ?? core.settings()['serving.contextSize'];
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const model: LlamaModel = await llama.loadModel({ modelPath: gguf, gpuLayers: 0 });
+  const tok = loadModelTokenizer(hfDir);
   const contexts = new Map<number, LlamaContext>();
   let queue: Promise<unknown> = Promise.resolve();
   let closing = false;
@@ -276,7 +278,8 @@ async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, 
 
   return {
     core,
-    tok: loadModelTokenizer(hfDir),
+    tok,
+    stops: turnStopIds(tok),
     hfDir,
     modelName: path.basename(gguf, '.gguf'),
     contextSize,
@@ -365,8 +368,8 @@ async function handle(g: LoadedModel, token: string, port: number, req: Incoming
 }
 
 /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
-async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer) => void, gone: () => boolean): Promise<Gen> {
-  const { core, tok, contextSize, hfDir, log } = g;
+async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer, promptTokens: number) => void, gone: () => boolean): Promise<Gen> {
+  const { core, tok, stops, contextSize, hfDir, log } = g;
   const modelId = activeModelId(core);
   // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
   // gets the active one.
@@ -375,7 +378,7 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
   if (asked !== null && asked !== 0 && (adapter === null || !existsSync(adapter.path))) throw new UnknownVersionError(asked, adapter === null ? 'does not exist' : 'was pruned (its files are gone)');
   const version = adapter?.version ?? 0;
   const lora = adapter === null ? null : ensureGgufLora(adapter, hfDir);
-  const prompt = tok.encodeChat(chat.messages.map(templateMessage), { addGenerationPrompt: true, ...(toolsOf(chat) === null ? {} : { tools: toolsOf(chat)! }) });
+  const prompt = promptIds(tok, chat);
   // No max_tokens: up to the end of the context, as OpenAI's API means it (Codex sends none on the Responses API, and a
   // cap of our own would end its answers as incomplete).
   const cap = Number((chat as { max_tokens?: unknown }).max_tokens ?? (chat as { max_completion_tokens?: unknown }).max_completion_tokens ?? Infinity) || Infinity;
@@ -405,12 +408,12 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
       ids.push(id);
       logprobs.push(sampled.logprob);
       tops.push(alts);
-      onToken(id, sampled.logprob, alts, producer);
-      if (tok.eosIds.includes(id)) {
+      onToken(id, sampled.logprob, alts, producer, prompt.length);
+      if (stops.has(id)) {
         finish = 'stop';
-        return { producer, ids, logprobs, tops, finish };
+        return { producer, ids, logprobs, tops, finish, promptTokens: prompt.length };
       }
-      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish };
+      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish, promptTokens: prompt.length };
       input = [[id as Token, { generateNext: { logits: true } }]];
     }
   } finally {
@@ -420,9 +423,9 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
 }
 
 /** The reply's text and its logprob entries, from token ids. */
-function replyText(tok: ReinTokenizer) {
+function replyText(tok: ReinTokenizer, stops: ReadonlySet<number>) {
   /** The reply text of ids so far: the end-of-turn token is not text, and a split UTF-8 character waits for its rest. */
-  const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !tok.eosIds.includes(t)));
+  const textOf = (ids: readonly number[]): string => tok.decode(ids.filter((t) => !stops.has(t)));
   const one = (id: number, lp: number) => {
     const token = tok.decode([id]);
     return { id, token, logprob: lp, bytes: Array.from(utf8.encode(token)) };
@@ -431,9 +434,20 @@ function replyText(tok: ReinTokenizer) {
   return { textOf, entry };
 }
 
+/** A reply without tools: all of it is text, sent as it comes. */
+function plainText(): { push(full: string): StreamPiece[]; end(full: string): StreamPiece[] } {
+  let sent = 0;
+  const push = (full: string): StreamPiece[] => {
+    const t = full.slice(sent);
+    sent = full.length;
+    return t === '' ? [] : [{ type: 'text', text: t }];
+  };
+  return { push, end: push };
+}
+
 async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { tok, modelName } = m;
-  const { textOf, entry } = replyText(tok);
+  const { textOf, entry } = replyText(tok, m.stops);
   const body = await readJsonBody(req, 8 * 1024 * 1024);
   const parsed = ChatRequest.safeParse(body);
   const problem = parsed.success ? requestProblem(parsed.data) : { message: parsed.error.issues[0]!.message };
@@ -449,40 +463,53 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
   const id = `chatcmpl-rein-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   const created = Math.floor(Date.now() / 1000);
   // One generation at a time: the context has one sequence.
-  // With tools declared, a reply may be a call in the model's own format (toolcalls.ts), which is known only once it
-  // has ended: the tokens stream with their logprobs and no text, and the text or the calls follow at the end.
+  // With tools declared, a reply may hold calls in the model's own format (toolcalls.ts): its text streams as it is
+  // sampled, up to where a call may begin, and each call goes out as `delta.tool_calls` once it has been read whole.
   const withTools = toolsOf(chat) !== null;
   const family = toolFamily(tok.chatTemplate);
   const split = (text: string) => (withTools ? parseToolCalls(text, family) : { text, calls: [] });
+  const callId = (i: number) => `call_rein_${id.slice(-8)}_${i}`;
   const toolCalls = (calls: { name: string; arguments: string }[]) =>
-    calls.map((c, i) => ({ index: i, id: `call_rein_${id.slice(-8)}_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    calls.map((c, i) => ({ index: i, id: callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  const usage = (g: Gen) => ({ prompt_tokens: g.promptTokens, completion_tokens: g.ids.length, total_tokens: g.promptTokens + g.ids.length });
   let left = false;
   res.on('close', () => (left = !res.writableFinished));
   const gone = () => left || m.closing();
   await m.serial(async () => {
     if (chat.stream === true) {
       let started = false;
-      let emitted = '';
       const sofar: number[] = [];
+      const reading = withTools ? new ToolCallStream(family) : plainText();
+      let calls = 0;
       const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
       const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
-      const g = await generate(m, chat, top, (tid, lp, alts, producer) => {
+      /** The pieces as chunks: text as `content`, with the token's logprobs on the first; each call whole. */
+      const write = (pieces: StreamPiece[], lps: unknown) => {
+        let text = '';
+        for (const p of pieces) if (p.type === 'text') text += p.text;
+        chunk(text === '' ? {} : { content: text }, lps, null);
+        for (const p of pieces) {
+          if (p.type !== 'call') continue;
+          const i = calls++;
+          chunk({ tool_calls: [{ index: i, id: callId(i), type: 'function', function: { name: p.call.name, arguments: p.call.arguments } }] }, withLp ? { content: [] } : null, null);
+        }
+      };
+      const g = await generate(m, chat, top, (tid, lp, alts, producer, promptTokens) => {
         sofar.push(tid);
-        const full = textOf(sofar);
-        const delta = withTools || full.endsWith('\uFFFD') ? '' : full.slice(emitted.length);
-        emitted += delta;
         if (!started) {
           started = true;
-          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer) });
+          // The prompt's size before the first token: an Anthropic stream names it in message_start (agent-proxy.ts).
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer), [PROMPT_TOKENS_HEADER]: String(promptTokens) });
         }
-        chunk(withTools ? {} : { content: delta }, withLp ? { content: [entry(tid, lp, alts)] } : null, null);
+        const full = textOf(sofar);
+        // A split UTF-8 character waits for its rest.
+        write(full.endsWith('\uFFFD') ? [] : reading.push(full), withLp ? { content: [entry(tid, lp, alts)] } : null);
       }, gone);
-      const parsed = split(textOf(g.ids));
-      const rest = parsed.text.slice(emitted.length);
       // The text's tokens were listed already: an empty list, not null, says this chunk holds no new ones.
-      if (rest.length > 0) chunk({ content: rest }, withLp ? { content: [] } : null, null);
-      if (parsed.calls.length > 0) chunk({ tool_calls: toolCalls(parsed.calls) }, withLp ? { content: [] } : null, null);
-      chunk({}, null, parsed.calls.length > 0 ? 'tool_calls' : g.finish);
+      const last = reading.end(textOf(g.ids));
+      if (last.length > 0) write(last, withLp ? { content: [] } : null);
+      chunk({}, null, calls > 0 ? 'tool_calls' : g.finish);
+      if ((chat as { stream_options?: { include_usage?: unknown } }).stream_options?.include_usage === true) send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [], usage: usage(g) });
       res.end('data: [DONE]\n\n');
       return;
     }
@@ -497,7 +524,7 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
         created,
         model: modelName,
         choices: [{ index: 0, message, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: parsed.calls.length > 0 ? 'tool_calls' : g.finish }],
-        usage: { completion_tokens: g.ids.length },
+        usage: usage(g),
       }),
     );
   });

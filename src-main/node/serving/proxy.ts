@@ -26,6 +26,7 @@ import { BadInputError, ReinError } from '../../common/errors.ts';
 import type { Core } from '../core/types.ts';
 import { DEFAULT_MAX_BODY_BYTES, declaresBody, isJsonContentType, readRawBody } from '../capture-server/body.ts';
 import { checkHostAndOrigin, checkToken } from '../capture-server/guards.ts';
+import { countTokens as countPromptTokens } from './count-tokens.ts';
 import { agentRequest } from './agent-proxy.ts';
 import type { AgentDeps } from './agent-proxy.ts';
 import { SegmentMemory } from './agent-turn.ts';
@@ -59,6 +60,8 @@ export const MODEL_ID_HEADER = 'x-rein-model-id';
  * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
  */
 export const SAMPLING_HEADER = 'x-rein-sampling';
+/** ... and, on a stream, the prompt's size in tokens before the first token (OpenAI's usage comes only at the end). */
+export const PROMPT_TOKENS_HEADER = 'x-rein-prompt-tokens';
 
 /**
  * Rein's own chat and arena (serving/chat.ts) send these so the turn the proxy stores can be found again: its source
@@ -557,10 +560,7 @@ async function handle(p: Proxy, agentDeps: AgentDeps, port: number, req: Incomin
   return fail(404, `no route ${req.method} ${pathname} (the proxy serves POST /v1/chat/completions, /v1/messages, /v1/responses and GET /v1/models)`, 'not_found');
 }
 
-/**
- * Anthropic's token count: the request's text through the served model's vocabulary when there is one, else about
- * four characters a token. Claude Code uses it to decide when to compact, so an estimate serves.
- */
+/** Anthropic's token count, by the served model's tokenizer (count-tokens.ts). */
 async function countTokens(p: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let body: unknown;
   try {
@@ -568,9 +568,9 @@ async function countTokens(p: Proxy, req: IncomingMessage, res: ServerResponse):
   } catch (e) {
     return sendJsonError(res, 400, anthropicError(400, `the body is not valid JSON: ${(e as Error).message}`));
   }
-  const chars = JSON.stringify((body as { messages?: unknown; system?: unknown; tools?: unknown }) ?? {}).length;
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
-  res.end(JSON.stringify({ input_tokens: Math.ceil(chars / 4) }));
+  const [status, out] = countPromptTokens(body, p.opts.vocab());
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(out);
 }
 
 async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerResponse): Promise<void> {

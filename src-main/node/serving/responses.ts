@@ -99,9 +99,9 @@ export function codexSession(req: ResponsesRequest, header: string | undefined):
 }
 
 /** OpenAI's error body. */
-export function responsesError(status: number, message: string): string {
+export function responsesError(status: number, message: string, code?: string): string {
   const type = status === 401 ? 'invalid_api_key' : status >= 500 ? 'server_error' : 'invalid_request_error';
-  return JSON.stringify({ error: { message, type, param: null, code: type } });
+  return JSON.stringify({ error: { message, type, param: null, code: code ?? type } });
 }
 
 interface OpenItem {
@@ -166,8 +166,8 @@ export class ResponsesStream {
   }
 
   /** An error after the stream began: response.failed, so the client stops waiting for response.completed. */
-  error(message: string): string {
-    return this.ev('response.failed', { response: { ...this.response('failed', this.output), error: { code: 'server_error', message } } });
+  error(message: string, code = 'server_error'): string {
+    return this.ev('response.failed', { response: { ...this.response('failed', this.output), error: { code, message } } });
   }
 
   /** The whole reply as one response object (a request without `stream`). */

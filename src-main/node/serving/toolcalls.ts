@@ -136,3 +136,132 @@ export function parseToolCalls(text: string, family: ToolFamily | null): ParsedR
   }
   return { text, calls: [] };
 }
+
+/** What a reply streams as it is sampled: text, or a whole tool call once its closing tag (or the reply's end) is seen. */
+export type StreamPiece = { type: 'text'; text: string } | { type: 'call'; call: ParsedToolCall };
+
+const QWEN_OPEN = '<tool_call>';
+const QWEN_CLOSE = '</tool_call>';
+const MISTRAL_OPEN = '[TOOL_CALLS]';
+const PYTHON_TAG = '<|python_tag|>';
+
+/** The length of the longest end of `s` that begins `word` (a tag that may still be being written). */
+function partialTail(s: string, word: string): number {
+  for (let n = Math.min(word.length - 1, s.length); n > 0; n--) if (word.startsWith(s.slice(s.length - n))) return n;
+  return 0;
+}
+
+/**
+ * A reply's tool calls, read as the reply is sampled, so that its text streams with tools declared. Text before a
+ * call's opening tag goes out at once; an end that may begin a tag is held until the next text settles it, so a
+ * partial tag is never sent as text. A Qwen `<tool_call>` block becomes a call when its closing tag arrives (a block
+ * that does not parse, or is never closed, is sent as the text it is). Mistral's `[TOOL_CALLS]` and a Llama 3 reply
+ * that opens with `{` or `<|python_tag|>` hold the rest of the reply, which is read whole at its end (parseToolCalls).
+ * Whitespace touching a call is dropped, as parseToolCalls trims it; a reply without calls streams exactly its text.
+ */
+export class ToolCallStream {
+  private readonly family: ToolFamily | null;
+  /** How far into the reply text has been sent or read as a call. */
+  private at = 0;
+  /** From here to the end the reply is read whole when it ends (Mistral, Llama 3). */
+  private holdFrom: number | null = null;
+  private afterCall = false;
+  private sentAny = false;
+  calls = 0;
+
+  constructor(family: ToolFamily | null) {
+    this.family = family;
+  }
+
+  private has(f: ToolFamily): boolean {
+    return this.family === null || this.family === f;
+  }
+
+  /** The new pieces, given the whole reply text so far. */
+  push(full: string): StreamPiece[] {
+    const out: StreamPiece[] = [];
+    for (;;) {
+      if (this.holdFrom !== null) return out;
+      const s = full.slice(this.at);
+      if (this.has('llama3') && !this.sentAny && this.calls === 0) {
+        const lead = s.trimStart();
+        if (lead.startsWith('{') || lead.startsWith(PYTHON_TAG)) {
+          this.holdFrom = this.at;
+          return out;
+        }
+        if (lead === '' || PYTHON_TAG.startsWith(lead)) return out;
+      }
+      const q = this.has('qwen') ? s.indexOf(QWEN_OPEN) : -1;
+      const m = this.has('mistral') ? s.indexOf(MISTRAL_OPEN) : -1;
+      if (m >= 0 && (q < 0 || m < q)) {
+        // The whitespace before the tag stays with it: it is text if the rest turns out not to be a call.
+        const before = s.slice(0, m).trimEnd();
+        this.text(out, before, false);
+        this.holdFrom = this.at += before.length;
+        return out;
+      }
+      if (q >= 0) {
+        const close = s.indexOf(QWEN_CLOSE, q + QWEN_OPEN.length);
+        if (close < 0) {
+          const before = s.slice(0, q).trimEnd();
+          this.text(out, before, false);
+          this.at += before.length;
+          return out;
+        }
+        const c = call(json(s.slice(q + QWEN_OPEN.length, close).trim()), ['arguments', 'parameters']);
+        if (c === null) {
+          // Not a call: the block is text, as the model wrote it.
+          this.text(out, s.slice(0, close + QWEN_CLOSE.length), false);
+          this.at += close + QWEN_CLOSE.length;
+          continue;
+        }
+        this.text(out, s.slice(0, q), true);
+        out.push({ type: 'call', call: c });
+        this.calls++;
+        this.afterCall = true;
+        this.at += close + QWEN_CLOSE.length;
+        continue;
+      }
+      const held = Math.max(this.has('qwen') ? partialTail(s, QWEN_OPEN) : 0, this.has('mistral') ? partialTail(s, MISTRAL_OPEN) : 0);
+      const safe = s.slice(0, s.length - held);
+      // Trailing whitespace waits: it is dropped if a call follows.
+      const send = safe.trimEnd();
+      this.text(out, send, false);
+      this.at += send.length;
+      return out;
+    }
+  }
+
+  /** The last pieces, given the whole reply text once it has ended. */
+  end(full: string): StreamPiece[] {
+    const out = this.push(full);
+    if (this.holdFrom !== null) {
+      const rest = full.slice(this.holdFrom);
+      const r = parseToolCalls(rest, this.family);
+      if (r.calls.length > 0) {
+        this.text(out, r.text, true);
+        for (const c of r.calls) out.push({ type: 'call', call: c });
+        this.calls += r.calls.length;
+      } else this.text(out, rest, false);
+      this.at = full.length;
+      return out;
+    }
+    const rest = full.slice(this.at);
+    // An unclosed block, a partial tag, trailing whitespace: text, unless it is only whitespace after a call.
+    if (!(this.calls > 0 && rest.trim() === '')) this.text(out, rest, false);
+    this.at = full.length;
+    return out;
+  }
+
+  /** Sends text (`beforeCall`: a call follows, so its trailing whitespace is dropped; after a call, leading too). */
+  private text(out: StreamPiece[], t: string, beforeCall: boolean): void {
+    let s = beforeCall ? t.trimEnd() : t;
+    if (this.afterCall) s = s.trimStart();
+    if (s === '') return;
+    this.afterCall = false;
+    this.sentAny = true;
+    const last = out.at(-1);
+    if (last?.type === 'text') last.text += s;
+    else out.push({ type: 'text', text: s });
+  }
+}
