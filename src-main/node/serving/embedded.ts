@@ -33,7 +33,7 @@ import { ChatRequest } from './openai.ts';
 import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
 import { parseToolCalls, toolFamily } from './toolcalls.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './upstream.ts';
 
 export interface ModelServerOptions {
   core: ReinCore;
