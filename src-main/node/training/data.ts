@@ -1,4 +1,4 @@
-// What a round trains on and what scores it (ARCHITECTURE §4). The pending ratings of the model are split at random
+// What a round trains on and what scores it (docs/architecture.md, "A round, end to end"). The pending ratings of the model are split at random
 // (seeded by the run): about heldoutFraction of them are held out, scored by the eval gate and not trained; they stay
 // pending and train in the next round, so nothing is burned. The rest train, with replay_ratio × as many older
 // ratings replayed from the runs of the active lineage (the versions the candidate descends from). Older ratings
