@@ -20,6 +20,7 @@ export default tseslint.config(
     rules: {
       'rein/layers': 'error',
       'rein/store-sql': 'error',
+      'rein/no-cycles': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-properties': ['error', { object: 'process', property: 'exit', message: 'process.exit only in src-main/cli and scripts' }],

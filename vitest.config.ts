@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['src-main/**/*.test.ts', 'eslint-rules/**/*.test.js', 'src-renderer/**/*.test.{ts,tsx}', 'bench/**/*.test.ts', 'resources/**/*.test.ts'],
+    include: ['src-main/**/*.test.ts', 'eslint-rules/**/*.test.js', 'src-renderer/**/*.test.{ts,tsx}', 'bench/**/*.test.ts', 'resources/**/*.test.ts', 'scripts/**/*.test.ts'],
     exclude: ['**/node_modules/**', 'out/**', 'e2e/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

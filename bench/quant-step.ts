@@ -5,7 +5,7 @@
 //      Gemm (what the engine does), MatMulNBits on a transposed int4 copy, and f32 Gemm;
 //   2. the Qwen2-0.5B shape (bench/train-step.ts's step: reference forward, then the MIS-PO step with LoRA r = 16 on
 //      all 7 projections) at seq 512 with an int4 base (symmetric, blocks of 32: every decoder linear; the tied
-//      embedding / lm_head stays f32, see README), against the fp32 step on the same weights dequantized: time and
+//      embedding / lm_head stays f32, see docs/performance.md), against the fp32 step on the same weights dequantized: time and
 //      peak RSS ratios, and the losses. Every kind runs with the engine's defaults (a quantized base recomputes each
 //      layer's forward in the backward above 256 tokens, driver.ts RECOMPUTE_ABOVE_QUANT), beside two more int4
 //      kinds: 'int4-residuals' keeps the residuals as the f32 step does, and 'int4-embed' quantizes the tied

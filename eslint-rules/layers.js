@@ -12,6 +12,7 @@
 import path from 'node:path';
 import { builtinModules } from 'node:module';
 import { storeSqlRule } from './store-sql.js';
+import { cyclesRule } from './cycles.js';
 
 export const PACKAGES = {
   zod: 'common',
@@ -194,4 +195,4 @@ export const layersRule = {
   },
 };
 
-export default { rules: { layers: layersRule, 'store-sql': storeSqlRule } };
+export default { rules: { layers: layersRule, 'store-sql': storeSqlRule, 'no-cycles': cyclesRule } };

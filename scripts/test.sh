@@ -39,7 +39,7 @@ if [ -f e2e/agents/vitest.config.ts ]; then
 fi
 
 if [ -f "$figures" ]; then
-  echo "== reliability figures (issue #19; the bench sizes are in the README)"
+  echo "== reliability figures (the bench sizes are in docs/reliability-and-security.md)"
   cat "$figures"
 fi
 node scripts/summarize-tests.mjs "$out"/*.json || status=1

@@ -2,7 +2,7 @@
 // (Good/Bad, and a score, a correction that can start from the answer, tags and a comment).
 import { Markdown } from '../components/Markdown.tsx';
 import { RatingControls } from '../components/RatingControls.tsx';
-import type { ChatEntry } from '../store/chat.ts';
+import type { ChatEntry } from '../store/types.ts';
 
 const versionLabel = (v: number | null | undefined) => (v === null || v === undefined ? 'an unknown version' : v === 0 ? 'the base model (no adapter)' : `v${v}`);
 

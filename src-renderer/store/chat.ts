@@ -1,62 +1,10 @@
 // The Chat and Arena screens: a conversation with one version (system prompt, streamed answers, inline ratings), a
 // blind pair of answers to vote on, and each version's arena record for the Versions screen. Answers stream as the
 // core's chatToken events, named by a stream id this slice picks before it calls.
-import type { ArenaMatchView, VerbOutputs } from '../../src-main/common/api.ts';
-import type { ArenaVote, VersionStats } from '../../src-main/common/chat/arena.ts';
-import type { ChatMessage, ChatSummary } from '../../src-main/common/chat/conversation.ts';
-import type { RatingView } from '../../src-main/common/domain.ts';
-import type { ApiError, ReinClient } from '../services/api.ts';
+import type { ChatMessage } from '../../src-main/common/chat/conversation.ts';
+import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
-import type { ReinState, Slice } from './types.ts';
-
-export interface ChatEntry {
-  role: 'user' | 'assistant';
-  content: string;
-  /** Assistant answers: the stored turn to rate (null: not stored, `note` says why). */
-  turnId?: number | null;
-  version?: number | null;
-  onPolicy?: boolean;
-  note?: string | null;
-  streaming?: boolean;
-  rating?: RatingView | null;
-}
-
-export interface ChatSlice {
-  chat: ChatEntry[];
-  chatSystem: string;
-  /** null: the active version; 0: the base. */
-  chatVersion: number | null;
-  chatSession: string;
-  chatBusy: boolean;
-  chatError: ApiError | null;
-  sendChat: (text: string) => Promise<void>;
-  setChatSystem: (text: string) => void;
-  setChatVersion: (version: number | null) => void;
-  newChat: () => void;
-  /** Kept conversations, newest first (the core keeps each one, so a reload reopens it). */
-  chats: ChatSummary[];
-  /** Whether the list was read once this page: the first read reopens the newest conversation. */
-  chatsLoaded: boolean;
-  loadChats: () => Promise<void>;
-  openChat: (id: string) => Promise<void>;
-  deleteChat: (id: string) => Promise<void>;
-
-  /** null: the active version against its parent. */
-  arenaPair: [number, number] | null;
-  arenaMatch: ArenaMatchView | null;
-  /** The two answers as they stream, before the match is stored. */
-  arenaStream: { a: string; b: string };
-  arenaBusy: boolean;
-  arenaError: ApiError | null;
-  arenaVoted: VerbOutputs['arenaVote'] | null;
-  setArenaPair: (pair: [number, number] | null) => void;
-  startArena: (prompt: string, system?: string) => Promise<void>;
-  voteArena: (vote: ArenaVote) => Promise<void>;
-
-  versionStats: VersionStats[];
-  versionStatsError: ApiError | null;
-  loadVersionStats: () => Promise<void>;
-}
+import type { ChatEntry, ChatSlice, ReinState, Slice } from './types.ts';
 
 let streams = 0;
 const newStreamId = (kind: string) => `${kind}-${Date.now().toString(36)}-${++streams}`;

@@ -1,12 +1,13 @@
 // The combined store's shape. Each slice owns its state and actions; selectors live beside their slice.
 import type { StateCreator } from 'zustand/vanilla';
-import type { VerbOutputs } from '../../src-main/common/api.ts';
+import type { ArenaMatchView, VerbOutputs } from '../../src-main/common/api.ts';
+import type { ArenaVote, VersionStats } from '../../src-main/common/chat/arena.ts';
+import type { ChatSummary } from '../../src-main/common/chat/conversation.ts';
 import type { AdapterView, EmaPoint, RatingView, RewardStatus, RunView, Status, TrainingProgress, Turn, TurnSummary } from '../../src-main/common/domain.ts';
 import type { SettingDescription, SettingKey, Settings } from '../../src-main/common/config.ts';
 import type { AgentConnectResult, AgentId, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from '../../src-main/common/system.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
 import type { ApiError } from '../services/api.ts';
-import type { ChatSlice } from './chat.ts';
 
 export type RatingChoice = 'good' | 'bad';
 /** What a rating button or key sends: Good, Bad, or a 1-5 score. */
@@ -38,6 +39,55 @@ export interface RatingSlice {
   rate: (turnId: number, value: RateValue, where: RatingSurface) => Promise<void>;
   /** Takes back `turnId`'s rating, or (without it) the one given last on this surface. */
   undo: (where: RatingSurface, turnId?: number) => Promise<void>;
+}
+
+export interface ChatEntry {
+  role: 'user' | 'assistant';
+  content: string;
+  /** Assistant answers: the stored turn to rate (null: not stored, `note` says why). */
+  turnId?: number | null;
+  version?: number | null;
+  onPolicy?: boolean;
+  note?: string | null;
+  streaming?: boolean;
+  rating?: RatingView | null;
+}
+
+export interface ChatSlice {
+  chat: ChatEntry[];
+  chatSystem: string;
+  /** null: the active version; 0: the base. */
+  chatVersion: number | null;
+  chatSession: string;
+  chatBusy: boolean;
+  chatError: ApiError | null;
+  sendChat: (text: string) => Promise<void>;
+  setChatSystem: (text: string) => void;
+  setChatVersion: (version: number | null) => void;
+  newChat: () => void;
+  /** Kept conversations, newest first (the core keeps each one, so a reload reopens it). */
+  chats: ChatSummary[];
+  /** Whether the list was read once this page: the first read reopens the newest conversation. */
+  chatsLoaded: boolean;
+  loadChats: () => Promise<void>;
+  openChat: (id: string) => Promise<void>;
+  deleteChat: (id: string) => Promise<void>;
+
+  /** null: the active version against its parent. */
+  arenaPair: [number, number] | null;
+  arenaMatch: ArenaMatchView | null;
+  /** The two answers as they stream, before the match is stored. */
+  arenaStream: { a: string; b: string };
+  arenaBusy: boolean;
+  arenaError: ApiError | null;
+  arenaVoted: VerbOutputs['arenaVote'] | null;
+  setArenaPair: (pair: [number, number] | null) => void;
+  startArena: (prompt: string, system?: string) => Promise<void>;
+  voteArena: (vote: ArenaVote) => Promise<void>;
+
+  versionStats: VersionStats[];
+  versionStatsError: ApiError | null;
+  loadVersionStats: () => Promise<void>;
 }
 
 export interface StatusSlice {

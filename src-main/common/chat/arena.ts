@@ -26,7 +26,7 @@ export function versionOfModelName(model: unknown): number | null {
 export type ArenaVote = 'a' | 'b' | 'tie' | 'bad';
 
 /**
- * What a vote teaches each side as a rating (README "Arena votes train"): the winner good and the loser bad, both
+ * What a vote teaches each side as a rating (docs/learning.md, "Arena votes train"): the winner good and the loser bad, both
  * bad when both are, and nothing from a tie (it says neither answer is better, not whether either is good).
  */
 export function voteLabels(vote: ArenaVote): { a: 'good' | 'bad' | null; b: 'good' | 'bad' | null } {

@@ -3,7 +3,7 @@ import { heldoutCount, roundSteps, roundTimeFromSize, withRoundTimes } from './e
 import { describePresets } from './presets.ts';
 
 describe('a round time from the model size', () => {
-  it('is the README figure for a 0.5B model: 32 turns, 32 × 8 turn-steps ≈ 2.2 h', () => {
+  it('is the docs/learning.md figure for a 0.5B model: 32 turns, 32 × 8 turn-steps ≈ 2.2 h', () => {
     const s = roundTimeFromSize({ activeParams: 494e6, pending: 32, steps: 32, batchSize: 8 });
     expect(s).toBeCloseTo(32 * 12.5 + 32 * 8 * 29.2, 6);
     expect(s / 3600).toBeCloseTo(2.19, 2);

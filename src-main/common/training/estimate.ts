@@ -1,4 +1,4 @@
-// A round's size (held-out share, steps) and its time from the model's size alone, before any round has been measured: README "Round time" measured a
+// A round's size (held-out share, steps) and its time from the model's size alone, before any round has been measured: docs/learning.md "Round time" measured a
 // Qwen2-0.5B-shaped model (494 M parameters, turns of 512 tokens) on two shared cores at 12.5 s per base forward of a
 // turn and 29.2 s per policy forward+backward, and the work scales with the parameter count. describePresets answers
 // it per preset (`roundTime`), so the wizard's presets and the Train now / Retrain confirmations (src-renderer/store/

@@ -2,7 +2,7 @@
 // (each value f32(f32(q − zero) · scale): one f32x4.sub and one f32x4.mul, each rounded once, as MatMulNBits does).
 // The driver dequantizes a block-quantized layer into an f32 scratch for every run of its f32 graph (driver.ts
 // runLayer); in JS that loop costs ~1.1 ns a value, 17 ms for a Qwen2-0.5B layer and ~1.2 s of a 0.5B LoRA step
-// (README, #13). Here a block of 32 is one or two 16-byte loads, two shuffles (int4: low and high nibbles interleaved
+// (docs/performance.md). Here a block of 32 is one or two 16-byte loads, two shuffles (int4: low and high nibbles interleaved
 // back into order), widening to i32, and 8 f32x4 stores.
 //
 // The scratch the graphs are fed lives in the module's own memory, so nothing is copied out; the quantized bytes are

@@ -70,7 +70,7 @@ export interface DriverOptions {
    * the cost of one packed copy (≈1.3× the quantized bytes) per layer graph kind in use, for one shape bucket at a
    * time, and of one ORT arena per layer session: each keeps its high-water mark of a layer's transients (about
    * 200 MB per layer at T = 512 for a 0.5B; onnxruntime-node has no shared allocator, and without an arena ORT runs
-   * many times slower). Off by default: README "Quantized frozen weights" has the measurements.
+   * many times slower). Off by default: docs/performance.md, "Quantized bases", has the measurements.
    */
   prepack?: boolean;
   /**
@@ -87,7 +87,7 @@ export interface DriverOptions {
 
 /**
  * dequantizeLayerMaxBytes's default: a Qwen2-0.5B layer is 59 MB in f32, a Llama-3-8B or Qwen2.5-7B layer 0.87 GB
- * (its step at seq 512: 256 against 398 s of CPU through MatMulNBits, peak RSS 7.07 against 6.64 GiB; README). A larger
+ * (its step at seq 512: 256 against 398 s of CPU through MatMulNBits, peak RSS 7.07 against 6.64 GiB; docs/models-and-formats.md). A larger
  * layer goes through MatMulNBits.
  */
 export const DEQUANTIZE_LAYER_MAX_BYTES = 2 ** 30;
@@ -103,7 +103,7 @@ interface LayerScratch {
 /**
  * recomputeAbove's default for a block-quantized base. Whoever runs a 4-bit base is short of memory, and there the
  * residuals are the step's largest buffers: at 512 tokens a Qwen2-0.5B keeps 3.3 GiB of them for 24 layers beside
- * 0.7 GiB of weights. Recomputing each layer's forward in the backward keeps only its input (README, bench table).
+ * 0.7 GiB of weights. Recomputing each layer's forward in the backward keeps only its input (docs/performance.md).
  */
 export const RECOMPUTE_ABOVE_QUANT = 256;
 

@@ -30,8 +30,8 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
   matchLlamaCpp?: boolean;
   /**
    * Keep a GGUF's Q4_0/Q4_1/Q4_K/Q8_0 linear weights and embedding block-quantized (common/engine/quant.ts) instead
-   * of dequantizing them to f32 (default true; float32 only). About a fifth of the memory; see README "GGUF and
-   * llama.cpp" for the measured time and memory.
+   * of dequantizing them to f32 (default true; float32 only). About a fifth of the memory; see docs/performance.md
+   * ("Quantized bases") for the measured time and memory.
    */
   quantized?: boolean;
 }

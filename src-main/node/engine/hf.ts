@@ -7,13 +7,14 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ReinError } from '../../common/errors.ts';
 import { modelParams, parseModelConfig } from '../../common/engine/families/registry.ts';
-import type { ModelConfig } from '../../common/engine/families/registry.ts';
-import type { ResolvedParam } from '../../common/engine/families/params.ts';
 import { loadGgufModel } from './gguf/load.ts';
 import { SafetensorsFile } from './safetensors.ts';
 import { loadTokenizer } from './tokenizer.ts';
-import type { QuantWeight } from '../../common/engine/quant.ts';
+import type { GenerationConfig, HfModel } from './model.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
+
+// A loaded model's interface lives in model.ts, below both this file and gguf/load.ts, which returns one too.
+export type { GenerationConfig, HfModel } from './model.ts';
 
 /** A model directory that cannot be used: a missing file, shard or tensor, a wrong shape, bad values. */
 export class ModelLoadError extends ReinError {
@@ -23,33 +24,6 @@ export class ModelLoadError extends ReinError {
     this.name = 'ModelLoadError';
     this.dir = dir;
   }
-}
-
-export interface GenerationConfig {
-  bosTokenId: number | null;
-  eosTokenIds: number[];
-  raw: Record<string, unknown>;
-}
-
-export interface HfModel {
-  dir: string;
-  config: ModelConfig;
-  /** config.json as written, for fields the engine does not model. */
-  rawConfig: Record<string, unknown>;
-  /** Every weight in file order (from the parameter table). */
-  params: ResolvedParam[];
-  tokenizer: ReinTokenizer | null;
-  generation: GenerationConfig | null;
-  /** Read one weight by HF key, checked finite. */
-  read(hfKey: string, opts?: { as?: 'f32' | 'f64' }): Float32Array | Float64Array;
-  /**
-   * A weight kept block-quantized (common/engine/quant.ts), or null where the file stores it another way (f32, f16,
-   * Q6_K…): then `read` it. Only GGUF files have it (gguf/load.ts: Q4_0, Q4_1, Q4_K, Q8_0).
-   */
-  readQuant?(hfKey: string): QuantWeight | null;
-  /** The dtype stored in the files for a key (e.g. 'BF16'). */
-  storedDtype(hfKey: string): string;
-  close(): void;
 }
 
 export interface LoadOptions {

@@ -1,4 +1,4 @@
-// Tier-2 numerics (ARCHITECTURE.md §7): whole-model checks in float64 on tiny random Llama and Qwen2 models written
+// Tier-2 numerics (docs/development.md, Tests): whole-model checks in float64 on tiny random Llama and Qwen2 models written
 // in the real HF layout. The LoRA gradients of the round's step (node/training/step.ts: MIS-PO and KTO sequences,
 // test-utils/step-check.ts) against central differences (every tensor labelled with its max difference), a fresh adapter against the base, a fused adapter against the unfused one, and
 // our forward against the independent PyTorch float64 reference (bench/reference/llama_ref.py).

@@ -1,5 +1,5 @@
 // The gym library surface (package.json exports `rein/gym`): LlamaGym's Agent on Rein's engine, the Env contract with
-// Gymnasium's semantics, two envs, baselines and the episode loop. See README.md, "Gym agents".
+// Gymnasium's semantics, two envs, baselines and the episode loop. See docs/gym.md.
 export type { Env, Policy, StepResult } from '../../common/gym/env.ts';
 export { EnvStateError } from '../../common/gym/env.ts';
 export { BlackjackEnv, basicStrategy, randomBlackjack, handSum, usableAce, isNatural, type BlackjackAction, type BlackjackObs, type BlackjackOptions } from '../../common/gym/blackjack.ts';

@@ -14,7 +14,7 @@ import { DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/upstream.ts';
 import { loadModelTokenizer, modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';

@@ -22,8 +22,8 @@ import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './proxy.ts';
-import type { Sampling, Upstream } from './proxy.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './upstream.ts';
+import type { Sampling, Upstream } from './upstream.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
 

@@ -35,7 +35,7 @@ import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
 import { parseToolCalls, ToolCallStream, toolFamily } from './toolcalls.ts';
 import type { StreamPiece } from './toolcalls.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './upstream.ts';
 
 export interface ModelServerOptions {
   core: ReinCore;

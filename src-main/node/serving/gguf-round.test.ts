@@ -6,7 +6,7 @@
 // round (the scheduler's worker: train on the dequantized blob, gate, register) makes v1 active, and the next request
 // is served from the same quantized file with v1's GGUF LoRA: its top-20 log p are llama.cpp's own (the referee,
 // node-llama-cpp loading the blob and v1's adapter.gguf) to fp32 rounding, and not the base's. Against our engine the
-// check is looser: llama.cpp quantizes activations against Q8_0 weights and the engine does not (README, quantized
+// check is looser: llama.cpp quantizes activations against Q8_0 weights and the engine does not (docs/models-and-formats.md, quantized
 // referee), so they differ by about a tenth of a nat on this model, as much as one short round moves it; those
 // numbers are printed, and the referee's parity tests hold the engine to llama.cpp. Then v1 is published back to
 // Ollama as FROM tiny:q8 + the adapter (a fake Ollama records the calls), the base taken from the model's own id.

@@ -15,8 +15,10 @@ import { tokenizerSourceDir } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { producerResolver } from './producer.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER, startProxyServer } from './proxy.ts';
-import type { ProxyOptions, ProxyServer, UpstreamKind } from './proxy.ts';
+import { startProxyServer } from './proxy.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './upstream.ts';
+import type { ProxyOptions, ProxyServer } from './proxy.ts';
+import type { UpstreamKind } from './upstream.ts';
 import { startFakeUpstream } from './test-utils/fake-openai.ts';
 import type { FakeUpstream, FakeUpstreamOptions } from './test-utils/fake-openai.ts';
 

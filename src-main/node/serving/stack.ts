@@ -5,7 +5,8 @@
 import type { ReinCore } from '../core/core.ts';
 import { startModelServer, type ModelServer } from './embedded.ts';
 import { producerResolver, upstreamModelResolver, vocabResolver } from './producer.ts';
-import { startProxyServer, type ProxyServer, type Upstream } from './proxy.ts';
+import { startProxyServer, type ProxyServer } from './proxy.ts';
+import type { Upstream } from './upstream.ts';
 
 export interface ServeStackOptions {
   core: ReinCore;

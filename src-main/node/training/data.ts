@@ -1,4 +1,4 @@
-// What a round trains on and what scores it (ARCHITECTURE §4). The held-out bank: a pending rating that a round held
+// What a round trains on and what scores it (docs/architecture.md, "A round, end to end"). The held-out bank: a pending rating that a round held
 // out stays held out, scored by the eval gate and not trained, for heldoutRounds rounds in all (the bank grows while
 // rounds come out undecided); then it trains like any pending rating, so none waits longer and nothing is burned.
 // Of the pending ratings never held out, a seeded random share of about heldoutFraction joins the bank. The rest

@@ -1,4 +1,4 @@
-// One training round, start to finish (ARCHITECTURE §4), in four parts: prepare (select and encode the rated turns,
+// One training round, start to finish (docs/architecture.md, "A round, end to end"), in four parts: prepare (select and encode the rated turns,
 // hold out a share for the gate, load the parent adapter), train (the LoRA adapter, MIS-PO for on-policy turns and
 // KTO for off-policy text, for enough steps that every trained sequence is drawn), gateRound (score the candidate on
 // the held-out turns against its parent) and commit (write vN atomically and record everything in one transaction).

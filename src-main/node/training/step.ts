@@ -1,4 +1,4 @@
-// The one training step (ARCHITECTURE §4): a batch's gradient, accumulated over its MIS-PO and KTO sequences (each
+// The one training step (docs/architecture.md, "A round, end to end"): a batch's gradient, accumulated over its MIS-PO and KTO sequences (each
 // weighs 1/B), then the global-norm clip and the AdamW step. The round runs it; so do the benchmark
 // (bench/train-step.ts) and the whole-model finite-difference checks (engine/*.tier2.test.ts), which call
 // batchGradient for the loss and the gradients the round would apply.

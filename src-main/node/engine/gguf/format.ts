@@ -3,18 +3,13 @@
 // dims u64 fastest-first, ggml type u32, data offset u64 relative to the data section); padding to the alignment;
 // the data section, each tensor starting at a multiple of the alignment (general.alignment, default 32).
 // Tensors are streamed to disk one at a time, so a model never needs to be in memory twice.
-import { ReinError } from '../../../common/errors.ts';
 import { writeAll, writeFileAtomic } from '../../fs-atomic.ts';
 import { GGML_TYPES, quantize, typeBytes } from './quant.ts';
+import { GgufError } from './errors.ts';
 
-export class GgufError extends ReinError {
-  readonly path: string | null;
-  constructor(message: string, path: string | null = null, detail?: Record<string, unknown>) {
-    super('bad_input', path === null ? message : `${path}: ${message}`, { detail: { path, ...detail } });
-    this.name = 'GgufError';
-    this.path = path;
-  }
-}
+// The container's error lives in errors.ts, below both this file and quant.ts; it is exported here too, with the
+// container's other names.
+export { GgufError };
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
 export const GGUF_VERSION = 3;

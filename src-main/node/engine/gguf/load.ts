@@ -9,7 +9,7 @@ import { ModelConfigError, numel } from '../../../common/engine/families/params.
 import type { ResolvedParam } from '../../../common/engine/families/params.ts';
 import type { ModelConfig } from '../../../common/engine/families/registry.ts';
 import { modelParams, parseModelConfig } from '../../../common/engine/families/registry.ts';
-import type { HfModel } from '../hf.ts';
+import type { HfModel } from '../model.ts';
 import { ReinTokenizer } from '../tokenizer.ts';
 import { GgufError } from './format.ts';
 import { ggufTensorName, llama3RopeFreqs, permuteHeads, unpermuteRows } from './arch.ts';

@@ -12,7 +12,7 @@
 //   Q5_K 176 B / 256: as Q4_K plus u8 qh[32], the fifth bit of each value
 //   Q6_K 210 B / 256: u8 ql[128], u8 qh[64], i8 scales[16], f16 d: 16 sub-blocks of 16, x = d·scale·(q − 32)
 import { f16ToF32, f32ToF16 } from '../safetensors.ts';
-import { GgufError } from './format.ts';
+import { GgufError } from './errors.ts';
 import { type QuantWeight, quantWeight } from '../../../common/engine/quant.ts';
 
 /** ggml_type ids (ggml.h enum ggml_type) with block size and bytes per block (ggml.c type_traits). */

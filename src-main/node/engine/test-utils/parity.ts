@@ -1,4 +1,4 @@
-// Tier-3 numerics (ARCHITECTURE.md §7), shared by parity.test.ts (the Llama family) and parity.families.test.ts
+// Tier-3 numerics (docs/development.md, Tests), shared by parity.test.ts (the Llama family) and parity.families.test.ts
 // (Gemma 2/3, Qwen3-MoE, Mixtral), two files so that vitest runs them on both cores: logits parity with llama.cpp.
 // Each tiny model is written in the HF layout, converted by our GGUF writer (f32), and loaded by llama.cpp through
 // node-llama-cpp; our engine (ORT, fp32) must give the same next-token distribution at every position of a fixed

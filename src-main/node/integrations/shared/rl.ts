@@ -81,7 +81,7 @@ async function execute(core: Core, cmd: RlCommand, ctx: RlContext): Promise<stri
       return `Rated ${ratingLabel(cmd.value)} · ${progressLine(r.status)}`;
     }
     case 'fix': {
-      // ARCHITECTURE §4: a correction makes the corrected text a desirable example and the original an undesirable one.
+      // docs/learning.md: a correction makes the corrected text a desirable example and the original an undesirable one.
       const r = await core.call('rate', { ...target, value: 'bad', correction: cmd.correction, rater: ctx.rater }, ctx.actor);
       return `Saved your correction (👎 + fix) · ${progressLine(r.status)}`;
     }
