@@ -2,6 +2,7 @@
 // verbs that connect an agent, pick a model and send a test turn. Pure types and one schema; the node side is
 // src-main/node/system/.
 import { z } from 'zod';
+import type { TrainingDevice } from './config.ts';
 
 export const AgentId = z.enum(['claude', 'codex', 'openclaw']);
 export type AgentId = z.infer<typeof AgentId>;
@@ -45,6 +46,17 @@ export interface GpuInfo {
   vendor: string;
   /** Where it was seen (a sysfs path, a driver file). */
   evidence: string;
+}
+
+/** The device a training round ran on (node/engine/device.ts chooseDevice), recorded in the run's metrics. */
+export interface DeviceChoice {
+  /** The `training.device` setting. */
+  requested: TrainingDevice;
+  /** The ONNX Runtime execution provider the layer graphs, the head and the backward ran on. */
+  provider: 'cpu' | 'webgpu' | 'cuda' | 'dml';
+  adapter: string;
+  /** With `auto` on the CPU: each GPU provider's probe failure. */
+  reason: string | null;
 }
 
 export interface HardwareInfo {
