@@ -69,6 +69,8 @@ export interface HardwareInfo {
   gpus: GpuInfo[];
   /** ONNX Runtime execution providers of this build: `bundled` ones run as installed, the others need an install step. */
   providers: { name: string; bundled: boolean }[];
+  /** Where `training.device` auto would train: the first GPU provider whose probe passes, else the CPU and why. */
+  device: DeviceChoice;
 }
 
 /** Where a model was found: the HF cache, a folder the user picked, Ollama's store, LM Studio's models folder, Rein's

@@ -122,9 +122,9 @@ interface RunMetrics {
 }
 
 /** Where a round trained, in words: "on webgpu (adapter)", and with `auto` on the CPU, why no GPU was used. */
-export function deviceSentence(device: DeviceChoice | undefined): string | null {
+export function deviceSentence(device: DeviceChoice | undefined, verb = 'Trained'): string | null {
   if (!device) return null;
-  const where = `Trained on ${device.provider === 'cpu' ? 'the CPU' : device.provider} (${device.adapter})`;
+  const where = `${verb} on ${device.provider === 'cpu' ? 'the CPU' : device.provider} (${device.adapter})`;
   return device.reason === null ? where : `${where}: ${device.reason}`;
 }
 
