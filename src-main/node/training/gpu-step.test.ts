@@ -4,8 +4,10 @@
 //
 // Where no adapter is configured, Vulkan is pointed at the SwiftShader ICD that Debian's Chromium ships (the e2e
 // tests' browser), a software Vulkan device that Dawn accepts (Mesa 22's lavapipe it refuses: "Vulkan
-// shaderUniform*ArrayDynamicIndexing required"). With a GPU, set VK_ICD_FILENAMES yourself (or leave it unset and
-// remove nothing: an existing value is kept). Without any adapter every test is skipped with the probe's error.
+// shaderUniform*ArrayDynamicIndexing required"). On a machine with a GPU, run with REIN_GPU_TEST_SYSTEM_ADAPTER=1 (Dawn
+// picks the system's adapter) or with VK_ICD_FILENAMES naming its ICD (a value already set is kept). Without any
+// adapter every test is skipped with the probe's error. On two shared cores with SwiftShader this file takes minutes
+// (Dawn compiles each kernel's shader through SwiftShader's LLVM JIT).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -55,7 +57,7 @@ describe('the round step under WebGPU against the CPU', () => {
     it(`${arch}: log-probs and LoRA gradients`, async (ctx) => {
       if (!probe.ok) ctx.skip(`no usable WebGPU adapter (the provider probe failed: ${probe.error})`);
       const dir = path.join(root, arch);
-      writeTinyModel(dir, { arch, layers: 2, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, dtype: 'F32', std: 0.3 });
+      writeTinyModel(dir, { arch, layers: 1, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, dtype: 'F32', std: 0.3 });
       const opts = { threads: 1, headChunk: 16, buckets: [16] };
       const cpu = Engine.load(dir, { ...opts, provider: 'cpu' });
       const gpu = Engine.load(dir, { ...opts, provider: 'webgpu' });
