@@ -74,8 +74,9 @@ def forward_logprobs(m, cfg, tokens, lora):
     d = H // nh
     T = tokens.shape[0]
     scale = cfg["alpha"] / cfg["rank"]
-    cos, sin = rope_tables(T, d, cfg["rope_theta"])
-    mask = torch.full((T, T), float("-inf")).triu(1)
+    dev = tokens.device
+    cos, sin = (t.to(dev) for t in rope_tables(T, d, cfg["rope_theta"]))
+    mask = torch.full((T, T), float("-inf")).triu(1).to(dev)
     eps = cfg["eps"]
 
     def lin(x, L, p, bias=None):
@@ -106,7 +107,7 @@ def forward_logprobs(m, cfg, tokens, lora):
 
 def step(m, cfg, T, seed):
     g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, cfg["vocab"], (T,), generator=g)
+    tokens = torch.randint(0, cfg["vocab"], (T,), generator=g).to(m["E"].device)
     adv = 1.0
     beta = 0.001
     for L in m["layers"]:
@@ -124,9 +125,22 @@ def step(m, cfg, T, seed):
     return float(loss), gnorm
 
 
+def to_device(m, dev):
+    """The model on `dev` ("cuda" for bench/gpu-step.ts), LoRA tensors kept as leaves that take gradients."""
+    def mv(t):
+        return t.detach().to(dev).requires_grad_(t.requires_grad)
+    return {"E": mv(m["E"]), "final_norm": mv(m["final_norm"]), "layers": [{k: mv(v) for k, v in L.items()} for L in m["layers"]]}
+
+
+def sync(dev):
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def main():
     cfg = json.loads(sys.argv[1])
     torch.set_num_threads(cfg.get("threads", 2))
+    dev = cfg.get("device", "cpu")
     m = None
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -136,14 +150,16 @@ def main():
             print(json.dumps(blas.report(cmd.get("seconds", 1.0))), flush=True)
         elif cmd["cmd"] == "build":
             t0 = time.time()
-            m = build(cfg, cfg.get("seed", 0))
+            m = to_device(build(cfg, cfg.get("seed", 0)), dev)
             print(json.dumps({"ready": True, "build_s": time.time() - t0, "torch": torch.__version__,
-                              "threads": torch.get_num_threads()}), flush=True)
+                              "threads": torch.get_num_threads(), "device": dev}), flush=True)
         elif cmd["cmd"] == "step":
             if m is None:
                 raise RuntimeError("train_step.py: step before build")
+            sync(dev)
             w0, c0 = time.perf_counter(), time.process_time()
             loss, gnorm = step(m, cfg, cmd["T"], cmd.get("seed", 1))
+            sync(dev)
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             print(json.dumps({"wall_s": wall, "cpu_s": cpu, "loss": loss, "grad_norm": gnorm, "peak_rss": rss}),

@@ -18,6 +18,10 @@ function def<S extends z.ZodType>(schema: S, dflt: z.infer<S>, group: SettingDef
 /** vLLM's allowed --max-lora-rank values (vllm/config/lora.py, MaxLoRARanks); it refuses any other at start. */
 export const VLLM_MAX_LORA_RANKS = [1, 8, 16, 32, 64, 128, 256, 320, 512] as const;
 
+/** The `training.device` choices: auto, or one ONNX Runtime execution provider (node/engine/device.ts). */
+export const TRAINING_DEVICES = ['auto', 'cpu', 'webgpu', 'cuda', 'dml'] as const;
+export type TrainingDevice = (typeof TRAINING_DEVICES)[number];
+
 export const SETTINGS = {
   'capture.paused': def(z.boolean(), false, 'capture', 'Stop storing new turns (do not disturb). Ratings still work.'),
   'capture.maxTextChars': def(
@@ -87,6 +91,12 @@ export const SETTINGS = {
     true,
     'training',
     'On a GGUF base with 4- or 8-bit weights (Q4_0, Q4_1, Q4_K, Q8_0), keep those weights block-quantized in memory while training: 5 to 9 bits per weight instead of 32, for a step that takes about as long. Off: dequantize them to f32 (the same results, several times the memory).',
+  ),
+  'training.device': def(
+    z.enum(TRAINING_DEVICES),
+    'auto',
+    'training',
+    'Where training runs. `auto`: on a GPU when a probe runs a small training step on it and gets the CPU\'s answer (CUDA, then DirectML, then WebGPU), else on the CPU, with the reason in the run\'s metrics. `cpu`, `webgpu`, `cuda`, `dml`: that one only; a round fails with the provider\'s probe error if it cannot run there. CUDA needs onnxruntime-node\'s CUDA provider libraries (CUDA 12, cuDNN 9); DirectML is Windows only.',
   ),
   'popup.enabled': def(z.boolean(), true, 'popup', 'Ask Good / Bad after each captured answer.'),
   'popup.timeoutSeconds': def(

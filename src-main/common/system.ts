@@ -2,6 +2,7 @@
 // verbs that connect an agent, pick a model and send a test turn. Pure types and one schema; the node side is
 // src-main/node/system/.
 import { z } from 'zod';
+import type { TrainingDevice } from './config.ts';
 
 export const AgentId = z.enum(['claude', 'codex', 'openclaw']);
 export type AgentId = z.infer<typeof AgentId>;
@@ -47,6 +48,17 @@ export interface GpuInfo {
   evidence: string;
 }
 
+/** The device a training round ran on (node/engine/device.ts chooseDevice), recorded in the run's metrics. */
+export interface DeviceChoice {
+  /** The `training.device` setting. */
+  requested: TrainingDevice;
+  /** The ONNX Runtime execution provider the layer graphs, the head and the backward ran on. */
+  provider: 'cpu' | 'webgpu' | 'cuda' | 'dml';
+  adapter: string;
+  /** With `auto` on the CPU: each GPU provider's probe failure. */
+  reason: string | null;
+}
+
 export interface HardwareInfo {
   platform: string;
   arch: string;
@@ -57,6 +69,8 @@ export interface HardwareInfo {
   gpus: GpuInfo[];
   /** ONNX Runtime execution providers of this build: `bundled` ones run as installed, the others need an install step. */
   providers: { name: string; bundled: boolean }[];
+  /** Where `training.device` auto would train: the first GPU provider whose probe passes, else the CPU and why. */
+  device: DeviceChoice;
 }
 
 /** Where a model was found: the HF cache, a folder the user picked, Ollama's store, LM Studio's models folder, Rein's

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
 import { useRein } from '../store/react.tsx';
-import { fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns } from '../store/training.ts';
+import { deviceSentence, fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns } from '../store/training.ts';
 
 /** The KL budget a round ran with (its stored config), for a round the gate never scored. */
 function configBudget(run: RunView): number | null {
@@ -50,6 +50,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const m = runMetrics(run);
   const gate = gateSentence(m.gate, props.accepted);
   const rejected = rejectionWords(m.gate, props.accepted);
+  const device = deviceSentence(m.device);
   const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
   return (
     <li className="run" data-run-id={run.id}>
@@ -80,6 +81,11 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.samples.pending} new ratings, {m.samples.replay} replayed, {m.samples.heldout} held out
           {m.trainSeconds !== undefined && ` · ${m.trainSeconds.toFixed(1)} s`}
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
+        </p>
+      )}
+      {device !== null && (
+        <p className="muted small" data-testid="run-device">
+          {device}
         </p>
       )}
       {open && m.steps && <RunCurve steps={m.steps} height={160} refs={{ heldout: m.gate?.kl ?? null, budget: m.gate?.klBudget ?? configBudget(run) }} />}

@@ -8,6 +8,7 @@ import { useRein } from '../store/react.tsx';
 import { modelName } from '../store/status.ts';
 import type { WizardStep } from '../store/types.ts';
 import { selectTestTurnArrived, WIZARD_STEPS } from '../store/wizard.ts';
+import { deviceSentence } from '../store/training.ts';
 import { OtherClients } from './OtherClients.tsx';
 import { AgentsStep, ModelStep, PresetStep } from './SetupSteps.tsx';
 
@@ -40,6 +41,10 @@ function Welcome() {
           <div>
             <dt>Can train with</dt>
             <dd data-testid="can-train-with">{trainWith(hw)}</dd>
+          </div>
+          <div>
+            <dt>Training device (auto)</dt>
+            <dd data-testid="training-device">{deviceSentence(hw.device, 'Trains')}</dd>
           </div>
         </dl>
       ) : (

@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { gateSentence, rejectionWords, selectLiveProgress, selectRewardWords } from './training.ts';
+import { deviceSentence, gateSentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -215,6 +215,14 @@ describe('ratings history', () => {
 });
 
 describe('training and adapters', () => {
+  it('says where a round trained, and why auto stayed on the CPU', () => {
+    const metrics = { device: { requested: 'auto', provider: 'cpu', adapter: 'AMD EPYC', reason: "no GPU provider passed its probe (webgpu: Failed to get a WebGPU adapter: No supported adapters)" } };
+    expect(deviceSentence(runMetrics({ metrics }).device)).toBe('Trained on the CPU (AMD EPYC): no GPU provider passed its probe (webgpu: Failed to get a WebGPU adapter: No supported adapters)');
+    expect(deviceSentence({ requested: 'webgpu', provider: 'webgpu', adapter: 'WebGPU (Dawn), the system\'s default adapter', reason: null })).toBe("Trained on webgpu (WebGPU (Dawn), the system's default adapter)");
+    // A run recorded before the device was: nothing to say.
+    expect(deviceSentence(runMetrics({ metrics: {} }).device)).toBeNull();
+  });
+
   it('says the gate verdict in words with the numbers behind it: intervals, KL per token to the parent and from the base', () => {
     const gate = { heldout: 12, accuracy: 0.81, accuracyCi: [0.52, 0.95] as [number, number], previousAccuracy: 0.78, pairedCi: [-0.2, 0.31] as [number, number], kl: 0.004, klBase: 0.012, klTokens: 40, klBudget: 0.193 };
     expect(gateSentence(gate, true)).toBe(

@@ -1,4 +1,5 @@
 import type { RunView, TrainingProgress } from '../../src-main/common/domain.ts';
+import type { DeviceChoice } from '../../src-main/common/system.ts';
 import type { ReinClient } from '../services/api.ts';
 import { toApiError } from '../services/api.ts';
 import { derive } from './derive.ts';
@@ -119,6 +120,14 @@ interface RunMetrics {
   tokensPerSecond?: number;
   trainSeconds?: number;
   samples?: { pending: number; replay: number; heldout: number };
+  device?: DeviceChoice;
+}
+
+/** Where a round trained, in words: "on webgpu (adapter)", and with `auto` on the CPU, why no GPU was used. */
+export function deviceSentence(device: DeviceChoice | undefined, verb = 'Trained'): string | null {
+  if (!device) return null;
+  const where = `${verb} on ${device.provider === 'cpu' ? 'the CPU' : device.provider} (${device.adapter})`;
+  return device.reason === null ? where : `${where}: ${device.reason}`;
 }
 
 /** A run's metrics as the trainer stores them (training/round.ts RoundMetrics), read defensively: older runs may lack fields. */

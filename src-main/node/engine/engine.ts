@@ -14,7 +14,7 @@ import { pick } from '../../common/engine/sampling.ts';
 import { loadModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
-import { Runtime } from './runtime.ts';
+import { Runtime, type ExecutionProvider } from './runtime.ts';
 import { Driver } from './driver.ts';
 import type { DriverOptions, DriverWeights, FArray } from './driver.ts';
 
@@ -23,6 +23,8 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
   dtype?: FloatDType;
   /** ORT intra-op threads (default: every core). */
   threads?: number;
+  /** The ORT execution provider the graphs run on (default cpu; node/engine/device.ts picks one). */
+  provider?: ExecutionProvider;
   /**
    * A GGUF base: round each frozen linear's input as llama.cpp's CPU kernels do for its weight type, so the forward
    * equals what Rein's model server (llama.cpp) computes from the same file (default true; gguf/load.ts).
@@ -75,7 +77,7 @@ export class Engine {
     this.tokenizer = tokenizer;
     // ORT's level-2 fusions turn x·sigmoid(x) into com.microsoft.QuickGelu, which has only a float kernel; float64
     // graphs (gradient checks) therefore run with basic optimisation.
-    this.runtime = new Runtime({ intraOpThreads: opts.threads, optimization: dtype === 'float64' ? 'basic' : 'all' });
+    this.runtime = new Runtime({ provider: opts.provider, intraOpThreads: opts.threads, optimization: dtype === 'float64' ? 'basic' : 'all' });
     this.driver = new Driver(config, weights, this.runtime, { ...opts, dtype });
   }
 

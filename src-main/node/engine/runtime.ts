@@ -215,7 +215,14 @@ export class Runtime {
       graphOptimizationLevel: this.optimization ?? (graph.nodes.some((n) => n.outputs.some((t) => t.dtype === 'float64')) ? 'basic' : 'all'),
       // Sessions with constants are many (one per layer), each with its own intra-op threads: spinning after a run,
       // they would take the cores from the next layer's session.
-      ...(constants === undefined ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
+      // A node the provider has no kernel for would run on the CPU, copying its tensors both ways at each run: a
+      // session that needs that fails instead, and the provider probe (device.ts) reports it.
+      extra: {
+        session: {
+          ...(constants === undefined ? {} : { intra_op: { allow_spinning: '0' } }),
+          ...(p === 'cpu' ? {} : { disable_cpu_ep_fallback: '1' }),
+        },
+      },
     };
     let session: ort.InferenceSession;
     try {

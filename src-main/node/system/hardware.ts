@@ -1,8 +1,10 @@
-// The wizard's hardware step: CPU, memory, GPUs the OS shows, and the ONNX Runtime execution providers of this build.
+// The wizard's hardware step: CPU, memory, GPUs the OS shows, the ONNX Runtime execution providers of this build, and
+// where `training.device` auto would train (its probes, node/engine/device.ts).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { GpuInfo, HardwareInfo } from '../../common/system.ts';
+import { chooseDevice } from '../engine/device.ts';
 
 // PCI vendor ids (https://pcisig.com/membership/member-companies; the ones with consumer GPUs).
 const PCI_VENDORS: Record<string, string> = { '0x10de': 'NVIDIA', '0x1002': 'AMD', '0x8086': 'Intel', '0x5143': 'Qualcomm', '0x1af4': 'virtio' };
@@ -51,5 +53,6 @@ export async function detectHardware(): Promise<HardwareInfo> {
     freeMemoryBytes: os.freemem(),
     gpus: os.platform() === 'linux' ? linuxGpus() : [],
     providers: await ortProviders(),
+    device: await chooseDevice('auto'),
   };
 }

@@ -153,6 +153,9 @@ describe('hardware and the test turn', () => {
     expect(hw.cpuCores).toBeGreaterThan(0);
     expect(hw.memoryBytes).toBeGreaterThan(hw.freeMemoryBytes);
     expect(hw.providers).toContainEqual({ name: 'cpu', bundled: true });
+    // What training.device auto picks: a GPU provider only with its probe passed, else the CPU saying why.
+    if (hw.device.provider === 'cpu') expect(hw.device.reason).toMatch(/^no GPU provider passed its probe \(.*webgpu: /);
+    else expect(hw.device.reason).toBeNull();
     const sys = path.join(root, 'sysroot');
     mkdirSync(path.join(sys, 'sys/class/drm/card0/device'), { recursive: true });
     writeFileSync(path.join(sys, 'sys/class/drm/card0/device/vendor'), '0x10de\n');

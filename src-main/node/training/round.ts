@@ -19,6 +19,8 @@ import { resolveTrainingConfig, type TrainingConfig } from '../../common/trainin
 import { envGateDecision, gateDecision, type EnvGateMetrics, type GateDecision, type GateMetrics, type GateVerdict } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
+import { chooseDevice } from '../engine/device.ts';
+import type { DeviceChoice } from '../../common/system.ts';
 import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
@@ -106,6 +108,8 @@ export interface RoundMetrics {
   verdict: GateVerdict;
   /** The reward model's score of the candidate's answers against its parent's on held-out prompts; null without a reward model for this base. */
   rewardGate: RewardGateMetrics | null;
+  /** Where the step ran (training.device; node/engine/device.ts). */
+  device: DeviceChoice;
 }
 
 
@@ -128,6 +132,7 @@ interface Prepared {
   dir: string;
   cfg: TrainingConfig;
   engine: Engine;
+  device: DeviceChoice;
   objectives: ObjectiveRunner;
   turns: RatedTurn[];
   /** Turns the popup did not ask about, labelled by the reward model (reward.pseudoLabelWeight > 0 only); ratingId is −turnId. */
@@ -183,7 +188,9 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   const shape = modelShape(dir);
   const cfg = resolveTrainingConfig(settings['training.preset'], shape, settings['training.custom']);
   const replayRatio = settings['training.replayRatio'];
-  const engine = Engine.load(dir, baseEngineOptions(settings, o.threads));
+  const device = await chooseDevice(settings['training.device']);
+  emit({ phase: 'preparing', step: 0, steps: 0, ...NONE, message: `loading the model (on ${device.provider}: ${device.adapter})` });
+  const engine = Engine.load(dir, { ...baseEngineOptions(settings, o.threads), provider: device.provider });
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
@@ -209,7 +216,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
-    return { o, modelId, settings, dir, cfg, engine, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
+    return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
   } catch (e) {
     await objectives.dispose();
     await engine.close();
@@ -354,6 +361,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
     gate: g.metrics,
     verdict: decision.verdict,
     rewardGate: g.reward,
+    device: p.device,
   };
   const last = t.steps.length;
   p.emit({ phase: 'publishing', step: last, steps: last, ...NONE, message: `writing v${version}` });

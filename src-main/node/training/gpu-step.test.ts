@@ -1,0 +1,82 @@
+// The round's step (step.ts batchGradient: MIS-PO and KTO sequences, KTO's z0) under WebGPU against the same step on
+// the CPU, on tier-2 tiny models (Llama, Qwen2) in the real HF layout: log-probs within LOGPROB_TOLERANCE, every LoRA
+// gradient within GRAD_REL_TOLERANCE of its tensor's scale, and the loss alike.
+//
+// Where no adapter is configured, Vulkan is pointed at the SwiftShader ICD that Debian's Chromium ships (the e2e
+// tests' browser), a software Vulkan device that Dawn accepts (Mesa 22's lavapipe it refuses: "Vulkan
+// shaderUniform*ArrayDynamicIndexing required"). On a machine with a GPU, run with REIN_GPU_TEST_SYSTEM_ADAPTER=1 (Dawn
+// picks the system's adapter) or with VK_ICD_FILENAMES naming its ICD (a value already set is kept). Without any
+// adapter every test is skipped with the probe's error. On two shared cores with SwiftShader this file takes minutes
+// (Dawn compiles each kernel's shader through SwiftShader's LLVM JIT).
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { LoraAdapter } from '../../common/engine/lora.ts';
+import { Rng } from '../../common/engine/rng.ts';
+import { GRAD_REL_TOLERANCE, LOGPROB_TOLERANCE, maxAbsDiff, maxRelDiff, probeOnce } from '../engine/device.ts';
+import { Engine } from '../engine/engine.ts';
+import { writeTinyModel, type TinyArch } from '../engine/tiny.ts';
+import { ObjectiveRunner } from './objective-runner.ts';
+import { batchGradient, newStepState, type StepSequence } from './step.ts';
+
+const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+if (process.env['VK_ICD_FILENAMES'] === undefined && process.env['REIN_GPU_TEST_SYSTEM_ADAPTER'] !== '1' && existsSync(SWIFTSHADER_ICD)) {
+  process.env['VK_ICD_FILENAMES'] = SWIFTSHADER_ICD;
+}
+
+const probe = await probeOnce('webgpu');
+const root = mkdtempSync(path.join(tmpdir(), 'rein-gpu-step-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const OPTS = { beta: 0.001, bandLow: 0.994, bandHigh: 1.002, drift: 'scale' as const, ratioClipLow: 0.5, ratioClipHigh: 2, ktoBeta: 0.1 };
+
+function randomized(a: LoraAdapter, seed: number): LoraAdapter {
+  const rng = new Rng(seed);
+  for (const p of a.pairs) rng.fork(p.baseKey).fillNormal(p.b, 0.05);
+  return a;
+}
+
+async function batchOn(engine: Engine, objectives: ObjectiveRunner, adapter: LoraAdapter, V: number) {
+  const rng = new Rng(4);
+  const toks = (n: number): number[] => Array.from({ length: n }, () => Math.floor(rng.uniform() * V));
+  const seqs: StepSequence[] = [];
+  for (const [n, start, kind, desirable] of [[14, 5, 'mispo', true], [11, 4, 'mispo', false], [12, 6, 'kto', true], [13, 5, 'kto', false]] as const) {
+    const tokens = toks(n);
+    const ref = await engine.logprobs(tokens, { start, adapter: null });
+    const mu = ref.map((x, i) => x - 0.05 * ((i % 3) - 1));
+    seqs.push({ tokens, start, mask: tokens.slice(start).map((_, i) => (i === 1 ? 0 : 1)), ref, kind, mu: kind === 'mispo' ? mu : null, advantage: desirable ? 0.7 : -0.4, desirable, ktoWeight: 1.3 });
+  }
+  const logp = await Promise.all(seqs.map((s) => engine.logprobs(s.tokens, { start: s.start, adapter })));
+  const g = await batchGradient(engine, adapter, objectives, seqs, newStepState());
+  return { logp, g };
+}
+
+describe('the round step under WebGPU against the CPU', () => {
+  for (const arch of ['llama', 'qwen2'] as TinyArch[]) {
+    it(`${arch}: log-probs and LoRA gradients`, async (ctx) => {
+      if (!probe.ok) ctx.skip(`no usable WebGPU adapter (the provider probe failed: ${probe.error})`);
+      const dir = path.join(root, arch);
+      writeTinyModel(dir, { arch, layers: 1, hidden: 32, heads: 4, kvHeads: 2, intermediate: 48, dtype: 'F32', std: 0.3 });
+      const opts = { threads: 1, headChunk: 16, buckets: [16] };
+      const cpu = Engine.load(dir, { ...opts, provider: 'cpu' });
+      const gpu = Engine.load(dir, { ...opts, provider: 'webgpu' });
+      const objectives = new ObjectiveRunner(OPTS);
+      try {
+        const want = await batchOn(cpu, objectives, randomized(cpu.newAdapter({ r: 4, alpha: 8 }, 1), 2), cpu.config.vocabSize);
+        const got = await batchOn(gpu, objectives, randomized(gpu.newAdapter({ r: 4, alpha: 8 }, 1), 2), cpu.config.vocabSize);
+        const lpDiff = Math.max(...got.logp.map((l, i) => maxAbsDiff(l, want.logp[i]!)));
+        const gradDiff = maxRelDiff(got.g.grads, want.g.grads);
+        console.log(`${arch} on ${probe.adapter}: max |Δlogp| ${lpDiff.toExponential(2)}, max rel Δgrad ${gradDiff.toExponential(2)}, loss ${want.g.loss} vs ${got.g.loss}`);
+        expect(lpDiff).toBeLessThanOrEqual(LOGPROB_TOLERANCE);
+        expect(gradDiff).toBeLessThanOrEqual(GRAD_REL_TOLERANCE);
+        expect(got.g.grads.some((t) => t.some((x) => x !== 0))).toBe(true);
+        expect(Math.abs(got.g.loss - want.g.loss)).toBeLessThanOrEqual(1e-3 * Math.max(1, Math.abs(want.g.loss)));
+      } finally {
+        await objectives.dispose();
+        await cpu.close();
+        await gpu.close();
+      }
+    }, 600_000);
+  }
+});
