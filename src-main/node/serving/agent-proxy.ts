@@ -60,7 +60,8 @@ interface ClientStream {
   /** The stream's first events; `promptTokens` when the upstream named them before its reply (PROMPT_TOKENS_HEADER). */
   start(promptTokens: number | null): string;
   push(ev: ReplyEvent): string;
-  end(reader: ChatReplyReader): string;
+  /** The closing events, one at a time (a Responses stream's each repeat the whole text: written as the client drains). */
+  end(reader: ChatReplyReader): Iterable<string>;
   error(status: number, message: string): string;
   whole(reader: ChatReplyReader): unknown;
   /** The tool-call ids handed out, by upstream call index. */
@@ -134,7 +135,7 @@ const WIRES: Record<AgentWire, Wire> = {
       return {
         start: (n) => s.start(n ?? 0),
         push: (ev) => s.push(ev),
-        end: (r) => s.end(r),
+        end: (r) => [s.end(r)],
         error: (status, m) => s.error(status, m),
         whole: (r) => anthropicMessage(r, p.model, s.toolIds, r.promptTokens ?? 0),
         ids: s.toolIds,
@@ -160,6 +161,25 @@ const WIRES: Record<AgentWire, Wire> = {
     },
   },
 };
+
+/** Writes a stream's closing events one at a time, each once the client has drained the one before, and ends it. */
+async function endStream(res: ServerResponse, events: Iterable<string>): Promise<void> {
+  for (const ev of events) {
+    if (res.destroyed) return;
+    if (!res.write(ev)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
+  }
+  res.end();
+}
 
 function sendJson(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) {
@@ -297,7 +317,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
       return fail(502, 'the upstream model server sent a reply that is neither an event stream nor JSON');
     }
   }
-  if (p.stream) res.end(client.end(reader));
+  if (p.stream) await endStream(res, client.end(reader));
   else sendJson(res, 200, JSON.stringify(client.whole(reader)));
 
   const version = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);

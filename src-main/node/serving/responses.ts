@@ -109,11 +109,19 @@ interface OpenItem {
   item: Obj;
   /** The upstream call index of a function_call item. */
   call: number | null;
+  /**
+   * A message item's text so far, one piece per delta, joined once into one flat string when the item is done and
+   * the pieces dropped (`+=` on the part's text built a rope of one node per delta, left to the first JSON.stringify
+   * to flatten while the rope was still held).
+   */
+  pieces: string[];
 }
 
 /**
  * Writes one reply as Responses events. Output items open when their first piece arrives and are done when the next
- * one starts or the reply ends; the response object of response.completed lists them all.
+ * one starts or the reply ends; the response object of response.completed lists them all. The closing events each
+ * repeat the whole text, so end() yields them one at a time, for the caller to write each once the client has taken
+ * the one before, and then drops the text.
  */
 export class ResponsesStream {
   readonly id = rid('resp');
@@ -144,7 +152,7 @@ export class ResponsesStream {
         item.content.push({ type: 'output_text', text: '', annotations: [] });
       }
       const o = this.open!;
-      (o.item.content as Obj[])[0]!.text += ev.text;
+      o.pieces.push(ev.text);
       return out + this.ev('response.output_text.delta', { item_id: o.item.id, output_index: o.index, content_index: 0, delta: ev.text, logprobs: [] });
     }
     if (ev.type === 'tool') {
@@ -158,15 +166,22 @@ export class ResponsesStream {
     return this.ev('response.function_call_arguments.delta', { item_id: this.open.item.id, output_index: this.open.index, delta: ev.delta });
   }
 
-  end(reader: ChatReplyReader): string {
-    const out = this.close();
-    const incomplete = reader.finishReason === 'length' && reader.toolCalls.size === 0;
-    const r = this.response(incomplete ? 'incomplete' : 'completed', this.output, reader);
-    return out + this.ev(incomplete ? 'response.incomplete' : 'response.completed', { response: r });
+  /** The closing events, each built when it is asked for; the reply's items (and their text) are dropped after. */
+  *end(reader: ChatReplyReader): Generator<string> {
+    try {
+      yield* this.close();
+      const incomplete = reader.finishReason === 'length' && reader.toolCalls.size === 0;
+      yield this.ev(incomplete ? 'response.incomplete' : 'response.completed', { response: this.response(incomplete ? 'incomplete' : 'completed', this.output, reader) });
+    } finally {
+      this.output.length = 0;
+      this.open = null;
+    }
   }
 
   /** An error after the stream began: response.failed, so the client stops waiting for response.completed. */
   error(message: string, code = 'server_error'): string {
+    // The open message's text so far, as the failed response lists it.
+    if (this.open?.item.type === 'message') (this.open.item.content as Obj[])[0]!.text = this.open.pieces.join('');
     return this.ev('response.failed', { response: { ...this.response('failed', this.output), error: { code, message } } });
   }
 
@@ -199,25 +214,26 @@ export class ResponsesStream {
   }
 
   private next(item: Obj, call: number | null): string {
-    const out = this.close();
-    this.open = { index: this.output.length, item, call };
+    const out = [...this.close()].join('');
+    this.open = { index: this.output.length, item, call, pieces: [] };
     this.output.push(item);
     return out + this.ev('response.output_item.added', { output_index: this.open.index, item: structuredClone(item) });
   }
 
-  private close(): string {
+  private *close(): Generator<string> {
     const o = this.open;
-    if (o === null) return '';
+    if (o === null) return;
     this.open = null;
     o.item.status = 'completed';
-    let out = '';
     if (o.item.type === 'message') {
       const part = (o.item.content as Obj[])[0]!;
-      out += this.ev('response.output_text.done', { item_id: o.item.id, output_index: o.index, content_index: 0, text: part.text, logprobs: [] });
-      out += this.ev('response.content_part.done', { item_id: o.item.id, output_index: o.index, content_index: 0, part });
+      part.text = o.pieces.join('');
+      o.pieces.length = 0;
+      yield this.ev('response.output_text.done', { item_id: o.item.id, output_index: o.index, content_index: 0, text: part.text, logprobs: [] });
+      yield this.ev('response.content_part.done', { item_id: o.item.id, output_index: o.index, content_index: 0, part });
     } else {
-      out += this.ev('response.function_call_arguments.done', { item_id: o.item.id, output_index: o.index, arguments: o.item.arguments });
+      yield this.ev('response.function_call_arguments.done', { item_id: o.item.id, output_index: o.index, arguments: o.item.arguments });
     }
-    return out + this.ev('response.output_item.done', { output_index: o.index, item: o.item });
+    yield this.ev('response.output_item.done', { output_index: o.index, item: o.item });
   }
 }
