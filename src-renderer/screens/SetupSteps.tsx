@@ -192,14 +192,19 @@ export function PresetStep() {
   // the count the times shown are for).
   const timed = presets?.roundTime;
   const stale = timed !== undefined && threshold !== null && timed.pending !== threshold;
+  // Loaded on arrival, however the step was reached (Next loads them; the step list did not, and showed a lone button).
+  const missing = !presets || !timed;
   useEffect(() => {
-    if (stale) void load();
-  }, [stale, load]);
+    if (stale || missing) void load();
+  }, [stale, missing, load]);
   if (!presets || !timed) {
     return (
-      <button type="button" className="secondary" onClick={() => void load()}>
-        Show the presets for the chosen model
-      </button>
+      <p className="muted" role="status">
+        Loading the presets for the chosen model…{' '}
+        <button type="button" className="link inline-link" onClick={() => void load()}>
+          Try again
+        </button>
+      </p>
     );
   }
   const named = ['careful', 'balanced', 'aggressive'] as const;
