@@ -22,7 +22,8 @@ afterAll(() => closeApp(app));
 let n = 0;
 const turn = (response: string) => ({ source: 'claude-code', session: 'tip', eventId: `tip-${++n}`, prompt: 'fix the bug', response, model: 'demo' });
 const tip = () => page.getByTestId('ema-chart').locator('.recharts-tooltip-wrapper');
-const tipShown = async () => (await tip().count()) > 0 && (await tip().evaluate((el) => getComputedStyle(el).visibility)) === 'visible';
+// recharts sets the wrapper's visibility in its inline style.
+const tipShown = async () => (await tip().count()) > 0 && /visibility:\s*visible/.test((await tip().getAttribute('style')) ?? '');
 /** Switch screens with the keyboard, so the pointer stays where it is. */
 const keyTab = async (name: string) => {
   const button = page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name: new RegExp(`^${name}`) });
