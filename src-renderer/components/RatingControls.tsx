@@ -7,14 +7,16 @@ import { useShallow } from 'zustand/shallow';
 import type { RatingView } from '../../src-main/common/domain.ts';
 import { useRein } from '../store/react.tsx';
 import { selectRateError, selectUndoNote } from '../store/rating.ts';
-import { ratingLabel } from '../store/ratings.ts';
+import { countsAs, ratingLabel } from '../store/ratings.ts';
 import type { RatingSurface } from '../store/types.ts';
 import { CheckIcon, CrossIcon } from './icons.tsx';
 import { RatingDetails } from './RatingDetails.tsx';
 
 function ratedText(r: RatingView | null | undefined, where: RatingSurface): string | null {
   if (!r) return where === 'popup' ? null : 'Not rated yet.';
-  return `Rated ${ratingLabel(r)}${r.correction ? ', with a correction' : ''}.`;
+  if (!r.correction) return `Rated ${ratingLabel(r)}.`;
+  if (r.kind === 'bad') return 'Rated Bad, with a correction.';
+  return `Rated ${ratingLabel(r)}, with a correction: it counts as Bad, and your better answer as Good.`;
 }
 
 export function RatingControls(props: {
@@ -40,7 +42,7 @@ export function RatingControls(props: {
   useEffect(() => setMore(false), [turnId, rating?.id]);
   // The keys work on the card and in the popup (App's key handler); a Chat answer is rated by its buttons.
   const keys = where !== 'chat';
-  const kind = rating?.scale == null ? rating?.kind : null;
+  const kind = rating ? countsAs(rating) : null;
   const state = error ? null : ratedText(rating, where);
   return (
     <div className="rating-controls">

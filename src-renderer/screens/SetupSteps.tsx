@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { AgentId, LocalModel } from '../../src-main/common/system.ts';
-import { durationWords, paramWords } from '../store/estimate.ts';
+import { durationWords, paramWords, presetEstimates } from '../store/estimate.ts';
 import { useRein } from '../store/react.tsx';
 import { modelName } from '../store/status.ts';
 
@@ -32,7 +32,8 @@ export function AgentsStep() {
             </div>
             <p className="muted small">{a.error ?? (a.evidence.length > 0 ? a.evidence.join('; ') : 'No binary on PATH and no config folder.')}</p>
             {!a.connected && !done && a.agent !== 'openclaw' && (
-              <label className="small">
+              // A line of its own (.check): inline, its words ran on into the button after it.
+              <label className="check small">
                 <input
                   type="checkbox"
                   checked={local[a.agent] === true}
@@ -40,8 +41,8 @@ export function AgentsStep() {
                     setLocal((l) => ({ ...l, [a.agent]: e.target.checked }));
                     if (p) void plan(a.agent, e.target.checked);
                   }}
-                />{' '}
-                Run it on my local model (through Rein&apos;s model server, so each turn trains on what your model wrote)
+                />
+                <span>Run it on my local model (through Rein&apos;s model server, so each turn trains on what your model wrote)</span>
               </label>
             )}
             {!a.connected && !p && (
@@ -173,9 +174,10 @@ export function ModelStep() {
 }
 
 export function PresetStep() {
-  const { presets, settings, save, load, openSetting, threshold, modelId } = useRein(
+  const { presets, runs, settings, save, load, openSetting, threshold, modelId } = useRein(
     useShallow((s) => ({
       presets: s.presets,
+      runs: s.runs,
       settings: s.settings,
       save: s.saveSettings,
       load: s.loadPresets,
@@ -190,24 +192,32 @@ export function PresetStep() {
   // the count the times shown are for).
   const timed = presets?.roundTime;
   const stale = timed !== undefined && threshold !== null && timed.pending !== threshold;
+  // Loaded on arrival, however the step was reached (Next loads them; the step list did not, and showed a lone button).
+  const missing = !presets || !timed;
   useEffect(() => {
-    if (stale) void load();
-  }, [stale, load]);
+    if (stale || missing) void load();
+  }, [stale, missing, load]);
   if (!presets || !timed) {
     return (
-      <button type="button" className="secondary" onClick={() => void load()}>
-        Show the presets for the chosen model
-      </button>
+      <p className="muted" role="status">
+        Loading the presets for the chosen model…{' '}
+        <button type="button" className="link inline-link" onClick={() => void load()}>
+          Try again
+        </button>
+      </p>
     );
   }
   const named = ['careful', 'balanced', 'aggressive'] as const;
-  const time = (name: (typeof named)[number]) => durationWords(timed.seconds[name]);
+  const estimates = presetEstimates(presets, runs);
+  const time = (name: (typeof named)[number]) => durationWords(estimates[name]?.seconds ?? timed.seconds[name]);
+  const measured = estimates.balanced?.basis === 'runs' ? estimates.balanced.runs : 0;
   const pending = timed.pending;
   return (
     <>
       <p className="muted small" id="preset-intro">
         How much each round may change {modelId ? modelName(modelId) : 'the model'} ({paramWords(presets.shape.activeParams)} parameters). Times are for a round of {pending} ratings on this
-        computer's processor, a rough guess until Rein has measured a round.
+        computer,{' '}
+        {measured > 0 ? `estimated from the measured speed of your last ${measured === 1 ? 'round' : `${measured} rounds`}.` : "a rough guess from the model's size until Rein has measured a round."}
       </p>
       <fieldset className="presets" aria-describedby="preset-intro">
         <legend className="sr-only">Preset</legend>

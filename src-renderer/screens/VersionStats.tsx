@@ -6,6 +6,7 @@ import { useShallow } from 'zustand/shallow';
 import { CartesianGrid, ErrorBar, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import type { HeadToHead, VersionStats as Stats } from '../../src-main/common/chat/arena.ts';
 import type { RateEstimate } from '../../src-main/common/training/intervals.ts';
+import { ChartBox } from '../components/charts.tsx';
 import { useRein } from '../store/react.tsx';
 
 const pct = (x: number) => `${Math.round(x * 100)}%`;
@@ -63,26 +64,28 @@ function BetterChart(props: { stats: Stats[] }) {
   return (
     <figure className="chart" data-testid="better-chart">
       {/* Laid out at the width it has (not scaled from a fixed drawing), so its text stays 12 px at any width. */}
-      <div aria-hidden="true">
-        <ResponsiveContainer width="100%" height={240}>
-        <LineChart data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
-            <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
-            <XAxis dataKey="name" {...axis} label={{ value: 'Version (oldest first)', position: 'insideBottom', offset: -12, fill: 'var(--muted)', fontSize: 12 }} />
-            <YAxis domain={[0, 1]} tickFormatter={pct} {...axis} />
-            <ReferenceLine y={0.5} stroke="var(--muted)" strokeDasharray="4 4" label={{ value: 'no better', position: 'insideTopLeft', fill: 'var(--muted)', fontSize: 12 }} />
-            <Tooltip contentStyle={{ background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' }} formatter={(v) => (v === null ? '—' : pct(Number(v)))} />
-            <Line dataKey="parent" name="Win rate vs parent" stroke="var(--accent)" strokeWidth={2} connectNulls isAnimationActive={false}>
-              <ErrorBar dataKey="parentErr" width={4} stroke="var(--accent)" />
-            </Line>
-            <Line dataKey="base" name="Win rate vs base" stroke="var(--good)" strokeDasharray="5 3" strokeWidth={2} connectNulls isAnimationActive={false}>
-              <ErrorBar dataKey="baseErr" width={4} stroke="var(--good)" />
-            </Line>
-            <Line dataKey="good" name="Good-rate in use" stroke="var(--bad)" strokeWidth={2} connectNulls isAnimationActive={false}>
-              <ErrorBar dataKey="goodErr" width={4} stroke="var(--bad)" />
-            </Line>
-        </LineChart>
-        </ResponsiveContainer>
-      </div>
+      <ChartBox>
+        {(tip) => (
+          <ResponsiveContainer width="100%" height={240}>
+          <LineChart data={data} margin={{ top: 8, right: 16, bottom: 20, left: 8 }} accessibilityLayer={false}>
+              <CartesianGrid stroke="var(--border)" strokeDasharray="3 3" />
+              <XAxis dataKey="name" {...axis} label={{ value: 'Version (oldest first)', position: 'insideBottom', offset: -12, fill: 'var(--muted)', fontSize: 12 }} />
+              <YAxis domain={[0, 1]} tickFormatter={pct} {...axis} />
+              <ReferenceLine y={0.5} stroke="var(--muted)" strokeDasharray="4 4" label={{ value: 'no better', position: 'insideTopLeft', fill: 'var(--muted)', fontSize: 12 }} />
+              <Tooltip active={tip} contentStyle={{ background: 'var(--surface)', border: '1px solid var(--border)', color: 'var(--text)' }} formatter={(v) => (v === null ? '—' : pct(Number(v)))} />
+              <Line dataKey="parent" name="Win rate vs parent" stroke="var(--accent)" strokeWidth={2} connectNulls isAnimationActive={false}>
+                <ErrorBar dataKey="parentErr" width={4} stroke="var(--accent)" />
+              </Line>
+              <Line dataKey="base" name="Win rate vs base" stroke="var(--good)" strokeDasharray="5 3" strokeWidth={2} connectNulls isAnimationActive={false}>
+                <ErrorBar dataKey="baseErr" width={4} stroke="var(--good)" />
+              </Line>
+              <Line dataKey="good" name="Good-rate in use" stroke="var(--bad)" strokeWidth={2} connectNulls isAnimationActive={false}>
+                <ErrorBar dataKey="goodErr" width={4} stroke="var(--bad)" />
+              </Line>
+          </LineChart>
+          </ResponsiveContainer>
+        )}
+      </ChartBox>
       {/* An HTML legend that wraps at any width (recharts' own kept its first width when the window narrowed). */}
       <ul className="chart-legend small" data-testid="better-legend">
         <li><span className="swatch line" style={{ borderColor: 'var(--accent)' }} />Win rate vs parent</li>

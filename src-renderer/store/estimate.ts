@@ -86,6 +86,17 @@ export function roundEstimate(o: { runs: RunView[]; config: Pick<TrainingConfig,
   return { seconds: o.timed.seconds, basis: 'size', runs: 0, steps, batchSize };
 }
 
+/**
+ * Each named preset's next round as the wizard lists it: from the measured rounds when there are any (as the Train
+ * now confirmation says), else the core's figure from the model's size. The size figure alone said "under a minute"
+ * for the demo model, whose rounds take minutes here.
+ */
+export function presetEstimates(presets: PresetTable, runs: RunView[]): Record<'careful' | 'balanced' | 'aggressive', RoundEstimate | null> {
+  const one = (name: 'careful' | 'balanced' | 'aggressive') =>
+    roundEstimate({ runs, config: presets.presets[name], timed: timedRound(presets, name, presets.roundTime?.pending ?? -1) });
+  return { careful: one('careful'), balanced: one('balanced'), aggressive: one('aggressive') };
+}
+
 /** 494 M, 1.5 B, 60 k: a parameter count in words. */
 export function paramWords(n: number): string {
   if (n >= 1e9) return `${(n / 1e9).toFixed(1)} B`;

@@ -184,6 +184,15 @@ export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): str
 }
 
 /** "Good", "Bad" or "4/5", as the lists show a rating. */
+/**
+ * Which way a rating trains the answer: a correction makes it Bad (and the correction Good) whatever was pressed
+ * with it (training/data.ts encodeRound); otherwise Good or Bad as given, and a score counts as neither here.
+ */
+export function countsAs(r: Pick<RatingView, 'kind' | 'correction'>): 'good' | 'bad' | null {
+  if (r.correction) return 'bad';
+  return r.kind === 'scale' ? null : r.kind;
+}
+
 export function ratingLabel(r: Pick<RatingView, 'kind' | 'scale'>): string {
   if (r.kind === 'good') return 'Good';
   if (r.kind === 'bad') return 'Bad';

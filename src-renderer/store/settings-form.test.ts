@@ -8,7 +8,7 @@ import { describeSettings } from '../../src-main/common/config.ts';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { ApiError, type ReinClient } from '../services/api.ts';
 import type { PresetTable } from '../../src-main/common/training/presets.ts';
-import { durationWords, roundEstimate, timedRound } from './estimate.ts';
+import { durationWords, presetEstimates, roundEstimate, timedRound } from './estimate.ts';
 import { createReinStore } from './index.ts';
 import { fieldSpec, parseDraft } from './setting-form.ts';
 import { selectSettingSections, settingMessage } from './settings.ts';
@@ -115,6 +115,21 @@ describe('the round-time estimate', () => {
     const table = { roundTime: { pending: 200, seconds: per(100), steps: per(20), heldout: per(40) } } as PresetTable;
     expect(roundEstimate({ runs: [], config: { steps: 4, batchSize: 8 }, timed: timedRound(table, 'balanced', 200) })?.steps).toBe(20);
   });
+
+  it("the wizard's preset times come from a measured round once there is one, not from the model's size", () => {
+    // The demo model: the size formula says seconds, a measured round took 177 s (157 s of 10 steps × 4 turns).
+    const cfg = (steps: number) => ({ steps, batchSize: 4 }) as PresetTable['presets']['balanced'];
+    const table = {
+      presets: { careful: cfg(10), balanced: cfg(20), aggressive: cfg(40) },
+      roundTime: { pending: 32, seconds: { careful: 3, balanced: 5, aggressive: 9, custom: 5 }, steps: { careful: 10, balanced: 20, aggressive: 40, custom: 20 }, heldout: { careful: 6, balanced: 6, aggressive: 6, custom: 6 } },
+    } as unknown as PresetTable;
+    expect(durationWords(presetEstimates(table, []).balanced!.seconds)).toBe('under a minute');
+    const measuredRun = run(1, { finishedAt: 177_000, metrics: { trainSeconds: 157, steps: Array.from({ length: 10 }, (_, i) => ({ step: i + 1 })) } });
+    const e = presetEstimates(table, [measuredRun]);
+    expect(e.careful).toMatchObject({ basis: 'runs', seconds: 177 });
+    expect(durationWords(e.careful!.seconds)).toBe('about 3 min');
+    expect(durationWords(e.aggressive!.seconds)).toBe(`about ${Math.round((157 * 4 + 20) / 60)} min`);
+  });
 });
 
 describe('setting titles', () => {
@@ -133,4 +148,5 @@ describe('schedule fields', () => {
     expect(shown('interval')).toEqual(['mode', 'everyMinutes', 'minPending']);
     expect(shown('nightly')).toEqual(['mode', 'at', 'minPending']);
   });
+
 });
