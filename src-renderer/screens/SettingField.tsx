@@ -23,6 +23,7 @@ const TITLES: Record<string, string> = {
   'training.preset': 'Training preset',
   'training.replayRatio': 'Older ratings replayed per round',
   'training.custom': 'Custom preset fields',
+  'training.device': 'Where training runs (CPU or GPU)',
   'training.rewardMapper': 'Reward mapper',
   'training.onlyWhenIdle': 'Train only while the computer is idle',
   'training.matchLlamaCpp': 'Train on what llama.cpp computes (GGUF bases)',
