@@ -37,6 +37,12 @@ export interface Turn extends Omit<TurnSummary, 'promptPreview' | 'responsePrevi
   logprobs: number[] | null;
   adapterVersion: number | null;
   truncated: boolean;
+  /**
+   * The newest reward model's score of this turn: its predicted chance of Good `p`, whether the popup then asked
+   * (reward.ask unsure: a confident score is not asked about), and the reward model's version. Absent or null when no
+   * reward model scored it.
+   */
+  rewardPrediction?: { p: number; asked: boolean; version: number } | null;
 }
 
 export interface RatingView {

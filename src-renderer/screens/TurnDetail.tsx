@@ -6,7 +6,7 @@ import { sourceName, shownSession } from '../components/format.ts';
 import { Markdown } from '../components/Markdown.tsx';
 import { ToolCalls } from '../components/ToolCalls.tsx';
 import { useRein } from '../store/react.tsx';
-import { ratingLabel, ratingRoundText, selectOpenTurn } from '../store/ratings.ts';
+import { predictionWords, ratingLabel, ratingRoundText, selectOpenTurn } from '../store/ratings.ts';
 
 /** The context's messages other than tool calls: the agent's words between its calls, or the earlier conversation. */
 function OtherMessages(props: { context: readonly ContextMessage[] }) {
@@ -55,6 +55,11 @@ export function TurnDetail() {
         {turn.model && ` · ${turn.model}`}
         {turn.truncated && ' · shortened when captured'}
       </p>
+      {predictionWords(turn.rewardPrediction) !== null && (
+        <p className="muted small" data-testid="reward-prediction">
+          {predictionWords(turn.rewardPrediction)}
+        </p>
+      )}
       <p className="label">Prompt</p>
       <Markdown className="prompt full" text={turn.prompt || '(empty)'} />
       <p className="label">Answer</p>

@@ -226,3 +226,13 @@ export const selectPerDay = derive([(s) => s.recentRatings], (ratings) => perDay
 /** The full text of a turn once loadFullTurn has fetched it, else null (the caller shows the preview meanwhile). */
 export const selectFullTurn = (turnId: number | null) => (s: ReinState): Turn | null =>
   turnId === null ? null : (s.turnCache[turnId] ?? null);
+
+/**
+ * The reward model's score of a turn in words, asked about or not: "Reward model v2: 83% chance of Good (not asked:
+ * it was sure)". null when no reward model scored the turn.
+ */
+export function predictionWords(pred: Turn['rewardPrediction']): string | null {
+  if (pred === undefined || pred === null) return null;
+  const chance = `Reward model v${pred.version}: ${Math.round(pred.p * 100)}% chance of Good`;
+  return pred.asked ? `${chance} (the popup asked: it was unsure)` : `${chance} (not asked: it was sure)`;
+}

@@ -347,3 +347,13 @@ describe('wizard model step', () => {
     expect(store.getState().folderNote).toBeNull();
   });
 });
+
+describe('the reward model on a turn', () => {
+  it('shows its chance of Good, asked about or not', async () => {
+    const { predictionWords } = await import('./ratings.ts');
+    expect(predictionWords({ p: 0.834, asked: false, version: 2 })).toBe('Reward model v2: 83% chance of Good (not asked: it was sure)');
+    expect(predictionWords({ p: 0.5, asked: true, version: 1 })).toBe('Reward model v1: 50% chance of Good (the popup asked: it was unsure)');
+    expect(predictionWords(null)).toBeNull();
+    expect(predictionWords(undefined)).toBeNull();
+  });
+});

@@ -97,6 +97,16 @@ export class RewardModels {
     return r === undefined ? null : { p: r.p, asked: r.asked === 1 };
   }
 
+  /** The newest reward model's score of a turn (its predicted chance of Good, whether the popup then asked), or null. */
+  latestPrediction(turnId: number): { p: number; asked: boolean; version: number } | null {
+    const r = this.sql
+      .stmt<{ p: number; asked: number; version: number }>(
+        'SELECT p.p, p.asked, m.version FROM reward_predictions p JOIN reward_models m ON m.id = p.reward_model_id WHERE p.turn_id = ? ORDER BY m.id DESC LIMIT 1',
+      )
+      .get(turnId);
+    return r === undefined ? null : { p: r.p, asked: r.asked === 1, version: r.version };
+  }
+
   notAsked(rewardModelId: number): number {
     return this.sql.stmt<{ n: number }>('SELECT count(*) AS n FROM reward_predictions WHERE reward_model_id = ? AND asked = 0').get(rewardModelId)!.n;
   }

@@ -385,7 +385,7 @@ export class Store implements Sql {
   getTurn(id: number): Turn {
     const r = this.stmt<TurnRow & { blind: number }>(`SELECT *, ${ARENA_BLIND} FROM turns WHERE id = ?`).get(id);
     if (r === undefined) throw new NotFoundError(`turn ${id} does not exist`, { turnId: id });
-    return turnView(r, this.liveRating(id));
+    return { ...turnView(r, this.liveRating(id)), rewardPrediction: this.rewardModels.latestPrediction(id) };
   }
 
   listTurns(q: TurnQuery): Page<TurnSummary> {

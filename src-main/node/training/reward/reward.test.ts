@@ -101,6 +101,10 @@ describe('the reward model on the small LM', () => {
     expect(b.p!).toBeGreaterThan(0.5);
     for (const r of [a, b]) expect(r.reason).toBe(r.ask ? `the reward model is unsure: ${chanceOfGood(r.p!)}` : `the reward model is confident: ${chanceOfGood(r.p!)}; not asked, and not labelled`);
     expect((await core.call('getTurn', { turnId: clear }, 'cli')).state).toBe('unrated');
+    // The score shows on the turn whether or not the popup asked (the Ratings detail reads it from getTurn).
+    for (const [id, r] of [[clear, a], [q, b]] as const) {
+      expect((await core.call('getTurn', { turnId: id }, 'cli')).rewardPrediction).toEqual({ p: r.p, asked: r.ask, version: 1 });
+    }
     expect((await core.call('getTurn', { turnId: q }, 'cli')).rating).toBeNull();
     expect((await core.call('rewardStatus', {}, 'cli')).notAsked).toBe([a, b].filter((r) => !r.ask).length);
     // A margin of 0.5 asks about everything; the stored score is reused.
