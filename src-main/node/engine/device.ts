@@ -6,6 +6,8 @@
 //
 // ORT does not report the WebGPU adapter Dawn picked (no API in onnxruntime-node 1.30, nor in its verbose log), so the
 // adapter is described by what selects it: the Vulkan ICD named by VK_ICD_FILENAMES, or the system's default.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import ort from 'onnxruntime-node';
@@ -118,6 +120,17 @@ export function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return d;
 }
 
+/**
+ * Whether ONNX Runtime's CUDA provider library sits beside onnxruntime-node's binding, where ORT loads it from. The
+ * npm package installs it only on request (ONNXRUNTIME_NODE_INSTALL_CUDA); without it a CUDA session fails after ORT
+ * prints a library-load error to stderr, so the probe checks for the file first and says what is missing.
+ */
+function cudaProviderInstalled(): boolean {
+  const root = path.dirname(createRequire(import.meta.url).resolve('onnxruntime-node/package.json'));
+  const file = process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so';
+  return existsSync(path.join(root, 'bin', 'napi-v6', process.platform, process.arch, file));
+}
+
 /** Runs the probe step on `provider` and on the CPU and compares them (LOGPROB_TOLERANCE, GRAD_REL_TOLERANCE). */
 export async function probeProvider(provider: GpuProvider): Promise<ProbeResult> {
   const t0 = performance.now();
@@ -125,6 +138,10 @@ export async function probeProvider(provider: GpuProvider): Promise<ProbeResult>
   const done = (r: Omit<ProbeResult, 'provider' | 'adapter' | 'seconds'>): ProbeResult => ({ provider, adapter, seconds: (performance.now() - t0) / 1000, ...r });
   if (!ort.listSupportedBackends().some((b) => b.name === provider)) {
     return done({ ok: false, error: new ProviderUnavailableError(provider, `not built into onnxruntime-node for ${process.platform}/${process.arch}`).message, maxLogprobDiff: null, maxGradRelDiff: null });
+  }
+  if (provider === 'cuda' && !cudaProviderInstalled()) {
+    const why = "ONNX Runtime's CUDA provider library is not installed (onnxruntime-node adds it when installed with ONNXRUNTIME_NODE_INSTALL_CUDA=v12)";
+    return done({ ok: false, error: new ProviderUnavailableError(provider, why).message, maxLogprobDiff: null, maxGradRelDiff: null });
   }
   const dev = probeEngine(provider);
   const cpu = probeEngine('cpu');
