@@ -72,11 +72,6 @@ export interface RatingRound {
   runId: number;
   role: 'trained' | 'heldout';
   outcome: 'accepted' | 'rejected';
-  /**
-   * A held-out rating (role `heldout`): the rounds that have held it out, and the most its round's config holds one
-   * out (heldoutRounds) before it trains. Absent on rounds recorded before the held-out bank.
-   */
-  heldout?: { rounds: number; limit: number };
 }
 
 export interface RunView {

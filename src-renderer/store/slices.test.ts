@@ -235,11 +235,6 @@ describe('training and adapters', () => {
     );
     expect(gateSentence({ ...gate, kl: 0.3 }, null)).toMatch(/^fails: .*KL to the parent 0.3\/token > 0.193/);
     expect(gateSentence({ ...gate, accuracy: null }, null)).toBeNull();
-    // The answers gate: the pairs it decided on, and the log-ratio accuracy beside them.
-    const answers = { judge: 'direction' as const, prompts: 6, samples: 16, wins: 9, losses: 5, ties: 82 };
-    expect(gateSentence({ ...gate, previousAccuracy: null, pairedCi: null, accuracy: 4 / 6, heldout: 6, answers }, false)).toBe(
-      "not activated: on 6 held-out prompts × 16 answers judged by the ratings' direction, the candidate's answer was better than its parent's in 9 pairs, worse in 5, the same in 82; the rated answers moved the trained way in 4 of 6; KL to the parent 0.004/token ≤ 0.193",
-    );
     // The env gate of the gym's rounds: the paired return on held-out episodes.
     const env = { env: 'blackjack', episodes: 400, candidate: -0.21, parent: -0.25, change: { mean: 0.04, ci: [-0.01, 0.09] as [number, number] } };
     expect(gateSentence({ ...gate, kind: 'env', accuracy: null, kl: 0.05, env }, true)).toBe(

@@ -271,12 +271,6 @@ describe('store', () => {
     );
     expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toBe('not trained (round 3 rejected)');
     expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toBe('not trained yet (held out to test round 3)');
-    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'heldout', outcome: 'rejected', heldout: { rounds: 1, limit: 3 } } }))).toBe(
-      'not trained yet (held out to test round 3; 1 of at most 3 rounds held out, then it trains)',
-    );
-    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 5, role: 'heldout', outcome: 'rejected', heldout: { rounds: 3, limit: 3 } } }))).toBe(
-      'not trained yet (held out to test round 5, its last: it trains in the next round)',
-    );
     expect(ratingRoundText(rating(1, 'good', { runId: 2, lastRound: { runId: 2, role: 'trained', outcome: 'accepted' } }))).toBe('trained in round 2');
   });
 

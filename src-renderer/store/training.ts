@@ -111,8 +111,6 @@ interface GateMetrics {
   /** The env gate's (kind `env`, the gym's rounds): the candidate and its parent on the same held-out episodes. */
   kind?: 'ratings' | 'env';
   env?: { env: string; episodes: number; candidate: number; parent: number; change: { mean: number; ci: [number, number] } };
-  /** The answers sampled from the candidate and its parent on the held-out prompts, compared pair by pair (what decides). */
-  answers?: { judge: 'reward-model' | 'direction'; prompts: number; samples: number; wins: number; losses: number; ties: number } | null;
 }
 interface RunMetrics {
   steps?: { step: number; loss: number; kl: number; clipFraction: number }[];
@@ -143,7 +141,6 @@ export function runMetrics(run: Pick<RunView, 'metrics'>): RunMetrics {
  */
 export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | null): string | null {
   if (gate?.env) return envGateSentence(gate.env, gate.kl, accepted);
-  if (gate?.answers) return answersGateSentence(gate, gate.answers, accepted);
   if (!gate || gate.accuracy === null) return null;
   if (gate.accuracyCi === undefined) return olderGateSentence({ ...gate, accuracy: gate.accuracy }, accepted);
   const ci = gate.accuracyCi ?? [0, 1];
@@ -161,18 +158,6 @@ export function gateSentence(gate: GateMetrics | undefined, accepted: boolean | 
 }
 
 /**
- * The answers gate (common/training/gate.ts): "not activated (undecided): on 6 held-out prompts × 16 answers judged by
- * the ratings' direction, the candidate's answer was better in 9 pairs, worse in 5, the same in 82; KL to the parent
- * 0.004/token ≤ 0.19". Whether it passes is the round's stored reason; the sentence shows the counts it decided on.
- */
-function answersGateSentence(gate: GateMetrics, a: NonNullable<GateMetrics['answers']>, accepted: boolean | null): string {
-  const verdict = accepted === null ? 'measured' : accepted ? 'activated' : 'not activated';
-  const judge = a.judge === 'reward-model' ? 'the reward model' : "the ratings' direction";
-  const klOk = gate.kl <= gate.klBudget;
-  const acc = gate.accuracy === null ? '' : `; the rated answers moved the trained way in ${Math.round(gate.accuracy * gate.heldout)} of ${gate.heldout}`;
-  return `${verdict}: on ${a.prompts} held-out prompts × ${a.samples} answers judged by ${judge}, the candidate's answer was better than its parent's in ${a.wins} pairs, worse in ${a.losses}, the same in ${a.ties}${acc}; KL to the parent ${fmtSmall(gate.kl)}/token ${klOk ? '≤' : '>'} ${fmtSmall(gate.klBudget)}`;
-}
-
 /**
  * Why a round's version was not used, in a plain sentence, and what to do next; null when the gate did not reject it
  * or recorded nothing. The gate's rules are those of common/training/gate.ts, in the order gateSentence checks them.
@@ -189,13 +174,6 @@ export function rejectionWords(gate: GateMetrics | undefined, accepted: boolean 
     return {
       why: 'The new version changed too much on answers it had not trained on, so it was not used.',
       next: 'Your version in use stays as it was, and these ratings count again in the next round. To move in smaller steps, choose the Careful preset in Settings, or raise the KL budget there.',
-    };
-  }
-  if (gate.answers) {
-    const a = gate.answers;
-    return {
-      why: `The new version's answers were not shown to be better than those of the version in use (better in ${a.wins} of the pairs compared, worse in ${a.losses}), so it was not used.`,
-      next: 'Your version in use stays as it was, and these ratings count again in the next round, which decides with more evidence. Keep rating: more ratings make the comparison clearer.',
     };
   }
   return {

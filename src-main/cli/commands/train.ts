@@ -4,7 +4,6 @@
 import type { VerbInput } from '../../common/api.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { PRESET_NAMES, type PresetName, type PresetTable, type TrainingConfig } from '../../common/training/presets.ts';
-import { GATE_ALPHA } from '../../common/training/gate.ts';
 import { registerCommand } from '../dispatch.ts';
 import { stringOption } from './format.ts';
 
@@ -31,7 +30,7 @@ function row(name: PresetName, c: TrainingConfig): string {
     `${name}: ${WORDS[name]}`,
     `  lr ${c.lr.toPrecision(3)}, at least ${c.steps} steps of ${c.batchSize} turns (and ${c.epochs} epoch of the trained ratings), LoRA rank ${c.rank} (alpha ${c.alpha})`,
     `  KL weight β ${c.beta}, token ratio clip [${c.ratioClipLow}, ${c.ratioClipHigh}], trajectory band [${c.bandLow}, ${c.bandHigh}] (${c.drift}), advantage clip ±${c.advantageClip}`,
-    `  eval gate: ${Math.round(c.heldoutFraction * 100)}% of the new ratings held out (for up to ${c.heldoutRounds} rounds, then they train); ${c.gateAnswers} answers sampled from the candidate and from its parent on them, compared by a sign test at ${GATE_ALPHA}; KL budget ${c.klBudget.toPrecision(3)} nats/token to the parent`,
+    `  eval gate: ${Math.round(c.heldoutFraction * 100)}% of the pending ratings held out (they train next round), KL budget ${c.klBudget.toPrecision(3)} nats/token to the parent`,
   ].join('\n');
 }
 

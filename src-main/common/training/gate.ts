@@ -1,73 +1,31 @@
 // The eval gate's arithmetic (ARCHITECTURE §4); node/training/gate.ts measures, this file decides.
 //
-// What is scored: the round's held-out bank. A seeded random share (preset heldoutFraction, about 20%) of the pending
-// ratings that were never held out joins it; a rating stays in it for heldoutRounds rounds (the bank grows while
-// rounds come out undecided) and then trains like any pending rating (data.ts selectRound), so no rating is held out
-// for more than heldoutRounds rounds. Older ratings that no version of the active lineage trained on join it too.
-// Neither the candidate nor its parent trained on any of them.
+// What is scored: the round's held-out ratings, a seeded random share (preset heldoutFraction, about 20%) of this
+// round's pending ratings that the round does not train (they stay pending and train in the next round), plus older
+// ratings that no version of the active lineage trained on (data.ts selectRound). So the gate measures
+// generalisation to ratings the candidate has never seen, and so does the parent it is compared with.
 //
-// What is compared is this round's change: the candidate against its PARENT (the version the round started from, or
-// the base) on the same items, never against the base.
-//
-// What users get (the decision): on each held-out prompt both sides sample `samples` answers, pair j of both sides
-// with the same sampling seed (common random numbers: where the two policies agree the answers are identical and the
-// pair is a tie). Each answer is scored by the judge: the reward model's p(good) when one exists for this base, else
-// the held-out rating's direction d ∈ {+1, −1} times the answer's similarity to the rated answer (node/training/
-// gate.ts answerSimilarity). A pair is a win when the candidate's answer scores above the parent's, a loss when below,
-// a tie when equal. Under H0 "the candidate's answers are no better than its parent's on these prompts" a discordant
-// pair is a win with probability ≤ ½ (pairs with different seeds are independent given the prompt; with unequal
-// per-prompt rates the win count is Poisson-binomial with mean ≤ n/2, less spread than Binomial(n, ½)), so the exact
-// one-sided sign test (Dixon & Mood 1946), P(Binomial(wins + losses, ½) ≥ wins), is a valid p-value. The inference
-// is conditional on the held-out prompts: a random share of the user's own prompts, growing with the bank.
-//
-// The rule, in order (alpha = GATE_ALPHA, one-sided):
-//   1. reject when the KL to the parent exceeds the budget (it stands in for harm the judge cannot see);
-//   2. accept when the sign test shows the candidate better (superiority: p ≤ alpha);
-//   3. reject when the mirrored test shows it worse (P(Binomial(n, ½) ≥ losses) ≤ alpha);
-//   4. otherwise undecided: the candidate is not activated, its round's ratings stay pending and the held-out bank
-//      keeps its items for the next round, which judges a candidate trained on more ratings on more items.
-// Non-inferiority is not a route to acceptance: a candidate no better than its parent must pass with probability
-// ≤ alpha. The operating characteristic of this rule at the default round size is simulated through this function
-// (common/training/gate-oc.ts, bench/gate-oc.ts) and asserted in gate.test.ts.
-//
-// Also measured and shown, not deciding: the preference accuracy of the log-ratio to the parent, mean_t(π_cand −
-// π_parent) over the held-out response's trained tokens, against the sign of the training target (the MIS-PO
-// advantage A = r − baseline, A = 0 unscored, or KTO's label); it says whether this round moved the rated answers the
-// way training pushed them, which is not what a user sees.
+// Preference accuracy: on a held-out turn the candidate's log-ratio to the base, mean_t(π_adapter − π_base) over the
+// response's trained tokens, should have the sign of the training target: the MIS-PO advantage A = r − baseline
+// (A = 0 carries no direction and is not scored), or KTO's label (desirable up, undesirable down). The sign of the
+// reward would mark a good turn below the baseline as wrong when training pushes it down.
 //
 // KL: the mean per-token k3 (Schulman 2020, "Approximating KL divergence": k3 = (ρ − 1) − log ρ, ρ = π_cand/π_parent
-// per token) over the held-out responses' trained tokens, of the candidate against its parent. The held-out tokens
-// were sampled by μ, the parent's side (the base or a version of the lineage), so it estimates KL(parent ‖ candidate)
-// without bias when μ is the parent. It is a per-round budget: each round may move this far from where it started.
-// `klBase` is the same against the base: the lineage's cumulative drift, shown, not gated.
-
-/** The one-sided level of the gate's sign tests: P(accept | candidate no better than its parent) ≤ GATE_ALPHA. */
-export const GATE_ALPHA = 0.05;
-
-/** The gate's outcomes: `undecided` activates nothing and carries the held-out bank forward. */
-export type GateVerdict = 'accept' | 'reject' | 'undecided';
-
-export interface GateDecision {
-  accept: boolean;
-  verdict: GateVerdict;
-  reason: string;
-}
-
-/** The paired comparison of answers sampled from the candidate and its parent on the held-out prompts. */
-export interface AnswerComparison {
-  /** What scored the answers: the reward model's p(good), or the held-out rating's direction × similarity. */
-  judge: 'reward-model' | 'direction';
-  /** Held-out prompts sampled, and answers per prompt per side. */
-  prompts: number;
-  samples: number;
-  /** Pairs (same prompt, same seed) where the candidate's answer scored above, below, or equal to the parent's. */
-  wins: number;
-  losses: number;
-  ties: number;
-  /** Mean score of the candidate's and of the parent's answers. */
-  candidate: number;
-  parent: number;
-}
+// per token) over the held-out responses' trained tokens, of the candidate against its parent (the version the round
+// started from, or the base). The held-out tokens were sampled by μ, the parent's side (the base or a version of the
+// lineage), so it estimates KL(parent ‖ candidate) without bias when μ is the parent. It is a per-round budget: each
+// round may move this far from where it started. `klBase` is the same against the base: the lineage's cumulative
+// drift, shown, not gated.
+//
+// The decision, in order:
+//   1. reject when kl > klBudget;
+//   2. reject when the paired 95% CI of (candidate − parent) accuracy on the same turns lies wholly below 0: the
+//      candidate is measurably worse than the version it would replace;
+//   3. accept when the 95% Wilson lower bound of the accuracy is above 0.5 (measurably better than chance), or when
+//      the accuracy is above 0.5 and not below the parent's (no worse than what is live; with no parent adapter the
+//      base has no preference, and above chance suffices);
+//   4. otherwise reject. One wrong turn of 16 (0.94, Wilson [0.72, 0.99]) passes; the point estimate alone never
+//      rejects a candidate that its interval cannot tell from the parent.
 
 export interface GateMetrics {
   /** The gate kind: held-out rated turns (absent on rounds recorded before kinds), or held-out env episodes (`env`). */
@@ -76,20 +34,15 @@ export interface GateMetrics {
   env?: EnvGateMetrics;
   /** Held-out turns with a direction (MIS-PO A ≠ 0, or a KTO label). */
   heldout: number;
-  /** Held-out turns whose log-ratio to the parent moved the way training would push them, out of `heldout`. */
+  /** Held-out turns whose log-ratio moved the way training would push them, out of `heldout`. */
   correct: number;
   accuracy: number | null;
   /** 95% Wilson interval of the accuracy. */
   accuracyCi: [number, number] | null;
-  /**
-   * Rounds recorded before the answers comparison: the parent adapter's accuracy against the base on the same turns.
-   * Null since the accuracy is of this round's change (the log-ratio to the parent).
-   */
+  /** The parent adapter's accuracy on the same turns; null when the round starts from the base. */
   previousAccuracy: number | null;
-  /** Rounds recorded before the answers comparison: the paired difference's normal 95% CI. Null since. */
+  /** 95% CI of the paired difference candidate − parent (per turn in {−1, 0, 1}); null with no parent adapter. */
   pairedCi: [number, number] | null;
-  /** The answers both sides sampled on the held-out prompts, compared pair by pair: what decides (absent on older rounds). */
-  answers?: AnswerComparison | null;
   /** Mean per-token k3 of the candidate against its parent, in nats, over `klTokens` held-out response tokens. */
   kl: number;
   /** The same against the base: the lineage's cumulative drift. */
@@ -130,45 +83,38 @@ export function wilson(k: number, n: number, z = 1.96): [number, number] {
 }
 
 /**
- * P(X ≥ k) for X ~ Binomial(n, ½): the exact one-sided sign test's p-value (Dixon & Mood 1946). Summed in log space
- * so that n in the thousands neither underflows nor loses the tail.
+ * The 95% CI of the mean of paired differences d_i = a_i − b_i (a_i, b_i ∈ {0, 1}): mean ± z·sd/√n, the normal
+ * approximation of the paired mean. With all d_i equal the interval is that value. n = 0 gives [−1, 1].
  */
-export function signTestP(k: number, n: number): number {
-  if (!Number.isInteger(k) || !Number.isInteger(n) || n < 0) throw new RangeError(`signTestP: k = ${k}, n = ${n} must be integers with n ≥ 0`);
-  if (k <= 0) return 1;
-  if (k > n) return 0;
-  let logC = 0; // log C(n, i), from i = 0
-  const terms: number[] = [];
-  for (let i = 0; i <= n; i++) {
-    if (i >= k) terms.push(logC - n * Math.LN2);
-    logC += Math.log(n - i) - Math.log(i + 1);
-  }
-  const m = Math.max(...terms);
-  return Math.min(1, Math.exp(m) * terms.reduce((s, t) => s + Math.exp(t - m), 0));
+export function pairedCi(a: readonly boolean[], b: readonly boolean[], z = 1.96): [number, number] {
+  const n = Math.min(a.length, b.length);
+  if (n === 0) return [-1, 1];
+  const d = Array.from({ length: n }, (_, i) => Number(a[i]) - Number(b[i]));
+  const mean = d.reduce((s, x) => s + x, 0) / n;
+  const sd = n < 2 ? 0 : Math.sqrt(d.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1));
+  const h = (z * sd) / Math.sqrt(n);
+  return [Math.max(-1, mean - h), Math.min(1, mean + h)];
 }
 
-export function gateDecision(m: GateMetrics, alpha = GATE_ALPHA): GateDecision {
+export function gateDecision(m: GateMetrics): { accept: boolean; reason: string } {
   const kl = `KL to the parent ${m.kl.toFixed(4)} nats/token over ${m.klTokens} tokens`;
-  const budget = Number(m.klBudget.toPrecision(3));
-  if (!(m.kl <= m.klBudget)) return { accept: false, verdict: 'reject', reason: `${kl} exceeds the preset's budget ${budget}` };
-  const a = m.answers ?? null;
-  if (a === null || a.prompts === 0) {
-    return { accept: false, verdict: 'undecided', reason: 'undecided: no held-out prompt to sample the candidate and its parent on; the held-out ratings wait for the next round' };
+  if (!(m.kl <= m.klBudget)) return { accept: false, reason: `${kl} exceeds the preset's budget ${Number(m.klBudget.toPrecision(3))}` };
+  if (m.accuracy === null || m.heldout === 0) {
+    return { accept: false, reason: 'no held-out rated turn with a direction (a training target above or below zero) to score the candidate on' };
   }
-  const n = a.wins + a.losses;
-  const judge = a.judge === 'reward-model' ? "the reward model's score" : "the held-out ratings' direction";
-  const pairs = `${a.prompts} held-out prompts × ${a.samples} answers, judged by ${judge}: the candidate's answer better in ${a.wins} pairs, worse in ${a.losses}, the same in ${a.ties}`;
-  if (n === 0) return { accept: false, verdict: 'undecided', reason: `undecided: ${pairs}; no answer differs from its parent's, so nothing shows this round's change` };
-  const better = signTestP(a.wins, n);
-  const worse = signTestP(a.losses, n);
-  const within = `${kl} ≤ ${budget}`;
-  if (better <= alpha) return { accept: true, verdict: 'accept', reason: `${pairs}: better than the parent (one-sided sign test p = ${better.toPrecision(2)} ≤ ${alpha}); ${within}` };
-  if (worse <= alpha) return { accept: false, verdict: 'reject', reason: `${pairs}: worse than the parent (one-sided sign test p = ${worse.toPrecision(2)} ≤ ${alpha})` };
-  return {
-    accept: false,
-    verdict: 'undecided',
-    reason: `undecided: ${pairs}; neither better nor worse than the parent shown at ${alpha} (p = ${better.toPrecision(2)} for better, ${worse.toPrecision(2)} for worse); the held-out ratings stay in the bank for the next round`,
-  };
+  const ci = m.accuracyCi ?? wilson(m.correct, m.heldout);
+  const acc = `preference accuracy ${m.accuracy.toFixed(3)} [${ci[0].toFixed(2)}, ${ci[1].toFixed(2)}] on ${m.heldout} held-out turns`;
+  if (m.previousAccuracy !== null && m.pairedCi !== null && m.pairedCi[1] < 0) {
+    return { accept: false, reason: `${acc} is below the parent's ${m.previousAccuracy.toFixed(3)}: the paired difference's 95% CI [${m.pairedCi[0].toFixed(2)}, ${m.pairedCi[1].toFixed(2)}] is below 0` };
+  }
+  const within = `${kl} ≤ ${Number(m.klBudget.toPrecision(3))}`;
+  if (ci[0] > 0.5) return { accept: true, reason: `${acc}: its 95% lower bound beats chance (0.5); ${within}` };
+  if (m.accuracy > 0.5 && (m.previousAccuracy === null || m.accuracy >= m.previousAccuracy)) {
+    const vs = m.previousAccuracy === null ? 'chance (0.5), with no parent adapter' : `chance (0.5) and is not below the parent's ${m.previousAccuracy.toFixed(3)}`;
+    return { accept: true, reason: `${acc} beats ${vs}; ${within}` };
+  }
+  const why = m.accuracy > 0.5 ? `is below the parent's ${m.previousAccuracy!.toFixed(3)} and its 95% lower bound does not beat chance` : 'does not beat chance (0.5)';
+  return { accept: false, reason: `${acc} ${why}` };
 }
 
 // The env gate: the gate kind of a round whose ratings come from an environment (the gym, node/gym). There the honest

@@ -48,8 +48,6 @@ export const TrainingConfigSchema = z.strictObject({
   epochs: z.number().positive().max(100).describe('Passes over the trained ratings: a round runs at least ceil(epochs × trained / batch) steps, so every trained rating is drawn.'),
   heldoutFraction: z.number().min(0).max(0.5).describe("Share of a round's pending ratings held out (seeded, at random) to score the candidate; they stay pending and train in the next round."),
   gateTurns: z.number().int().min(0).max(10_000).describe('Most older ratings that no version of the active lineage trained on (rolled-back ones) added to the held-out set.'),
-  heldoutRounds: z.number().int().min(1).max(10).describe('Rounds a held-out rating stays in the held-out bank before it trains (the bank grows while rounds are undecided; no rating waits longer).'),
-  gateAnswers: z.number().int().min(1).max(1024).describe("Answers the gate samples from the candidate and from its parent over the held-out prompts (each prompt gets an equal share), compared pair by pair."),
   klBudget: z.number().positive().max(100).describe("Largest mean per-token k3 KL of the candidate to its parent over the held-out responses that the gate accepts (per round)."),
   maxTokens: z.number().int().min(16).max(32_768).describe('Longest prompt + response, in tokens, used for training (longer turns are cut from the left of the prompt).'),
   seed: z.number().int().min(0).max(2 ** 31 - 1).describe('Seed of the adapter init and the batch order.'),
@@ -145,12 +143,6 @@ const DEFAULTS = {
   heldoutFraction: 0.2,
   // Each scored turn costs up to three forwards (candidate, base, parent adapter): 16 keep a 0.5B gate to minutes.
   gateTurns: 16,
-  // A held-out rating is judged in up to 3 rounds, then trains: the bank reaches about 3 × 20% of a round's ratings.
-  heldoutRounds: 3,
-  // Sized by the gate's power calculation (common/training/gate-oc.ts, bench/gate-oc.ts): at the default round (32
-  // ratings, 6 held out) 96 pairs give P(accept) ≈ 0.9 to a candidate whose good-answer rate is 20 points above its
-  // parent's with a perfect judge, where 72 (12 a prompt) sit at the 0.8 bar.
-  gateAnswers: 96,
   maxTokens: 2048,
   seed: 0,
 };

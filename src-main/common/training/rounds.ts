@@ -6,14 +6,6 @@ export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): str
   if (r.runId !== null) return `trained in round ${r.runId}`;
   const l = r.lastRound;
   if (l === null) return 'not trained yet';
-  if (l.role === 'heldout') {
-    const h = l.heldout;
-    if (h === undefined) return `not trained yet (held out to test round ${l.runId})`;
-    const left = h.limit - h.rounds;
-    // data.ts selectRound: held out for at most `limit` rounds, then it trains in the next round.
-    return left > 0
-      ? `not trained yet (held out to test round ${l.runId}; ${h.rounds} of at most ${h.limit} rounds held out, then it trains)`
-      : `not trained yet (held out to test round ${l.runId}, its last: it trains in the next round)`;
-  }
+  if (l.role === 'heldout') return `not trained yet (held out to test round ${l.runId})`;
   return l.outcome === 'rejected' ? `not trained (round ${l.runId} rejected)` : 'not trained yet';
 }

@@ -19,8 +19,6 @@ export interface RatedTurnRow {
   logprobs: Buffer | null;
   source: string;
   policy: string | null;
-  /** Rounds that held this rating out for their gate (run_samples role `heldout`). */
-  heldout_rounds: number;
 }
 
 /** What a reward mapper sees of one live rating. */
@@ -38,8 +36,7 @@ export interface MapperCaseRow {
   prompt_len: number;
 }
 
-const RATED = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy,
-    (SELECT count(*) FROM run_samples s WHERE s.rating_id = r.id AND s.role = 'heldout') AS heldout_rounds
+const RATED = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
 
 const CASE = `SELECT r.id AS rating_id, r.turn_id, r.kind, r.value, r.scale, r.tags, r.comment, r.correction, t.source,

@@ -682,19 +682,12 @@ export class Store implements Sql {
    * into a step or held out). Drawn and still pending means its version was not accepted.
    */
   private lastRound(ratingId: number): RatingView['lastRound'] {
-    const s = this.stmt<{ run_id: number; role: string; status: string | null; held: number; limit: number | null }>(
-      `SELECT s.run_id, s.role, a.status,
-         (SELECT count(*) FROM run_samples h WHERE h.rating_id = s.rating_id AND h.role = 'heldout') AS held,
-         json_extract(r.config, '$.heldoutRounds') AS "limit"
-       FROM run_samples s LEFT JOIN adapters a ON a.run_id = s.run_id LEFT JOIN runs r ON r.id = s.run_id
-       WHERE s.rating_id = ? ORDER BY s.run_id DESC LIMIT 1`,
+    const s = this.stmt<{ run_id: number; role: string; status: string | null }>(
+      `SELECT s.run_id, s.role, a.status FROM run_samples s LEFT JOIN adapters a ON a.run_id = s.run_id WHERE s.rating_id = ? ORDER BY s.run_id DESC LIMIT 1`,
     ).get(ratingId);
     if (s === undefined) return null;
     const heldout = s.role === 'heldout';
-    const outcome = s.status === 'rejected' || (!heldout && s.status === null) ? 'rejected' : 'accepted';
-    // The held-out bank (training/data.ts selectRound): held out for `limit` rounds at most, then it trains.
-    if (heldout && s.limit !== null) return { runId: s.run_id, role: 'heldout', outcome, heldout: { rounds: s.held, limit: s.limit } };
-    return { runId: s.run_id, role: heldout ? 'heldout' : 'trained', outcome };
+    return { runId: s.run_id, role: heldout ? 'heldout' : 'trained', outcome: s.status === 'rejected' || (!heldout && s.status === null) ? 'rejected' : 'accepted' };
   }
 
   /** Marks a rating trained by round `runId` (its version went live). A rating already trained keeps its round. */

@@ -52,44 +52,6 @@ describe('a round selects', () => {
     }
   });
 
-  it('a held-out rating stays in the bank for heldoutRounds rounds, then trains; the bank grows meanwhile', async () => {
-    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'bank') }) });
-    try {
-      const model = DEFAULT_MODEL_ID;
-      const store = core.store;
-      await rated(core, Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'good' : 'bad')), 'a');
-      const opts = { replayRatio: 0, heldoutFraction: 0.2, gateTurns: 0, heldoutRounds: 3, seed: 1, lineageRuns: new Set<number>() };
-      const held = (ts: Awaited<ReturnType<typeof selectRound>>): number[] => ts.filter((t) => t.role === 'heldout').map((t) => t.ratingId).sort((x, y) => x - y);
-      // What round.ts commit records for an undecided round: each held-out rating, role heldout.
-      const record = (ids: number[]): void => {
-        const run = store.runs.insert({ modelId: model, status: 'succeeded', trigger: 'manual', fromVersion: null, config: { heldoutRounds: 3 } }, 'system');
-        store.write(() => ids.forEach((id) => store.runs.recordSample(run.id, id, 'heldout', null)));
-      };
-      const first = held(await selectRound(store, model, opts));
-      expect(first).toHaveLength(2);
-      record(first);
-      // The ratings list says which are held out and until when (store.ts lastRound).
-      const view = (await core.call('listRatings', {}, 'test')).items.find((r) => r.id === first[0])!;
-      expect(view.lastRound).toMatchObject({ role: 'heldout', heldout: { rounds: 1, limit: 3 } });
-      // The next rounds keep them and add 20% of the ratings never held out: 2, then 2 + 2 (of 8), then ...
-      const second = held(await selectRound(store, model, { ...opts, seed: 2 }));
-      expect(second).toEqual(expect.arrayContaining(first));
-      expect(second).toHaveLength(4);
-      record(second);
-      const third = held(await selectRound(store, model, { ...opts, seed: 3 }));
-      expect(third).toEqual(expect.arrayContaining(second));
-      record(third);
-      // ... until a rating has been held out heldoutRounds (3) times: then it trains, and is never held out again.
-      const fourth = await selectRound(store, model, { ...opts, seed: 4 });
-      for (const id of first) expect(fourth.find((t) => t.ratingId === id)!.role).toBe('pending');
-      expect(held(fourth)).toEqual(expect.arrayContaining(second.filter((id) => !first.includes(id))));
-      // Without a bank (heldoutRounds 1, the default of selectRound) a rating is held out once at most.
-      for (const id of third) expect((await selectRound(store, model, { ...opts, heldoutRounds: 1, seed: 5 })).find((t) => t.ratingId === id)!.role).toBe('pending');
-    } finally {
-      core.close();
-    }
-  });
-
   it('replay only from the runs of the active lineage; ratings no version of it trained on join the held-out set', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage') }) });
     try {
@@ -248,14 +210,9 @@ describe('a round encodes', () => {
     try {
       const response = tok.encode('Sure, here it is.');
       const mu = response.map(() => -0.5);
-      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 0.7, topP: 0.9 };
       const cases: [string, Record<string, unknown>, string][] = [
         ['honest', { tokens: response, logprobs: mu, policy }, 'mispo'],
-        // π is the model's plain distribution: μ of a tempered, truncated or greedy sampler is not a proposal for it
-        // (top-p and greedy do not even cover its support), so these turns are text.
-        ['tempered (T 0.7)', { tokens: response, logprobs: mu, policy: { ...policy, temperature: 0.7 } }, 'kto'],
-        ['truncated (top_p 0.9)', { tokens: response, logprobs: mu, policy: { ...policy, topP: 0.9 } }, 'kto'],
-        ['greedy (T 0)', { tokens: response, logprobs: mu, policy: { ...policy, temperature: 0 } }, 'kto'],
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
@@ -275,7 +232,7 @@ describe('a round encodes', () => {
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
       // The cut prompt still trains, as text within the budget.
-      expect(sequences[6]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
+      expect(sequences[3]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
       expect(Array.from(sequences[0]!.mu!)).toEqual(mu);
     } finally {
       core.close();

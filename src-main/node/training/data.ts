@@ -1,10 +1,9 @@
-// What a round trains on and what scores it (docs/architecture.md, "A round, end to end"). The held-out bank: a pending rating that a round held
-// out stays held out, scored by the eval gate and not trained, for heldoutRounds rounds in all (the bank grows while
-// rounds come out undecided); then it trains like any pending rating, so none waits longer and nothing is burned.
-// Of the pending ratings never held out, a seeded random share of about heldoutFraction joins the bank. The rest
-// train, with replay_ratio × as many older ratings replayed from the runs of the active lineage (the versions the
-// candidate descends from). Older ratings that no version of that lineage trained on (their version was rolled back)
-// are unseen by both the candidate and its parent: the newest gateTurns of them join the held-out set.
+// What a round trains on and what scores it (docs/architecture.md, "A round, end to end"). The pending ratings of the model are split at random
+// (seeded by the run): about heldoutFraction of them are held out, scored by the eval gate and not trained; they stay
+// pending and train in the next round, so nothing is burned. The rest train, with replay_ratio × as many older
+// ratings replayed from the runs of the active lineage (the versions the candidate descends from). Older ratings
+// that no version of that lineage trained on (their version was rolled back) are unseen by both the candidate and
+// its parent: the newest gateTurns of them join the held-out set.
 import type { TurnPolicy } from '../../common/api.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
@@ -81,23 +80,17 @@ export function lineageRuns(store: Store, modelId: string, version: number | nul
 export async function selectRound(
   store: Store,
   modelId: string,
-  o: { replayRatio: number; heldoutFraction: number; gateTurns: number; heldoutRounds?: number; seed: number; lineageRuns: ReadonlySet<number> },
+  o: { replayRatio: number; heldoutFraction: number; gateTurns: number; seed: number; lineageRuns: ReadonlySet<number> },
 ): Promise<RatedTurn[]> {
-  const all = store.rounds.ratedTurns(modelId, 'pending');
+  const pending = store.rounds.ratedTurns(modelId, 'pending');
   const older = store.rounds.ratedTurns(modelId, 'trained');
   const rng = new Rng(o.seed);
-  const rounds = o.heldoutRounds ?? 1;
-  // The bank: held out before and for fewer than heldoutRounds rounds (an env-gated round, heldoutFraction 0, keeps
-  // none: its held-out set is env seeds).
-  const bank = o.heldoutFraction > 0 ? all.filter((r) => r.heldout_rounds > 0 && r.heldout_rounds < rounds) : [];
-  const pending = all.filter((r) => !bank.includes(r));
-  const fresh = pending.map((r, i) => ({ r, i })).filter(({ r }) => r.heldout_rounds === 0);
-  // A seeded random subset of those never held out, not the newest: the newest ratings would always wait a round,
-  // and a time split scores the candidate on a different distribution than it trained on when the user's habits drift.
-  const nHeld = heldoutCount(fresh.length, o.heldoutFraction);
-  const heldIdx = new Set(shuffle(fresh.length, rng).slice(0, nHeld).map((k) => fresh[k]!.i));
+  // A seeded random subset, not the newest: the newest ratings would always wait a round, and a time split scores
+  // the candidate on a different distribution than it trained on when the user's habits drift.
+  const nHeld = heldoutCount(pending.length, o.heldoutFraction);
+  const heldIdx = new Set(shuffle(pending.length, rng).slice(0, nHeld));
   const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending'));
-  const heldPending = [...bank, ...pending.filter((_, i) => heldIdx.has(i))].map((r) => toTurn(r, 'heldout'));
+  const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout'));
   const seen = older.filter((r) => o.lineageRuns.has(r.run_id!));
   const unseen = older.filter((r) => !o.lineageRuns.has(r.run_id!));
   const nReplay = Math.min(seen.length, Math.round(train.length * o.replayRatio));
@@ -194,19 +187,12 @@ function fitAgent(promptIds: number[], responseIds: number[], mask: number[], ma
  * Why a turn's stored tokens and μ cannot train it on-policy for `modelId`, or null when they can. MIS-PO's ratio
  * π/μ is only an importance weight when μ is the probability the token was drawn with, under the same tokenizer
  * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer and base
- * weights) and the distribution its logprobs are of (migration 0002; older rows do not say). The policy trained is
- * the model's own distribution at temperature 1 (π, what the gate samples and the engine scores); a sampler at
- * another temperature, with top-p below 1 or greedy drew from a different distribution whose μ does not stand for π
- * (top-p and greedy do not even cover π's support, so π/μ has no importance-sampling meaning there): those turns
- * train as text (KTO).
+ * weights) and the distribution its logprobs are of (migration 0002; older rows do not say).
  */
 function offPolicyReason(t: RatedTurn, modelId: string): string | null {
   if (t.tokens === null || t.logprobs === null || t.tokens.length === 0) return 'no stored tokens and logprobs';
   if (t.policy === null) return 'the turn does not say which distribution its logprobs are of';
   if (t.policy.modelId !== modelId) return `sampled by model ${t.policy.modelId}, not ${modelId}`;
-  if (t.policy.temperature === 0) return 'sampled greedily (temperature 0): μ is not a proposal for π';
-  if (t.policy.temperature !== 1) return `sampled at temperature ${t.policy.temperature}, not the model's own distribution (1)`;
-  if (t.policy.topP < 1) return `sampled with top_p ${t.policy.topP}: μ does not cover π's support`;
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
   // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt and tool
   // declarations, which the turn does not keep: π here would be conditioned on less than μ was.

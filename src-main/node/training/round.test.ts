@@ -69,7 +69,7 @@ describe('a training round', () => {
       expect(await core.call('listAdapters', {}, 'test')).toEqual([]);
       // The ratings are still pending, and the next round trains them.
       expect(st.pending).toBe(12);
-      await core.call('setSettings', { values: { 'training.custom': { steps: 4, gateAnswers: 8 } } }, 'test');
+      await core.call('setSettings', { values: { 'training.custom': { steps: 4 } } }, 'test');
       await core.call('startTraining', {}, 'test');
       await core.scheduler.idle();
       expect((await core.call('listRuns', {}, 'test'))[0]!.status).toBe('succeeded');
@@ -85,7 +85,7 @@ describe('a training round', () => {
   });
 
   it('skips a turn with an out-of-vocabulary token id, with its reason in the metrics, and trains: this round and the next', { timeout: 120_000 }, async () => {
-    const core = await newCore('oov', { steps: 4, gateAnswers: 8 });
+    const core = await newCore('oov', { steps: 4 });
     try {
       await captureAndRate(core, await sampleTurns(engine, 8, 3), rule, 'a');
       const size = engine.tokenizer!.size;

@@ -16,7 +16,7 @@ import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
-import { envGateDecision, gateDecision, type EnvGateMetrics, type GateDecision, type GateMetrics, type GateVerdict } from '../../common/training/gate.ts';
+import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
 import { chooseDevice } from '../engine/device.ts';
@@ -26,7 +26,7 @@ import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
 import { encodeRound, lineageRuns, ratingBaselines, selectRound, shuffle, type RatedTurn, type SkippedTurn, type TrainSequence } from './data.ts';
-import { evaluateGate, heldoutPrompts } from './gate.ts';
+import { evaluateGate } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
@@ -76,9 +76,7 @@ export function runGateKind(config: unknown): GateKind {
 
 export interface RoundResult {
   version: number;
-  /** `rejected` also for an undecided gate (`verdict`): the version is kept, not activated. */
   status: 'active' | 'rejected';
-  verdict: GateVerdict;
   previousActive: number | null;
   path: string;
   metrics: RoundMetrics;
@@ -104,8 +102,6 @@ export interface RoundMetrics {
   tokensPerSecond: number;
   trainSeconds: number;
   gate: GateMetrics;
-  /** The gate's outcome: accept, reject, or undecided (not activated; the held-out bank carries over). */
-  verdict: GateVerdict;
   /** The reward model's score of the candidate's answers against its parent's on held-out prompts; null without a reward model for this base. */
   rewardGate: RewardGateMetrics | null;
   /** Where the step ran (training.device; node/engine/device.ts). */
@@ -201,7 +197,6 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
       replayRatio,
       heldoutFraction: gateKind === 'env' ? 0 : cfg.heldoutFraction,
       gateTurns: gateKind === 'env' ? 0 : cfg.gateTurns,
-      heldoutRounds: cfg.heldoutRounds,
       seed: cfg.seed + runId,
       lineageRuns: lineageRuns(store, modelId, parent),
     });
@@ -287,39 +282,29 @@ async function train(p: Prepared): Promise<Trained> {
 interface GateOutcome {
   metrics: GateMetrics;
   reward: RewardGateMetrics | null;
-  decision: GateDecision;
+  decision: { accept: boolean; reason: string };
 }
 
 async function gateRound(p: Prepared): Promise<GateOutcome> {
   if (p.gateKind === 'env') return envGateRound(p);
   p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `scoring the candidate on ${p.heldSeqs.length} held-out turns` });
   p.checkCancel();
-  // The judge of the answers: the latest reward model of this base (its features are the base's), else the held-out
-  // ratings' direction (common/training/gate.ts).
-  const rm = p.o.store.rewardModels.latest(p.modelId);
-  const judge = rm !== null && rm.baseModel === p.dir ? rm : null;
-  const turnOf = new Map(p.turns.map((t) => [t.ratingId, t]));
-  const prompts = heldoutPrompts(p.heldSeqs, (id) => messagesOf(turnOf.get(id)!));
-  p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `sampling ${p.cfg.gateAnswers} answers from the candidate and from its parent on ${prompts.length} held-out prompts` });
-  const metrics = await evaluateGate(p.engine, p.adapter, p.parentAdapter, p.heldSeqs, p.cfg.klBudget, {
-    prompts,
-    answers: p.cfg.gateAnswers,
-    seed: p.cfg.seed + 1_000_003 * p.o.runId,
-    rewardModel: judge,
-  });
+  const metrics = await evaluateGate(p.engine, p.adapter, p.parentAdapter, p.heldSeqs, p.cfg.klBudget);
   p.checkCancel();
+  // The reward metric: the latest reward model of this base (features are the base's), on the held-out prompts.
+  const rm = p.o.store.rewardModels.latest(p.modelId);
   let reward: RewardGateMetrics | null = null;
   const gatePrompts = p.settings['reward.gatePrompts'];
   if (rm !== null && rm.baseModel === p.dir && gatePrompts > 0) {
     const held = new Set(p.heldSeqs.map((s) => s.ratingId));
-    const rmPrompts = p.turns.filter((t) => held.has(t.ratingId)).map((t) => messagesOf(t));
-    p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `reward model v${rm.version}: scoring the candidate's and its parent's answers on ${Math.min(rmPrompts.length, gatePrompts)} held-out prompts` });
-    reward = await rewardGate(p.engine, rm, p.adapter, p.parentAdapter, rmPrompts, p.cfg.seed + p.o.runId, gatePrompts);
+    const prompts = p.turns.filter((t) => held.has(t.ratingId)).map((t) => messagesOf(t));
+    p.emit({ phase: 'evaluating', step: 0, steps: 0, ...NONE, message: `reward model v${rm.version}: scoring the candidate's and its parent's answers on ${Math.min(prompts.length, gatePrompts)} held-out prompts` });
+    reward = await rewardGate(p.engine, rm, p.adapter, p.parentAdapter, prompts, p.cfg.seed + p.o.runId, gatePrompts);
     p.checkCancel();
   }
   const decision = gateDecision(metrics);
   const blocked = decision.accept ? rewardGateBlocks(reward, p.settings['reward.gateBlocks']) : null;
-  return { metrics, reward, decision: blocked === null ? decision : { accept: false, verdict: 'reject', reason: blocked } };
+  return { metrics, reward, decision: blocked === null ? decision : { accept: false, reason: blocked } };
 }
 
 /** The env gate (common/training/gate.ts envGateDecision): the candidate and its parent play the same held-out episodes. */
@@ -331,8 +316,7 @@ async function envGateRound(p: Prepared): Promise<GateOutcome> {
   const env = await p.o.playEnv({ runId, candidate: p.adapter, parent: p.parentAdapter });
   p.checkCancel();
   const metrics: GateMetrics = { kind: 'env', heldout: 0, correct: 0, accuracy: null, accuracyCi: null, previousAccuracy: null, pairedCi: null, kl: env.kl, klBase: 0, klTokens: env.klTokens, klBudget: p.cfg.klBudget, env };
-  const d = envGateDecision(env);
-  return { metrics, reward: null, decision: { ...d, verdict: d.accept ? 'accept' : 'reject' } };
+  return { metrics, reward: null, decision: envGateDecision(env) };
 }
 
 function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
@@ -359,7 +343,6 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
     tokensPerSecond: t.tokensPerSecond,
     trainSeconds: t.trainSeconds,
     gate: g.metrics,
-    verdict: decision.verdict,
     rewardGate: g.reward,
     device: p.device,
   };
@@ -403,9 +386,8 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
   }
   pruneInactive(store, home, modelId, p.settings['adapters.keepInactive']);
   const back = decision.accept ? '' : `; its ${metrics.samples.pending} trained ratings are pending again`;
-  const outcome = decision.accept ? 'is active' : `${decision.verdict === 'undecided' ? 'was not activated' : 'was rejected'}: ${decision.reason}${back}`;
-  p.emit({ phase: 'done', step: last, steps: last, ...NONE, message: `v${version} ${outcome}` });
-  return { version, status: decision.accept ? 'active' : 'rejected', verdict: decision.verdict, previousActive, path: vdir, metrics };
+  p.emit({ phase: 'done', step: last, steps: last, ...NONE, message: `v${version} ${decision.accept ? 'is active' : `was rejected: ${decision.reason}${back}`}` });
+  return { version, status: decision.accept ? 'active' : 'rejected', previousActive, path: vdir, metrics };
 }
 
 function baselineSpan(turns: readonly RatedTurn[], b: { before: ReadonlyMap<number, number>; after: number }): RoundMetrics['baseline'] {
