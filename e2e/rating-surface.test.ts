@@ -117,6 +117,7 @@ describe('the popup', () => {
     await box.getByRole('button', { name: 'Score, correction, tags' }).click();
     await box.getByRole('textbox', { name: /Better answer/ }).fill('Keep the last token.');
     await box.getByRole('textbox', { name: /Tags/ }).fill('off by one');
+    await popup.screenshot({ path: artifactPath('surface-popup-correction.png'), fullPage: true });
     await box.getByRole('button', { name: /^Bad/ }).click();
     await expect.poll(() => stored(first)).toMatchObject({ kind: 'bad', correction: 'Keep the last token.', tags: ['off by one'] });
 
