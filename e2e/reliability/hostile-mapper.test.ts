@@ -218,7 +218,17 @@ test('a saved mapper that turns hostile on a newer rating fails the round with a
       await serve.call('rate', { turnId: turn!.id, value: 'good', comment: tag });
       const pending = (await serve.call('status', {})).pending;
       const t0 = performance.now();
-      const { runId } = await serve.call('startTraining', {});
+      // The previous case's run is marked failed a moment before the scheduler lets go of it (its worker is still being
+      // reaped), so a start right after it may answer 409 "already running": try again, as a user pressing Train now would.
+      let runId: number | undefined;
+      while (runId === undefined) {
+        try {
+          runId = (await serve.call('startTraining', {})).runId;
+        } catch (e) {
+          if (!/HTTP 409/.test(String(e)) || performance.now() - t0 > 60_000) throw e;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
       let slowestHealth = 0;
       let run = (await serve.call('listRuns', {})).find((r) => r.id === runId)!;
       while (run.status === 'queued' || run.status === 'running') {
