@@ -2,7 +2,7 @@
 // threshold, interval and nightly modes, the idle guard, and the one wake-up timer. Starting a round itself (the
 // worker) is round.test.ts's; here `start` records the round and writes its run, as the real one does first. Last,
 // the start-up recovery of version directories a killed worker left (worker-kill.test.ts kills the real one).
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -10,7 +10,7 @@ import type { RunView } from '../../common/domain.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { resolveHome } from '../home.ts';
 import { versionDir } from '../model-files/adapter-versions.ts';
-import type { SchedulerTimers } from './scheduler.ts';
+import { Scheduler, type SchedulerTimers } from './scheduler.ts';
 
 class FakeClock implements SchedulerTimers {
   t: number;
@@ -202,5 +202,23 @@ describe('crash recovery at start-up', () => {
     expect(existsSync(v1)).toBe(true);
     expect(existsSync(v2)).toBe(false);
     expect(core.store.adapters.list(modelDir).map((a) => a.version)).toEqual([1]);
+  });
+});
+
+describe("the worker's own output", () => {
+  it('goes to logs/trainer.log, and a worker that dies says its last words in the run', async () => {
+    const home = resolveHome({ REIN_HOME: path.join(root, 'home') });
+    core = createCore({ home, machineIdle: () => false });
+    const worker = path.join(root, 'dying-worker.mjs');
+    writeFileSync(worker, "process.stderr.write('warning: no Vulkan adapter\\n'); process.stdout.write('half a line'); process.exit(3);\n");
+    const scheduler = new Scheduler({ home, store: core.store, modelId: () => modelDir, settings: () => core.settings(), emit: () => {}, workerPath: worker });
+    const run = scheduler.start('manual');
+    await scheduler.idle();
+    const row = core.store.runs.get(run.id)!;
+    expect(row.status).toBe('failed');
+    expect(row.error).toBe('the trainer process exited with code 3; its last output (logs/trainer.log): warning: no Vulkan adapter half a line');
+    const log = readFileSync(path.join(home.logsDir, 'trainer.log'), 'utf8');
+    expect(log).toMatch(new RegExp(`^--- run ${run.id}, \\d{4}-.*\\nwarning: no Vulkan adapter\\nhalf a line$`));
+    scheduler.close();
   });
 });

@@ -5,7 +5,9 @@
 // and its outcome `adapterChanged` events. At start-up it recovers from a crash: a stale lock is removed, a run left
 // `running` by a process that is gone is marked failed with the reason, and half-written versions are deleted.
 import { fork, type ChildProcess } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Events } from '../../common/api.ts';
 import type { Settings } from '../../common/config.ts';
@@ -57,6 +59,57 @@ export const SYSTEM_TIMERS: SchedulerTimers = {
 /** setTimeout's longest delay (2^31-1 ms, about 24.8 days); a later wake-up re-arms when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** logs/trainer.log starts afresh (the old one kept as trainer.log.1) once it passes this size. */
+const TRAINER_LOG_MAX_BYTES = 4 * 1024 * 1024;
+
+interface TrainerLog {
+  file: string;
+  /** null when the log cannot be written (a full disk): the worker's output is dropped, the round still runs. */
+  fd: number | null;
+  /** Where this run's output starts in the file. */
+  start: number;
+}
+
+function openTrainerLog(home: ReinHome, runId: number): TrainerLog {
+  const file = path.join(home.logsDir, 'trainer.log');
+  try {
+    mkdirSync(home.logsDir, { recursive: true, mode: 0o700 });
+    if (statSync(file).size > TRAINER_LOG_MAX_BYTES) renameSync(file, `${file}.1`);
+  } catch {
+    // no log yet
+  }
+  let fd: number | null = null;
+  try {
+    fd = openSync(file, 'a', 0o600);
+    writeSync(fd, `--- run ${runId}, ${new Date().toISOString()}\n`);
+    return { file, fd, start: fstatSync(fd).size };
+  } catch {
+    if (fd !== null) closeSync(fd);
+    return { file, fd: null, start: Infinity };
+  }
+}
+
+/** The last lines a run's worker wrote (up to 600 characters, on one line), '' if none. */
+function trainerLogSince(log: TrainerLog): string {
+  if (log.fd === null) return '';
+  let fd: number;
+  try {
+    fd = openSync(log.file, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const from = Math.max(log.start, size - 600);
+    if (size <= from) return '';
+    const buf = Buffer.alloc(size - from);
+    readSync(fd, buf, 0, buf.length, from);
+    return buf.toString('utf8').replace(/\s+/g, ' ').trim();
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
 // The Electron shell is one bundle with no worker.ts beside it: it builds the worker as its own entry and names
@@ -73,7 +126,7 @@ export function machineIdle(): boolean {
 
 export class Scheduler {
   private readonly d: SchedulerDeps;
-  private child: { proc: ChildProcess; runId: number; modelId: string; done: boolean; failed: string | null } | null = null;
+  private child: { proc: ChildProcess; runId: number; modelId: string; done: boolean; failed: string | null; log: TrainerLog } | null = null;
   /** The one wake-up timer: the schedule's next due time, or the next idle check. */
   private wake: { handle: unknown; at: number } | null = null;
   /** Set by startClock: only the serving process's scheduler wakes itself up (a CLI's core never does). */
@@ -207,14 +260,22 @@ export class Scheduler {
       throw e;
     }
     writeTrainingLock(this.d.home, { pid: process.pid, runId: run.id });
-    const proc = fork(this.d.workerPath ?? workerEntry, [this.d.home.dir, String(run.id)], {
-      // Electron's binary (process.execPath, fork's default) runs as plain Node for the worker.
-      execPath: process.execPath,
-      env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', ...(this.d.store.cipher === null ? {} : keysForChild(this.d.store.cipher)) },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'advanced',
-    });
-    const state = { proc, runId: run.id, modelId, done: false, failed: null as string | null };
+    const log = openTrainerLog(this.d.home, run.id);
+    let proc: ChildProcess;
+    try {
+      proc = fork(this.d.workerPath ?? workerEntry, [this.d.home.dir, String(run.id)], {
+        // Electron's binary (process.execPath, fork's default) runs as plain Node for the worker.
+        execPath: process.execPath,
+        env: { ...process.env, ELECTRON_RUN_AS_NODE: '1', ...(this.d.store.cipher === null ? {} : keysForChild(this.d.store.cipher)) },
+        // The worker's own output (native libraries' warnings, a crash's last words) goes to logs/trainer.log, not to
+        // the terminal of whoever started the round: a file, so it outlives a `rein train` that exits mid-round.
+        stdio: ['ignore', log.fd ?? 'ignore', log.fd ?? 'ignore', 'ipc'],
+        serialization: 'advanced',
+      });
+    } finally {
+      if (log.fd !== null) closeSync(log.fd);
+    }
+    const state = { proc, runId: run.id, modelId, done: false, failed: null as string | null, log };
     this.child = state;
     if (proc.pid !== undefined) {
       writeTrainingLock(this.d.home, { pid: proc.pid, runId: run.id });
@@ -258,7 +319,8 @@ export class Scheduler {
     if (!s.done) {
       // A worker that died without recording its outcome (kill -9, OOM, a crash in native code) leaves its run
       // `running`: mark it failed here with what we know.
-      const why = signal !== null ? `the trainer process was killed (${signal})` : `the trainer process exited with code ${code}`;
+      const said = trainerLogSince(s.log);
+      const why = (signal !== null ? `the trainer process was killed (${signal})` : `the trainer process exited with code ${code}`) + (said === '' ? '' : `; its last output (logs/trainer.log): ${said}`);
       const reason = s.failed ?? why;
       const changed = this.d.store.runs.end(s.runId, 'failed', reason);
       const row = this.d.store.runs.get(s.runId);
