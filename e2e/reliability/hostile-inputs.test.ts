@@ -115,15 +115,17 @@ test('import and export paths through a symlink loop: a clear 400, fast', async 
     rows.push(`${verb} ${path.basename(p)}: ${r.status} in ${r.ms.toFixed(0)} ms: ${r.text.slice(0, 160)}`);
     if (!(r.status >= 400 && r.status < 500 && r.ms < 5000 && r.healthy)) bad.push(`${verb} ${p}`);
   }
-  // An export onto the looping link itself replaces the link by the file (a rename, as `mv` does): nothing is
-  // followed, and the export is a regular file there.
+  // An export onto the looping link itself is refused as every export onto a link is (writeFileAtomic: Rein neither
+  // writes through a link nor replaces it), fast, and the link stays as it was.
   const onto = await probe('exportData', { path: loop });
   const st = lstatSync(loop);
   rows.push(`exportData onto the link: ${onto.status} in ${onto.ms.toFixed(0)} ms, now a ${st.isFile() ? 'regular file' : st.isSymbolicLink() ? 'symlink' : 'other'}`);
   console.log(`symlink loop paths:\n  ${rows.join('\n  ')}`);
   expect(bad).toEqual([]);
-  expect(onto.status).toBe(200);
-  expect(st.isFile()).toBe(true);
+  expect(onto.status).toBe(400);
+  expect(onto.text).toMatch(/is a symbolic link, not a regular file/);
+  expect(onto.ms).toBeLessThan(5000);
+  expect(st.isSymbolicLink()).toBe(true);
 });
 
 test('a JSONL import with broken lines keeps every good line and counts the bad ones', async () => {
