@@ -47,9 +47,9 @@ describe('chart tooltips', () => {
     // A real hover shows it, leaving hides it.
     await page.mouse.move(x - 20, y);
     await page.mouse.move(x, y, { steps: 4 });
-    await expect.poll(tipShown).toBe(true);
+    await expect.poll(tipShown, { timeout: 5000 }).toBe(true);
     await page.mouse.move(box.x + box.width / 2, box.y - 40, { steps: 4 });
-    await expect.poll(tipShown).toBe(false);
+    await expect.poll(tipShown, { timeout: 5000 }).toBe(false);
     // The pointer rests over where the chart will be; the screen goes away and comes back by keyboard.
     await page.mouse.move(x, y, { steps: 4 });
     await keyTab('Ratings');
@@ -65,7 +65,7 @@ describe('chart tooltips', () => {
     expect(await tipShown()).toBe(false);
     // Moving the pointer again is a hover.
     await page.mouse.move(x + 40, y, { steps: 6 });
-    await expect.poll(tipShown).toBe(true);
+    await expect.poll(tipShown, { timeout: 5000 }).toBe(true);
     expect(problems).toEqual([]);
   });
 });

@@ -203,10 +203,22 @@ export async function overflowing(page: Page): Promise<{ elements: string[]; pag
       }
       return false;
     };
-    return [...document.querySelectorAll('body *')]
+    const name = (el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.');
+    const boxes = [...document.querySelectorAll('body *')]
       .filter((el) => el.getBoundingClientRect().right > edge && !clipped(el))
-      .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' right=' + Math.round(el.getBoundingClientRect().right))
-      .slice(0, 8);
+      .map((el) => name(el) + ' right=' + Math.round(el.getBoundingClientRect().right));
+    // Text that runs past its own box (an unbreakable word) moves no element's edge: it is named by its parent.
+    const texts = [];
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    for (let n = walk.nextNode(); n !== null; n = walk.nextNode()) {
+      range.selectNodeContents(n);
+      const right = range.getBoundingClientRect().right;
+      if (right > edge && n.parentElement && n.parentElement.getBoundingClientRect().right <= edge && !clipped(n)) {
+        texts.push('text in ' + name(n.parentElement) + ' right=' + Math.round(right) + ': ' + n.textContent.slice(0, 60));
+      }
+    }
+    return boxes.concat(texts).slice(0, 8);
   })()`);
   const pageScroll = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
   return { elements, pageScroll };

@@ -1,8 +1,9 @@
 import { useState } from 'react';
 import type { RunView } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
+import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
-import { deviceSentence, fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns } from '../store/training.ts';
+import { fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns } from '../store/training.ts';
 
 /** The KL budget a round ran with (its stored config), for a round the gate never scored. */
 function configBudget(run: RunView): number | null {
@@ -50,7 +51,6 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const m = runMetrics(run);
   const gate = gateSentence(m.gate, props.accepted);
   const rejected = rejectionWords(m.gate, props.accepted);
-  const device = deviceSentence(m.device);
   const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
   return (
     <li className="run" data-run-id={run.id}>
@@ -83,10 +83,10 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
         </p>
       )}
-      {device !== null && (
-        <p className="muted small" data-testid="run-device">
-          {device}
-        </p>
+      {m.device !== undefined && (
+        <div className="muted small" data-testid="run-device">
+          <DeviceLine device={m.device} />
+        </div>
       )}
       {open && m.steps && <RunCurve steps={m.steps} height={160} refs={{ heldout: m.gate?.kl ?? null, budget: m.gate?.klBudget ?? configBudget(run) }} />}
     </li>

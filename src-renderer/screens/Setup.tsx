@@ -4,11 +4,11 @@
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
 import type { HardwareInfo } from '../../src-main/common/system.ts';
+import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
 import { modelName } from '../store/status.ts';
 import type { WizardStep } from '../store/types.ts';
 import { selectTestTurnArrived, WIZARD_STEPS } from '../store/wizard.ts';
-import { deviceSentence } from '../store/training.ts';
 import { OtherClients } from './OtherClients.tsx';
 import { AgentsStep, ModelStep, PresetStep } from './SetupSteps.tsx';
 
@@ -44,7 +44,9 @@ function Welcome() {
           </div>
           <div>
             <dt>Training device (auto)</dt>
-            <dd data-testid="training-device">{deviceSentence(hw.device, 'Trains')}</dd>
+            <dd data-testid="training-device">
+              <DeviceLine device={hw.device} verb="Trains" />
+            </dd>
           </div>
         </dl>
       ) : (

@@ -217,8 +217,8 @@ describe('ratings history', () => {
 describe('training and adapters', () => {
   it('says where a round trained, and why auto stayed on the CPU', () => {
     const metrics = { device: { requested: 'auto', provider: 'cpu', adapter: 'AMD EPYC', reason: "no GPU provider passed its probe (webgpu: Failed to get a WebGPU adapter: No supported adapters)" } };
-    expect(deviceSentence(runMetrics({ metrics }).device)).toBe('Trained on the CPU (AMD EPYC): no GPU provider passed its probe (webgpu: Failed to get a WebGPU adapter: No supported adapters)');
-    expect(deviceSentence({ requested: 'webgpu', provider: 'webgpu', adapter: 'WebGPU (Dawn), the system\'s default adapter', reason: null })).toBe("Trained on webgpu (WebGPU (Dawn), the system's default adapter)");
+    expect(deviceSentence(runMetrics({ metrics }).device)).toBe('Trained on the CPU (AMD EPYC): no GPU could be used.');
+    expect(deviceSentence({ requested: 'webgpu', provider: 'webgpu', adapter: 'WebGPU (Dawn), the system\'s default adapter', reason: null })).toBe("Trained on webgpu (WebGPU (Dawn), the system's default adapter).");
     // A run recorded before the device was: nothing to say.
     expect(deviceSentence(runMetrics({ metrics: {} }).device)).toBeNull();
   });

@@ -125,7 +125,8 @@ interface RunMetrics {
 export function deviceSentence(device: DeviceChoice | undefined, verb = 'Trained'): string | null {
   if (!device) return null;
   const where = `${verb} on ${device.provider === 'cpu' ? 'the CPU' : device.provider} (${device.adapter})`;
-  return device.reason === null ? where : `${where}: ${device.reason}`;
+  // The probes' own words are long and technical: the screen shows them behind "Why not a GPU?" (DeviceLine).
+  return device.reason === null ? `${where}.` : `${where}: no GPU could be used.`;
 }
 
 /** A run's metrics as the trainer stores them (training/round.ts RoundMetrics), read defensively: older runs may lack fields. */
