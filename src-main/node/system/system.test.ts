@@ -140,8 +140,11 @@ describe('agents', () => {
     await c.call('setSettings', { values: { 'proxy.port': 7999, 'proxy.baseModelName': 'my-qwen' } }, 'test');
     const plan = await c.call('planAgent', { agent: 'codex', localModel: true }, 'test');
     expect(plan.changes.find((x) => x.path.endsWith('config.toml'))!.summary).toContain('127.0.0.1:7999 (my-qwen, wire_api = "responses")');
-    await c.call('connectAgent', { agent: 'codex', localModel: true }, 'test');
+    const done = await c.call('connectAgent', { agent: 'codex', localModel: true }, 'test');
     expect(readFileSync(path.join(home, '.codex/config.toml'), 'utf8')).toContain('base_url = "http://127.0.0.1:7999/v1"');
+    // As `rein setup codex --local-model`: Rein's model server gets a context that holds Codex's prompt.
+    expect(c.settings()['serving.contextSize']).toBe(32768);
+    expect(done.notes).toContain("serving.contextSize 4096 → 32768: Codex's first request (system prompt and tools) is about 11.8k tokens.");
     expect((await c.call('detectAgents', {}, 'test'))[1]!.connected).toBe(true);
     await expect(c.call('planAgent', { agent: 'openclaw', localModel: true }, 'test')).rejects.toMatchObject({ code: 'bad_input' });
   });
