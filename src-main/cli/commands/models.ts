@@ -44,7 +44,7 @@ registerCommand({
     const models = ctx.options.trainable === true ? all.filter((m) => m.trainable) : all;
     const text =
       models.length === 0
-        ? 'No models found. `rein model add <path-or-ollama:name:tag>` adds one; `rein demo` tries the small demo model.'
+        ? 'No models found. `rein model add <path-or-ollama:name:tag>` adds one; `rein model use demo` trains the small demo model that ships with Rein.'
         : `${models.map(formatModel).join('\n')}\n(${models.length} model${models.length === 1 ? '' : 's'}, ${models.filter((m) => m.trainable).length} trainable; \`rein model use <id>\` trains one)`;
     ctx.print(text, models);
   },
