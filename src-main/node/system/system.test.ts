@@ -89,7 +89,7 @@ describe('model discovery', () => {
     // Before any model: the presets say which verb cannot run and how to set a model up (commands that exist).
     const none = await c.call('describePresets', {}, 'test').then(() => null, (e: unknown) => e as { code: string; message: string });
     expect(none?.code).toBe('not_available');
-    expect(none?.message).toMatch(/^describePresets is not available yet: no model is set up: .*`rein model list` .* `rein model use <id>` .*`rein model add <path-or-ollama:name:tag>`.*; `rein demo`/);
+    expect(none?.message).toMatch(/^describePresets is not available yet: no model is set up: .*`rein model list` .* `rein model use <id>` .*`rein model add <path-or-ollama:name:tag>`.*; `rein model use demo` uses the small demo model/);
     const r = await c.call('useDemoModel', {}, 'test');
     expect(r.model).toMatchObject({ source: 'demo', trainable: true });
     expect(r.settings['model.active']).toBe(r.model.path);
