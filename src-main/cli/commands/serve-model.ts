@@ -37,6 +37,7 @@ registerCommand({
         log,
       });
       // Read by the CLI to say when a setting changed since needs a restart of this process.
+      if (stack.model !== null) log(`rein serve-model: ${settings['model.active'] ?? 'no model'} with a context of ${settings['serving.contextSize']} tokens (serving.contextSize, read once at start)`);
       // A flag in place of a setting is left out: changing that setting changes nothing here.
       const served: Record<string, unknown> = servedSettings(settings);
       if (port !== undefined) delete served['proxy.port'];
