@@ -2,7 +2,9 @@
 import type { RatingView, Status, TurnSummary } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { ratingRoundText } from '../../common/training/rounds.ts';
-import type { OptionValues } from '../dispatch.ts';
+import type { Settings } from '../../common/config.ts';
+import { restartNeeded } from '../../node/serving/serve-model-info.ts';
+import type { CommandContext, OptionValues } from '../dispatch.ts';
 
 export function intOption(options: OptionValues, name: string, min: number, max: number): number | undefined {
   const v = options[name];
@@ -76,4 +78,10 @@ export function formatStatus(s: Status): string {
     statusRow('training', `${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`),
   ];
   return lines.join('\n');
+}
+
+/** After a settings change: says on stderr when a running `rein serve-model` serves with the old values. */
+export function restartNotice(ctx: CommandContext, settings: Settings): void {
+  const line = restartNeeded(ctx.home, settings);
+  if (line !== null) ctx.io.stderr(`note: ${line}\n`);
 }

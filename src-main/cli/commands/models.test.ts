@@ -71,4 +71,16 @@ describe('rein model list|add|use|remove', () => {
     expect(existsSync(blob)).toBe(true);
     expect(core.store.registeredModels().map((m) => m.id)).toEqual(['ollama:tiny:q8']);
   });
+
+  it('`model use demo` makes the shipped demo model active (copied into the home once), with --json', async () => {
+    const r = await rein('model', 'use', 'demo', '--json');
+    expect(r.err).toBe('');
+    const out = JSON.parse(r.out) as { model: LocalModel; settings: Record<string, unknown> };
+    const dir = path.join(root, 'home', 'models', 'demo');
+    expect(out.model).toMatchObject({ path: dir, source: 'demo', trainable: true });
+    expect(core.settings()['model.active']).toBe(dir);
+    expect(existsSync(path.join(dir, 'model.safetensors'))).toBe(true);
+    expect((await rein('model', 'use', 'demo')).out).toMatch(/^training the demo model \(.*models\/demo\)\n\* /);
+    expect((await rein('model', 'use', 'dmeo')).err).toMatch(/dmeo is not an absolute path .*nor ollama:<name>:<tag>, nor demo/);
+  });
 });

@@ -3,6 +3,7 @@
 // which the app's model step calls too.
 import type { LocalModel } from '../../common/system.ts';
 import { registerCommand } from '../dispatch.ts';
+import { restartNotice } from './format.ts';
 
 function size(bytes: number | null): string {
   if (bytes === null) return '?';
@@ -43,7 +44,7 @@ registerCommand({
     const models = ctx.options.trainable === true ? all.filter((m) => m.trainable) : all;
     const text =
       models.length === 0
-        ? 'No models found. `rein model add <path-or-ollama:name:tag>` adds one; `rein demo` tries the small demo model.'
+        ? 'No models found. `rein model add <path-or-ollama:name:tag>` adds one; `rein model use demo` trains the small demo model that ships with Rein.'
         : `${models.map(formatModel).join('\n')}\n(${models.length} model${models.length === 1 ? '' : 's'}, ${models.filter((m) => m.trainable).length} trainable; \`rein model use <id>\` trains one)`;
     ctx.print(text, models);
   },
@@ -71,13 +72,20 @@ registerCommand({
 
 registerCommand({
   name: 'model use',
-  summary: 'Train this model: an id from `rein model list`, ollama:<name>:<tag>, a .gguf file or an HF folder.',
-  usage: 'rein model use <id>',
-  description: 'Sets model.active (adding the model to Rein\'s list). Ratings, versions and the reward baseline are kept per model: switching back finds them again.',
+  summary: 'Train and serve this model: demo, an id from `rein model list`, ollama:<name>:<tag>, a .gguf file or an HF folder.',
+  usage: 'rein model use <demo|id|ollama:name:tag|path>',
+  description:
+    'Sets model.active (adding the model to Rein\'s list); `rein serve-model` serves it. `demo` is the small LM that ships with Rein ' +
+    '(copied into the Rein home once, trained with the balanced preset). Ratings, versions and the reward baseline are kept per model: switching back finds them again.',
   args: [1, 1],
   async run(ctx) {
-    const r = await (await ctx.api()).call('useModel', { path: ctx.args[0]! });
-    ctx.print(`training ${r.model.id}\n${formatModel(r.model)}`, r);
+    const api = await ctx.api();
+    const id = ctx.args[0]!;
+    // The same verb as the setup wizard's "Use the demo model" button.
+    const r = id === 'demo' ? await api.call('useDemoModel', {}) : await api.call('useModel', { path: id });
+    const active = { ...r.model, active: true };
+    ctx.print(`training ${id === 'demo' ? `the demo model (${r.model.path})` : r.model.id}\n${formatModel(active)}`, { ...r, model: active });
+    restartNotice(ctx, r.settings);
   },
 });
 

@@ -4,6 +4,7 @@
 import { SETTING_KEYS, SETTINGS, isSettingKey } from '../../common/config.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { registerCommand } from '../dispatch.ts';
+import { restartNotice } from './format.ts';
 
 function parseAssignment(arg: string): [string, unknown] {
   const eq = arg.indexOf('=');
@@ -49,6 +50,7 @@ registerCommand({
       const changes = Object.fromEntries(rest.map(parseAssignment));
       const values = await api.call('setSettings', { values: changes });
       ctx.print(Object.keys(changes).map((k) => `${k} = ${JSON.stringify(values[k as keyof typeof values])}`).join('\n'), values);
+      restartNotice(ctx, values);
       return;
     }
     throw new BadInputError(`unknown settings subcommand "${sub}": use get or set`, 'argv');

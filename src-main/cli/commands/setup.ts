@@ -11,7 +11,8 @@ import { AGENTS, describeChange, install, toChanges, uninstall } from '../../nod
 import type { AgentName, InstallEnv, Integration } from '../../node/install/installer.ts';
 import { registerCommand } from '../dispatch.ts';
 import type { CommandContext } from '../dispatch.ts';
-import { installEnv, localModelChoice } from '../../node/system/agents.ts';
+import { fitAgentContext, installEnv, localModelChoice } from '../../node/system/agents.ts';
+import { restartNeeded } from '../../node/serving/serve-model-info.ts';
 
 export const INTEGRATIONS: Record<AgentName, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 
@@ -42,6 +43,17 @@ async function envFor(ctx: CommandContext): Promise<InstallEnv> {
   return { ...env, options };
 }
 
+/** On the local model: Rein's model server gets a context that holds the agent's prompt (agents.ts fitAgentContext). */
+async function fitContext(ctx: CommandContext, integ: Integration, apply: boolean): Promise<string[]> {
+  if (ctx.options['local-model'] !== true || (integ.agent !== 'claude' && integ.agent !== 'codex')) return [];
+  const api = await ctx.api();
+  const fit = fitAgentContext(integ.agent, await api.call('getSettings', {}), ctx.io.env);
+  if (fit.contextSize === null || !apply) return fit.notes;
+  const settings = await api.call('setSettings', { values: { 'serving.contextSize': fit.contextSize } });
+  const restart = restartNeeded(ctx.home, settings);
+  return restart === null ? fit.notes : [...fit.notes, restart];
+}
+
 async function confirm(ctx: CommandContext, question: string): Promise<boolean> {
   if (ctx.options.yes === true) return true;
   if (!ctx.io.stdinIsTTY) throw new BadInputError('not a terminal: pass --yes to apply, or --dry-run to see the changes', 'yes');
@@ -58,7 +70,7 @@ const SETUP_OPTIONS = {
   'dry-run': { type: 'boolean' as const, help: 'print which files would change and write nothing' },
   port: { type: 'string' as const, help: 'capture server port to point the agent at (default: the running one, else 7433)' },
   'token-from-env': { type: 'boolean' as const, help: 'claude: send the token from $REIN_TOKEN (set in your shell profile) instead of writing it into settings.json (made 0600)' },
-  'local-model': { type: 'boolean' as const, help: "claude, codex: run the agent on your local model through Rein's proxy (rein serve-model), which stores each turn with its tokens" },
+  'local-model': { type: 'boolean' as const, help: "claude, codex: run the agent on your local model through Rein's proxy (rein serve-model), which stores each turn with its tokens; raises serving.contextSize to hold the agent's prompt" },
   'proxy-port': { type: 'string' as const, help: 'with --local-model: the proxy port to point the agent at (default: the proxy.port setting)' },
   model: { type: 'string' as const, help: 'with --local-model: the model name the agent sends (default: the proxy.baseModelName setting, else rein-local)' },
 };
@@ -77,17 +89,19 @@ registerCommand({
     const planned = toChanges(integ.plan(env, (f) => readText(f)));
     const dry = ctx.options['dry-run'] === true;
     if (planned.length === 0) {
-      ctx.print(`${integ.agent}: already set up, nothing to change.`, { agent: integ.agent, changes: [] });
+      const notes = dry ? [] : await fitContext(ctx, integ, true);
+      ctx.print([`${integ.agent}: already set up, nothing to change.`, ...notes].join('\n'), { agent: integ.agent, changes: [], notes });
       return 0;
     }
     ctx.io.stderr(planned.map((c) => `  ${describeChange(c)}\n`).join(''));
     if (dry) {
-      ctx.print(`${integ.agent}: dry run, nothing written.`, { agent: integ.agent, dryRun: true, changes: planned.map(describeChange) });
+      const notes = await fitContext(ctx, integ, false);
+      ctx.print([`${integ.agent}: dry run, nothing written.`, ...notes].join('\n'), { agent: integ.agent, dryRun: true, changes: planned.map(describeChange), notes });
       return 0;
     }
     if (!(await confirm(ctx, `Apply these changes for ${integ.agent}?`))) return 1;
     const r = await install(integ, env, { dryRun: false, say: (l) => ctx.io.stderr(l + '\n') });
-    const notes = integ.notes(env);
+    const notes = [...integ.notes(env), ...(await fitContext(ctx, integ, true))];
     ctx.print([`${integ.agent}: set up (backup in ${r.backupDir}).`, ...notes].join('\n'), {
       agent: integ.agent,
       backupDir: r.backupDir,

@@ -16,10 +16,11 @@ export interface RunResult {
   stderr: string;
 }
 
-export function runRein(args: string[], opts: { home: string; input?: string; node?: string; timeoutMs?: number }): Promise<RunResult> {
+/** `env` adds to (or overrides) the test's environment: a temporary HOME for the agents' config files. */
+export function runRein(args: string[], opts: { home: string; input?: string; node?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv }): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(opts.node ?? process.execPath, [REIN_BIN, ...args], {
-      env: { ...process.env, REIN_HOME: opts.home, NO_COLOR: '1' },
+      env: { ...process.env, ...opts.env, REIN_HOME: opts.home, NO_COLOR: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -46,9 +47,9 @@ export interface ServeChild {
 }
 
 /** `rein serve --port 0` as a child; resolves once server.json names it. */
-export async function startServeChild(home: string, extraArgs: string[] = []): Promise<ServeChild> {
+export async function startServeChild(home: string, extraArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ServeChild> {
   const child = spawn(process.execPath, [REIN_BIN, 'serve', '--port', '0', '--no-ui', '--quiet', ...extraArgs], {
-    env: { ...process.env, REIN_HOME: home },
+    env: { ...process.env, ...env, REIN_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

@@ -74,6 +74,38 @@ describe('hook routes on the capture server', () => {
   });
 });
 
+describe('one-shot /rl on the local model, where the proxy stores the turns and no Stop or notify hook runs', () => {
+  // `rein setup claude|codex --local-model` keeps only the prompt hooks; `rein serve-model` stores each turn under
+  // the agent's own session id (agent-proxy.ts). `claude -p "/rl good"` and `codex exec "/rl good"` are new sessions.
+  const proxyTurn = (source: string, session: string, eventId: string, prompt: string) =>
+    core.call('captureTurn', { source, session, eventId, prompt, response: `answer to ${prompt}`, model: 'rein-local' }, 'proxy');
+
+  it('Claude: the newest proxy turn of a session prompted in the same directory is rated, not one of another directory', async () => {
+    const cwd = '/home/dev/local-claude';
+    await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'lc-1', cwd, prompt_id: 'x1', prompt: 'first question' });
+    const first = await proxyTurn('claude-code', 'lc-1', 'proxy-agent-lc1', 'first question');
+    await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'lc-other', cwd: '/elsewhere', prompt_id: 'x2', prompt: 'elsewhere' });
+    const elsewhere = await proxyTurn('claude-code', 'lc-other', 'proxy-agent-lc-other', 'elsewhere');
+    const r = (await (await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'lc-2', cwd, prompt_id: 'x3', prompt: '/rl good' })).json()) as { decision: string; reason: string };
+    expect(r.decision).toBe('block');
+    expect(r.reason).toMatch(/^Rated 👍/);
+    expect((await core.call('getTurn', { turnId: first.turn!.id }, 'test')).state).toBe('rated');
+    expect((await core.call('getTurn', { turnId: elsewhere.turn!.id }, 'test')).state).toBe('unrated');
+    // Rated already: the next one-shot finds nothing in that directory.
+    const again = (await (await post('claude', { hook_event_name: 'UserPromptSubmit', session_id: 'lc-3', cwd, prompt_id: 'x4', prompt: '/rl bad' })).json()) as { reason: string };
+    expect(again.reason).toMatch(/^Nothing to rate/);
+  });
+
+  it('Codex: `codex exec "/rl bad"` rates the proxy turn of the previous `codex exec` in that directory', async () => {
+    const cwd = '/home/dev/local-codex';
+    await post('codex', { hook_event_name: 'UserPromptSubmit', session_id: 'cx-1', turn_id: 't1', cwd, model: 'rein-local', prompt: 'say hi' });
+    const turn = await proxyTurn('codex', 'cx-1', 'proxy-agent-cx1', 'say hi');
+    const r = (await (await post('codex', { hook_event_name: 'UserPromptSubmit', session_id: 'cx-2', turn_id: 't2', cwd, model: 'rein-local', prompt: '/rl bad' })).json()) as { decision: string; reason: string };
+    expect(r).toEqual({ decision: 'block', reason: expect.stringMatching(/^Rated 👎/) as unknown as string });
+    expect((await core.call('getTurn', { turnId: turn.turn!.id }, 'test')).state).toBe('rated');
+  });
+});
+
 describe('hook captures that are not stored (issue #21 item 4)', () => {
   it('a turn neither stored nor spooled is answered 503 by both hooks; one refused by the settings is a final 200 {}', async () => {
     const home = resolveHome({ REIN_HOME: mkdtempSync(path.join(tmpdir(), 'rein-routes-busy-')) });

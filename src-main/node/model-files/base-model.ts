@@ -17,7 +17,7 @@ import type { ReinTokenizer } from '../engine/tokenizer.ts';
 
 /** How to set a model up, for the errors of every verb that needs one. */
 export const SET_UP_A_MODEL =
-  'choose one in the app (Settings → Model, or the setup wizard), or run `rein model list` to see the models on this computer and `rein model use <id>` to train one (`rein model add <path-or-ollama:name:tag>` adds one it did not find); `rein demo` tries the small demo model';
+  'choose one in the app (Settings → Model, or the setup wizard), or run `rein model list` to see the models on this computer and `rein model use <id>` to train one (`rein model add <path-or-ollama:name:tag>` adds one it did not find); `rein model use demo` uses the small demo model that ships with Rein';
 
 /** A model given as one file: a .gguf (an Ollama blob has no extension, so the magic decides, not the name). */
 export function isGgufModel(source: string): boolean {

@@ -10,10 +10,9 @@ import { NotAvailableError, ReinError } from '../../common/errors.ts';
 import type { AnswerRequest, ChatDeps, ChatService } from '../core/core.ts';
 import { readOrCreateToken } from '../home.ts';
 import { SseSplitter, sseData } from './openai.ts';
+import { SERVE_STACK_KEYS } from './serve-model-info.ts';
 import type { ServeStack } from './stack.ts';
 
-/** Settings whose change means another model or upstream: the stack is started again on the next chat. */
-const RESTART_KEYS = ['model.active', 'proxy.upstream', 'proxy.upstreamKind', 'proxy.baseModelName', 'serving.modelGguf', 'serving.contextSize'];
 
 
 export function createChatService(deps: ChatDeps): ChatService {
@@ -116,7 +115,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   return {
     answer,
     settingsChanged(changed) {
-      if (Object.keys(changed).some((k) => RESTART_KEYS.includes(k))) void stop();
+      if (Object.keys(changed).some((k) => (SERVE_STACK_KEYS as readonly string[]).includes(k))) void stop();
     },
     close: stop,
   };

@@ -18,6 +18,8 @@ import type { Change, InstallEnv, Integration } from '../install/installer.ts';
 import { readState } from '../install/fs-safe.ts';
 import { readServerInfo } from '../capture-server/info.ts';
 import { resourceDir } from '../resources.ts';
+import { modelConfigJson } from '../model-files/base-model.ts';
+import { describeSource } from './model-discovery.ts';
 
 const INTEGRATIONS: Record<AgentId, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
 const NAMES: Record<AgentId, string> = { claude: 'Claude Code', codex: 'Codex', openclaw: 'OpenClaw' };
@@ -106,4 +108,61 @@ export async function connectAgent(home: ReinHome, agent: AgentId, env: NodeJS.P
   const said: string[] = [];
   const r = await install(integ, ie, { dryRun: false, say: (l) => said.push(l) });
   return { agent, changes: r.changes.map(changeView), backupDir: r.backupDir, notes: [...said, ...integ.notes(ie)] };
+}
+
+/**
+ * The tokens of each agent's first request (its system prompt and tool schemas, before any history), measured through
+ * the proxy with Claude Code 2.1.197 and Codex 0.169 on the demo model's tokenizer. That byte-level BPE has 720
+ * tokens, so any larger vocabulary spells the same text in fewer.
+ */
+export const AGENT_PROMPT_TOKENS: Record<'claude' | 'codex', number> = { claude: 7_599, codex: 11_800 };
+
+/**
+ * The context an agent needs from Rein's model server: its first request twice over (room for the history, tool
+ * results and replies until the client compacts), rounded up to a power of two.
+ */
+export function agentContextSize(agent: 'claude' | 'codex'): number {
+  return 2 ** Math.ceil(Math.log2(2 * AGENT_PROMPT_TOKENS[agent]));
+}
+
+/** The context a model was trained on (config.json max_position_embeddings, or the GGUF's context_length); null when unknown. */
+export function trainedContext(modelId: string | null, env: NodeJS.ProcessEnv = process.env): number | null {
+  if (modelId === null) return null;
+  try {
+    const n = modelConfigJson(describeSource(modelId, env).path)['max_position_embeddings'];
+    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : null;
+  } catch {
+    return null; // a model that cannot be read is named by serve-model, with its reason
+  }
+}
+
+export interface ContextFit {
+  /** The serving.contextSize to set, or null to keep the current one. */
+  contextSize: number | null;
+  notes: string[];
+}
+
+/**
+ * What `--local-model` setup does to the context: raises serving.contextSize to what the agent needs (never lowers
+ * it), and says when the active model was trained on shorter contexts than the agent's prompt, or when an upstream
+ * (proxy.upstream) serves the agent instead of Rein's own model server.
+ */
+export function fitAgentContext(agent: 'claude' | 'codex', s: Settings, env: NodeJS.ProcessEnv = process.env): ContextFit {
+  const need = agentContextSize(agent);
+  const prompt = `${NAMES[agent]}'s first request (system prompt and tools) is about ${(AGENT_PROMPT_TOKENS[agent] / 1000).toFixed(1)}k tokens`;
+  if (s['proxy.upstream'] !== null) {
+    return { contextSize: null, notes: [`${prompt}: the upstream at ${s['proxy.upstream']} (proxy.upstream) must hold at least ${need} tokens of context.`] };
+  }
+  const notes: string[] = [];
+  const current = s['serving.contextSize'];
+  const contextSize = current < need ? need : null;
+  notes.push(contextSize === null ? `serving.contextSize is ${current}, enough for ${NAMES[agent]} (${prompt}).` : `serving.contextSize ${current} → ${need}: ${prompt}.`);
+  const trained = trainedContext(s['model.active'], env);
+  if (trained !== null && trained < AGENT_PROMPT_TOKENS[agent]) {
+    notes.push(
+      `The active model (${s['model.active']}) was trained on contexts of ${trained} tokens, shorter than ${NAMES[agent]}'s prompt: it runs, ` +
+        `but reads past its trained length and answers poorly. \`rein model list\` shows the models you have; one trained on ${need} tokens or more holds the agent.`,
+    );
+  }
+  return { contextSize, notes };
 }

@@ -11,7 +11,7 @@ import { readOrCreateToken } from '../home.ts';
 import { SafetensorsFile } from '../engine/safetensors.ts';
 import { readServerInfo } from '../capture-server/info.ts';
 import { installSmallLm } from '../demo/small-lm.ts';
-import { connectAgent, detectAgents, localModelChoice, planAgent } from './agents.ts';
+import { connectAgent, detectAgents, fitAgentContext, localModelChoice, planAgent } from './agents.ts';
 import { detectHardware } from './hardware.ts';
 import { describeHfDir, describeSource, discoverModels } from './model-discovery.ts';
 
@@ -83,7 +83,14 @@ export function createSystemHandlers(d: WizardDeps): WizardHandlers {
       return { removed: true, id: input.id };
     },
     planAgent: (input) => planAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
-    connectAgent: (input) => connectAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null),
+    connectAgent: async (input) => {
+      const r = await connectAgent(d.home, input.agent, env, input.localModel === true ? localModelChoice(d.settings()) : null);
+      if (input.localModel !== true || input.agent === 'openclaw') return r;
+      // As `rein setup <agent> --local-model` does: a context that holds the agent's prompt.
+      const fit = fitAgentContext(input.agent, d.settings(), env);
+      if (fit.contextSize !== null) await d.setSettings({ 'serving.contextSize': fit.contextSize });
+      return { ...r, notes: [...r.notes, ...fit.notes] };
+    },
 
     useModel: async (input) => {
       // An id of Rein's list is followed to what it was added from (an Ollama tag is resolved again: a new pull moves it).

@@ -245,7 +245,7 @@ export function describeSource(source: string, env: NodeJS.ProcessEnv = process.
   }
   const home = homeOf(env);
   const abs = source === '~' ? home : source.startsWith('~/') ? path.join(home, source.slice(2)) : source;
-  if (!path.isAbsolute(abs)) throw new BadInputError(`${source} is not an absolute path (start it with / or ~/), nor ollama:<name>:<tag>`, 'source');
+  if (!path.isAbsolute(abs)) throw new BadInputError(`${source} is not an absolute path (start it with / or ~/), nor ollama:<name>:<tag>, nor demo`, 'source');
   if (abs.includes('\0')) throw new BadInputError(`${JSON.stringify(source)} holds a NUL character, which no path can`, 'source');
   let st: ReturnType<typeof statSync>;
   try {

@@ -89,7 +89,7 @@ describe('model discovery', () => {
     // Before any model: the presets say which verb cannot run and how to set a model up (commands that exist).
     const none = await c.call('describePresets', {}, 'test').then(() => null, (e: unknown) => e as { code: string; message: string });
     expect(none?.code).toBe('not_available');
-    expect(none?.message).toMatch(/^describePresets is not available yet: no model is set up: .*`rein model list` .* `rein model use <id>` .*`rein model add <path-or-ollama:name:tag>`.*; `rein demo`/);
+    expect(none?.message).toMatch(/^describePresets is not available yet: no model is set up: .*`rein model list` .* `rein model use <id>` .*`rein model add <path-or-ollama:name:tag>`.*; `rein model use demo` uses the small demo model/);
     const r = await c.call('useDemoModel', {}, 'test');
     expect(r.model).toMatchObject({ source: 'demo', trainable: true });
     expect(r.settings['model.active']).toBe(r.model.path);
@@ -140,8 +140,11 @@ describe('agents', () => {
     await c.call('setSettings', { values: { 'proxy.port': 7999, 'proxy.baseModelName': 'my-qwen' } }, 'test');
     const plan = await c.call('planAgent', { agent: 'codex', localModel: true }, 'test');
     expect(plan.changes.find((x) => x.path.endsWith('config.toml'))!.summary).toContain('127.0.0.1:7999 (my-qwen, wire_api = "responses")');
-    await c.call('connectAgent', { agent: 'codex', localModel: true }, 'test');
+    const done = await c.call('connectAgent', { agent: 'codex', localModel: true }, 'test');
     expect(readFileSync(path.join(home, '.codex/config.toml'), 'utf8')).toContain('base_url = "http://127.0.0.1:7999/v1"');
+    // As `rein setup codex --local-model`: Rein's model server gets a context that holds Codex's prompt.
+    expect(c.settings()['serving.contextSize']).toBe(32768);
+    expect(done.notes).toContain("serving.contextSize 4096 → 32768: Codex's first request (system prompt and tools) is about 11.8k tokens.");
     expect((await c.call('detectAgents', {}, 'test'))[1]!.connected).toBe(true);
     await expect(c.call('planAgent', { agent: 'openclaw', localModel: true }, 'test')).rejects.toMatchObject({ code: 'bad_input' });
   });

@@ -165,6 +165,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
           case 'UserPromptSubmit': {
             const cmd = parseRl(p.prompt);
             if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd, p.cwd);
+            targets.prompted(p.session_id, p.cwd);
             prompts.set(promptKey(p.session_id, p.prompt_id), p.prompt);
             if (p.prompt_id !== undefined) prompts.set(promptKey(p.session_id, undefined), p.prompt);
             return {};

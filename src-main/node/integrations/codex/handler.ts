@@ -97,6 +97,7 @@ export function createCodexHooks(core: Core, opts: { log: HookLog; now?: () => n
             const reason = await runRl(core, cmd, { ...target, rater: 'codex /rl', actor: 'hook', allowAdmin: true }, log);
             return { decision: 'block', reason };
           }
+          targets.prompted(p.session_id, p.cwd);
           if (p.turn_id !== undefined) prompts.set(`${p.session_id}\0${p.turn_id}`, p.prompt);
           return {};
         }

@@ -110,29 +110,57 @@ async function execute(core: Core, cmd: RlCommand, ctx: RlContext): Promise<stri
   }
 }
 
+/** The most sessions remembered per working directory for the one-shot fallback. */
+const SESSIONS_PER_CWD = 20;
+
 /**
  * Where a rating typed as `/rl …` goes. Normally the newest unrated turn of the session it was typed in. But a
  * one-shot run (`claude -p "/rl good"` after `claude -p "…"`, `codex exec "/rl bad"` after `codex exec "…"`) is a
  * new session with nothing in it (verified with Claude Code 2.1 and Codex 0.169 in e2e/agents): then the rating
- * goes to the newest turn captured in the same working directory, while that turn is still unrated.
+ * goes to the newest unrated turn captured in the same working directory. A Stop or notify hook names that turn
+ * itself. On the local model no such hook runs: the proxy (`rein serve-model`, another process) stores the turn
+ * under the agent's session id, and the prompt hook, which still runs, is what tells the directory of that session.
  */
 export class RlTargets {
   private readonly sessionsWithTurns: RecentMap<true>;
   private readonly newestByCwd: RecentMap<number>;
+  private readonly sessionsByCwd: RecentMap<string[]>;
   constructor(now?: () => number) {
     this.sessionsWithTurns = new RecentMap<true>(2_000, 6 * 3600_000, now);
     this.newestByCwd = new RecentMap<number>(2_000, 6 * 3600_000, now);
+    this.sessionsByCwd = new RecentMap<string[]>(2_000, 6 * 3600_000, now);
   }
   captured(session: string, cwd: string | undefined, turnId: number): void {
     this.sessionsWithTurns.set(session, true);
     if (cwd !== undefined && cwd !== '') this.newestByCwd.set(cwd, turnId);
   }
+  /** A prompt (not an `/rl`) was typed in `session`, running in `cwd`. */
+  prompted(session: string, cwd: string | undefined): void {
+    if (cwd === undefined || cwd === '') return;
+    const seen = (this.sessionsByCwd.get(cwd) ?? []).filter((s) => s !== session);
+    this.sessionsByCwd.set(cwd, [...seen, session].slice(-SESSIONS_PER_CWD));
+  }
   async target(core: Core, session: string, cwd: string | undefined, parsed: RlParse): Promise<{ session: string } | { turnId: number }> {
     const rates = parsed.ok && (parsed.command.kind === 'rate' || parsed.command.kind === 'fix');
     if (!rates || cwd === undefined || this.sessionsWithTurns.get(session) !== undefined) return { session };
     const turnId = this.newestByCwd.get(cwd);
-    if (turnId === undefined) return { session };
-    const turn = await core.call('getTurn', { turnId }, 'hook').catch(() => null);
-    return turn !== null && turn.state === 'unrated' ? { turnId } : { session };
+    if (turnId !== undefined) {
+      const turn = await core.call('getTurn', { turnId }, 'hook').catch(() => null);
+      if (turn !== null && turn.state === 'unrated') return { turnId };
+    }
+    // Turns the proxy stored: the session's own first, else the newest of the directory's other sessions.
+    if ((await newestUnrated(core, session)) !== null) return { session };
+    let best: number | null = null;
+    for (const other of this.sessionsByCwd.get(cwd) ?? []) {
+      if (other === session) continue;
+      const id = await newestUnrated(core, other);
+      if (id !== null && (best === null || id > best)) best = id;
+    }
+    return best === null ? { session } : { turnId: best };
   }
+}
+
+async function newestUnrated(core: Core, session: string): Promise<number | null> {
+  const page = await core.call('listTurns', { session, state: 'unrated', limit: 1 }, 'hook').catch(() => null);
+  return page?.items[0]?.id ?? null;
 }
