@@ -348,6 +348,33 @@ describe('the reward baseline', () => {
     }
   });
 
+  it('replayed ratings join the pool: an all-Good set of pending ratings meets the Bad ones the live version trained on', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'replay-pool') }) });
+    try {
+      const store = core.store;
+      const old = await onPolicy(core, ['good', 'bad', 'bad', 'good', 'bad', 'bad'], 'old');
+      const run = store.runs.insert({ modelId: DEFAULT_MODEL_ID, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system');
+      store.write(() => {
+        for (const id of old) store.markTrained(id, run.id);
+        store.adapters.insert({ modelId: DEFAULT_MODEL_ID, version: 1, status: 'active', path: '/nowhere/v1', runId: run.id, parentVersion: null }, 'system');
+      });
+      await onPolicy(core, Array.from({ length: 6 }, () => 'good'), 'new');
+      const turns = await selectRound(store, DEFAULT_MODEL_ID, { replayRatio: 1, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: lineageRuns(store, DEFAULT_MODEL_ID, 1) });
+      const { sequences, baseline } = encodeRound(turns, tok, opts);
+      const role = new Map(turns.map((t) => [t.ratingId, [t.role, t.reward] as const]));
+      expect(baseline).toEqual({ ratings: 12, meanReward: (6 + 2 - 4) / 12 });
+      for (const q of sequences) {
+        const [r, reward] = role.get(q.ratingId)!;
+        // 12 rewards summing to 4: each meets (4 − r)/11.
+        expect(q.advantage, `${r} ${reward}`).toBeCloseTo(reward - (4 - reward) / 11, 12);
+      }
+      expect(sequences.filter((q) => role.get(q.ratingId)![0] === 'pending').every((q) => q.advantage > 0)).toBe(true);
+      expect(sequences.reduce((a, q) => a + q.advantage, 0)).toBeCloseTo(0, 12);
+    } finally {
+      core.close();
+    }
+  });
+
   it('follows the reward mapper when one is set: the baseline is over the rewards the round trains on', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'mapper') }) });
     try {
