@@ -6,6 +6,8 @@
 //   and the round was supervised fine-tuning on its own samples;
 // - all Bad, from a rater who only ever says Bad (to answers that do not end with a question): no style the rater
 //   did not judge may rise. With A ≈ −1 the round pushed down everything it sampled, and so up what it did not.
+// And a round with contrast (the same rater, Good and Bad) still learns: the rated style rises; the other styles'
+// changes are printed beside it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -121,6 +123,27 @@ describe('a one-class first round', () => {
       // Raised: the paired change's 95% interval wholly above 0.
       const raised = rows.filter((r) => r.name !== 'question' && r.d.ci[0] > 0).map((r) => r.name);
       expect(raised).toEqual([]);
+    } finally {
+      core.close();
+    }
+  });
+});
+
+describe('a first round with contrast', () => {
+  it(`rated by the "question" rule (${N} ratings): the question rate rises on held-out prompts; the other styles' changes are printed`, { timeout: 600_000 }, async () => {
+    const question = styleRule('question');
+    const { core, rated, adapter, status, reason } = await oneRound('mixed', 1, (text) => (question(text) ? 'good' : 'bad'));
+    try {
+      const prompts = HELD_OUT_PROMPTS.slice(0, 96);
+      const before = await answers(prompts, 1, null);
+      const after = await answers(prompts, 1, adapter);
+      const change = (detect: (t: string) => boolean): MeanEstimate => meanEstimate(after.map((a, i) => Number(detect(a.text)) - Number(detect(before[i]!.text))));
+      const rate = (xs: readonly Answer[], detect: (t: string) => boolean): string => (xs.filter((a) => detect(a.text)).length / xs.length).toFixed(2);
+      console.log(
+        `question-rule round, ${rated} ratings (${status}: ${reason}); style rates on ${prompts.length} held-out prompts, base -> candidate (paired change, 95% CI): ` +
+          STYLES.map((s) => `${s.name} ${rate(before, s.detect)} -> ${rate(after, s.detect)} (${fmt(change(s.detect))})`).join('; '),
+      );
+      expect(change(question).ci[0]).toBeGreaterThan(0);
     } finally {
       core.close();
     }
