@@ -117,7 +117,7 @@ describe('the charts (item 6) and the schedule sentence', () => {
     await expect.poll(() => emaTicks.count()).toBeGreaterThan(0);
     const ticks = await emaTicks.allTextContents();
     expect(new Set(ticks).size).toBe(ticks.length);
-    expect(await page.getByTestId('ema-summary').textContent()).toMatch(/^Reward baseline \(the EMA of rewards each rating is compared with\) over time\. \d+ points from/);
+    expect(await page.getByTestId('ema-summary').textContent()).toMatch(/^Reward baseline \(the running EMA of rewards\) over time\. \d+ points from/);
 
     await page.getByRole('button', { name: 'Train now' }).click();
     await page.getByTestId('confirm').getByRole('button', { name: 'Start training' }).click();

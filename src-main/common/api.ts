@@ -174,7 +174,7 @@ export const VERBS = {
   deleteRating: { input: z.strictObject({ ratingId: id }), help: 'Delete one rating.' },
   emaHistory: {
     input: z.strictObject({ limit: z.number().int().min(1).max(100_000).default(1000) }),
-    help: 'The reward baseline (the EMA of rewards that each rating is compared against) over time for the active model.',
+    help: 'The reward baseline (the running EMA of rewards) over time for the active model.',
   },
   getSettings: { input: Empty, help: 'All settings with their current values.' },
   describeSettings: { input: Empty, help: 'Every setting with its default, help text and schema.' },

@@ -65,7 +65,7 @@ export function EmaChart(props: { points: EmaPoint[] }) {
           </ResponsiveContainer>
         )}
       </ChartBox>
-      <Summary id="ema-summary" text={`Reward baseline (the EMA of rewards each rating is compared with) over time. ${emaSummary(props.points)}`} />
+      <Summary id="ema-summary" text={`Reward baseline (the running EMA of rewards) over time. ${emaSummary(props.points)}`} />
     </figure>
   );
 }

@@ -47,7 +47,7 @@ export const selectCounts = derive([selectStatus], (status): { good: number; bad
 
 /** What the app calls the EMA a round compares rewards against (ReinforceClaw's baseline), and what it is, in one line. */
 export const BASELINE_LABEL = 'Reward baseline';
-export const BASELINE_HELP = 'The running EMA of your rewards (+1 Good, −1 Bad). Each rating\'s advantage = reward − the baseline as it stood before it; a round trains on that.';
+export const BASELINE_HELP = 'The running EMA of your rewards (+1 Good, −1 Bad). A round compares each rating with the mean reward of its other ratings, so a round rated all Good or all Bad has nothing to learn from and waits for a rating that differs.';
 
 /** The reward baseline as a signed number with two decimals, or null before the first rating. */
 export function selectEmaText(s: ReinState): string | null {

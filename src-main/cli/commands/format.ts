@@ -69,10 +69,10 @@ export function formatStatus(s: Status): string {
     statusRow('ratings', `${s.ratings.total} (good ${s.ratings.good}, bad ${s.ratings.bad}, scaled ${s.ratings.scaled})`),
     statusRow('pending', `${s.pending} of ${s.threshold} to the next training round`),
     ...(s.rejected !== null ? [statusRow('rejected', `round ${s.rejected.runId} was rejected by the gate: its ${s.rejected.pending} ratings are pending again (not trained)`)] : []),
-    // ReinforceClaw's baseline: each rating's advantage is its reward minus this EMA as it stood before the rating.
+    // The running EMA of rewards; a round's advantages are against the mean of its other ratings (common/rewards.ts).
     statusRow(
       'reward baseline',
-      s.ema ? `${s.ema.value >= 0 ? '+' : ''}${s.ema.value.toFixed(3)} (running EMA of ${s.ema.count} rewards; each rating's advantage = reward − the baseline before it)` : 'none yet (0 until the first rating)',
+      s.ema ? `${s.ema.value >= 0 ? '+' : ''}${s.ema.value.toFixed(3)} (running EMA of ${s.ema.count} rewards; a round compares each rating with the mean of its other ratings)` : 'none yet (0 until the first rating)',
     ),
     statusRow('turns', `${s.turns.total} (${s.turns.unrated} unrated)${s.capture.paused ? '  capture PAUSED' : ''}`),
     statusRow('training', `${s.training.state}${s.training.runId !== null ? ` (run ${s.training.runId})` : ''}`),

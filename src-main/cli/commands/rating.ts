@@ -133,7 +133,7 @@ registerCommand({
 
 registerCommand({
   name: 'status',
-  summary: 'Model, active adapter, ratings, pending count and the reward baseline (the EMA of rewards each rating is compared against).',
+  summary: 'Model, active adapter, ratings, pending count and the reward baseline (the running EMA of rewards).',
   usage: 'rein status',
   async run(ctx) {
     const api = await ctx.api();

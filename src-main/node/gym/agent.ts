@@ -10,10 +10,11 @@
 // - Credit per step is the discounted return from that step, G_t = r_t + γ·G_{t+1}, not the episode's reward spread
 //   evenly over its turns: an action can only change the rewards after it (the policy-gradient theorem, Sutton &
 //   Barto §13.3), so crediting it with earlier rewards adds variance and no signal. Each step is stored as a turn
-//   rated with G_t; the round subtracts the reward baseline as it does for every rating (the EMA of rewards as it
-//   stood before that rating, data.ts ratingBaselines): A_t = G_t − b. A baseline that does not depend on the action
-//   leaves the gradient unbiased and cuts its variance; it is not batch-normalised, which would erase the signal of a
-//   batch where every episode won.
+//   rated with G_t; the round subtracts the reward baseline as it does for every rating (the mean credit of the
+//   round's other on-policy turns, common/rewards.ts roundBaselines): A_t = G_t − b. A baseline that does not depend
+//   on the action leaves the gradient unbiased and cuts its variance; the other steps of the same episode are in it,
+//   and their credit depends on this step's action, a bias of the order of an episode's steps over the round's (as
+//   with any round-wide baseline). It is not divided by the round's spread.
 // - Training is a Rein round (round.ts runRound through the scheduler): the same versions, eval gate, progress
 //   events and dashboard as ratings, so a gym round can be rejected, rolled back and inspected like any other.
 // - A reply extractAction cannot read (it returns null or undefined, throws, or names an action the env does not
@@ -255,7 +256,7 @@ export abstract class Agent<Obs, Action> {
    * the standard deviation). What is left in the credit is the effect of the episode's choices on the same deal,
    * not the luck of the deal: with one global baseline, a step's credit is mostly the value of the state it was in,
    * and a model that barely reads the state learns the action of the states that win (blackjack: stick on 20) as
-   * if it were right everywhere. The round's EMA baseline then meets credits centred on 0. A group of one keeps G_t.
+   * if it were right everywhere. The round's baseline then meets credits centred on 0. A group of one keeps G_t.
    */
   async terminateEpisode(o: { group?: number } = {}): Promise<RoundStats | null> {
     const steps = this.steps;

@@ -1,8 +1,10 @@
-// The reward baseline in a real round (issue #12, "one baseline"): the committed small pretrained LM, the balanced
-// preset as every user gets it, 16 on-policy answers captured and rated through the core, one round in the real
-// worker. Before the fix, an all-Good first round met a bias-corrected EMA over its own ratings (+1), so every
-// advantage was 0: no gradient, a rejected round, burned ratings. With ReinforceClaw's baseline, the first rating
-// meets 0 and the k-th meets 1 − 0.99^k, so every Good advantage is positive and every Bad one negative.
+// The reward baseline in a real round: the committed small pretrained LM, the balanced preset as every user gets it,
+// 16 on-policy answers captured and rated through the core, one round in the real worker. Each trained on-policy
+// rating meets the mean reward of the round's other ones (common/rewards.ts roundBaselines), so the advantages sum
+// to zero. A one-class round (all Good, all Bad) has no contrast: every advantage is 0, the round takes no step and
+// is rejected, and its ratings stay pending. Before, the baseline was an EMA from 0 that a first round had moved only
+// a few percent: an all-Good round trained each answer with A ≈ +1 (supervised fine-tuning on its own samples) and an
+// all-Bad one with A ≈ −1 (measured: mean log p of the rated answers −4.72 → −14.49).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,93 +49,126 @@ async function sample(n: number, seed: number): Promise<SampledTurn[]> {
   return out;
 }
 
-/** Mean over the turns of log p(answer | prompt), summed over the answer's tokens, under `adapter` (null: the base). */
-async function meanLogp(turns: readonly SampledTurn[], adapter: LoraAdapter | null): Promise<number> {
-  let sum = 0;
-  for (const t of turns) {
-    const lp = await engine.logprobs([...t.promptIds, ...t.tokens], { start: t.promptIds.length, adapter });
-    sum += lp.reduce((a, b) => a + b, 0);
-  }
-  return sum / turns.length;
+/** log p(answer | prompt) of each turn, summed over the answer's tokens, under `adapter` (null: the base). */
+async function logps(turns: readonly SampledTurn[], adapter: LoraAdapter | null): Promise<number[]> {
+  const out: number[] = [];
+  for (const t of turns) out.push((await engine.logprobs([...t.promptIds, ...t.tokens], { start: t.promptIds.length, adapter })).reduce((a, b) => a + b, 0));
+  return out;
 }
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 interface RunMetrics {
-  baseline: { before: number | null; after: number };
+  baseline: { ratings: number; meanReward: number | null };
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
   samples: { mispo: number; kto: number; heldout: number; drawn: number[]; skipped: unknown[] };
+  stepCount: number;
   gate: { accept?: boolean; kl: number; klBudget: number };
 }
 
-async function firstRound(name: string, value: boolean, seed: number): Promise<{ core: ReinCore; turns: SampledTurn[]; m: RunMetrics; status: string; reason: string | null; adapter: LoraAdapter }> {
+interface FirstRound {
+  core: ReinCore;
+  turns: SampledTurn[];
+  /** The rating id of each turn, in the same order. */
+  ids: number[];
+  runId: number;
+  m: RunMetrics;
+  status: string;
+  reason: string | null;
+  adapter: LoraAdapter;
+}
+
+/** N sampled answers rated Good where `good(i)` (i the turn's place), one round, and the version it wrote. */
+async function firstRound(name: string, good: (i: number) => boolean, seed: number): Promise<FirstRound> {
   const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, name) }) });
   await core.call('setSettings', { values: { 'model.active': SMALL_LM_DIR, 'training.auto': false, 'training.preset': 'balanced' } }, 'test');
   const turns = await sample(N, seed);
-  await captureAndRate(core, turns, () => value, name);
+  let i = 0;
+  await captureAndRate(core, turns, () => good(i++), name);
   await core.call('startTraining', {}, 'test');
   await core.scheduler.idle();
   const run = (await core.call('listRuns', {}, 'test'))[0]!;
   expect(run.status, String(run.error)).toBe('succeeded');
   const v = (await core.call('listAdapters', {}, 'test'))[0]!;
   const adapter = loadPeftAdapter(path.join(v.path, 'peft'), modelLinearParams(engine.config)).adapter;
-  return { core, turns, m: run.metrics as RunMetrics, status: v.status, reason: v.reason, adapter };
+  const ids = core.store.stmt<{ id: number }>('SELECT id FROM ratings ORDER BY id').all().map((r) => r.id);
+  return { core, turns, ids, runId: run.id, m: run.metrics as RunMetrics, status: v.status, reason: v.reason, adapter };
 }
 
-/** The mean of 0.99^k over the drawn ratings, k each one's place (from 0) among all the model's ratings. */
-const ratingIds = (core: ReinCore): number[] => core.store.stmt<{ id: number }>('SELECT id FROM ratings ORDER BY id').all().map((r) => r.id);
-function meanDecay(core: ReinCore, drawn: readonly number[]): number {
-  const ids = ratingIds(core);
-  return drawn.reduce((s, id) => s + 0.99 ** ids.indexOf(id), 0) / drawn.length;
+/** What the round recorded for each rating it saw (run_samples): its role and advantage. */
+function samples(core: ReinCore, runId: number): Map<number, { role: string; advantage: number | null }> {
+  const rows = core.store.stmt<{ rating_id: number; role: string; advantage: number | null }>('SELECT rating_id, role, advantage FROM run_samples WHERE run_id = ?').all(runId);
+  return new Map(rows.map((r) => [r.rating_id, { role: r.role, advantage: r.advantage }]));
 }
 
 describe('a first round with the reward baseline', () => {
-  it(`all Good (${N} ratings): every trained advantage is positive, the good answers become more likely, and v1 goes live or its ratings stay pending`, { timeout: 300_000 }, async () => {
-    const { core, turns, m, status, reason, adapter } = await firstRound('good', true, 1);
-    try {
-      const before = await meanLogp(turns, null);
-      const after = await meanLogp(turns, adapter);
-      console.log(
-        `all-Good first round: ${m.advantages.positive}/${N} advantages positive, mean ${m.advantages.meanPositive?.toFixed(4)}; ` +
-          `baseline ${m.baseline.before} -> ${m.baseline.after.toFixed(4)}; mean log p of the rated answers ${before.toFixed(3)} -> ${after.toFixed(3)}; ` +
-          `gate: ${status} (KL ${m.gate.kl.toFixed(4)} of ${m.gate.klBudget}; ${reason})`,
-      );
-      // A fifth is held out for the gate (they stay pending); the rest train, every one with a positive advantage.
-      const trained = N - heldoutCount(N, 0.2);
-      expect(m.samples.mispo).toBe(trained);
-      expect(m.advantages.positive).toBe(trained);
-      expect(m.advantages.negative).toBe(0);
-      // The k-th rating (from 0) meets 1 − 0.99^k, so its advantage is 0.99^k: the first meets 0, the newest 0.14.
-      expect(m.advantages.meanPositive!).toBeCloseTo(meanDecay(core, m.samples.drawn), 9);
-      // `before` is what the round's first trained rating met (1 − 0.99^k, k its place); `after` the EMA of all N.
-      const first = Math.min(...m.samples.drawn);
-      expect(m.baseline).toEqual({ before: expect.closeTo(1 - 0.99 ** ratingIds(core).indexOf(first), 12) as unknown, after: expect.closeTo(1 - 0.99 ** N, 12) as unknown });
-      expect((await core.call('status', {}, 'test')).ema!.value).toBe(m.baseline.after);
-      expect(after).toBeGreaterThan(before);
-      // Whether v1 goes live is the gate's call on the held-out fifth, which it did not train on. Sampled at
-      // temperature 1, μ = π and every advantage is positive: the expected gradient E_π[A ∇log π] of such a round is
-      // only the spread of A, so the held-out answers need not rise (measured: 1 of 3 rose with seed 1, 2 of 6 with
-      // 32 ratings) and the gate may rightly reject it. Either way nothing is burned: a rejected round's ratings are
-      // all pending again.
-      if (status !== 'active') expect((await core.call('status', {}, 'test')).pending).toBe(N);
-    } finally {
-      core.close();
-    }
-  });
+  for (const [kind, value, seed] of [
+    ['Good', true, 1],
+    ['Bad', false, 2],
+  ] as const) {
+    it(`all ${kind} (${N} ratings): no contrast, so every advantage is 0, no step is taken, the round is rejected and every rating stays pending`, { timeout: 300_000 }, async () => {
+      const r = await firstRound(kind.toLowerCase(), () => value, seed);
+      const { core, m } = r;
+      try {
+        const before = await logps(r.turns, null);
+        const after = await logps(r.turns, r.adapter);
+        console.log(
+          `all-${kind} first round: ${m.advantages.positive} positive / ${m.advantages.negative} negative advantages of ${m.samples.mispo}; baseline ${JSON.stringify(m.baseline)}; ` +
+            `${m.stepCount} steps; mean log p of the rated answers ${mean(before).toFixed(3)} -> ${mean(after).toFixed(3)}; gate: ${r.status} (${r.reason})`,
+        );
+        const trained = N - heldoutCount(N, 0.2);
+        expect(m.samples.mispo).toBe(trained);
+        expect(m.baseline).toEqual({ ratings: trained, meanReward: value ? 1 : -1 });
+        expect([m.advantages.positive, m.advantages.negative]).toEqual([0, 0]);
+        expect(m.stepCount).toBe(0);
+        expect(m.samples.drawn).toEqual([]);
+        expect(r.status).toBe('rejected');
+        expect(r.reason).toMatch(new RegExp(`^no contrast: the round's ${trained} trained ratings all have reward ${value ? '\\+1 \\(all Good\\)' : '-1 \\(all Bad\\)'}`));
+        // The candidate is its parent (the base): the answers are exactly as likely as before.
+        expect(after).toEqual(before);
+        // Nothing wasted: every rating is pending, and the round recorded each one it saw (advantage 0), so the
+        // scheduler waits for training.threshold new ratings before it tries again, as after any rejected round.
+        expect((await core.call('status', {}, 'test')).pending).toBe(N);
+        const seen = samples(core, r.runId);
+        expect([...seen.keys()].sort((a, b) => a - b)).toEqual(r.ids);
+        for (const s of seen.values()) expect(s.advantage).toBe(0);
+        expect(core.store.runs.lastRejected(core.store.runs.get(r.runId)!.modelId)).toEqual({ runId: r.runId, pending: trained });
+        expect(core.store.runs.pendingSince(core.store.runs.get(r.runId)!.modelId, r.runId)).toBe(0);
+      } finally {
+        core.close();
+      }
+    });
+  }
 
-  it(`all Bad (${N} ratings): every advantage is negative, and the bad answers become less likely`, { timeout: 300_000 }, async () => {
-    const { core, turns, m, status, reason, adapter } = await firstRound('bad', false, 2);
+  it(`mixed (${N} ratings, two Good to one Bad): each advantage is r − the mean of the others, they sum to 0, and the Good answers gain on the Bad ones`, { timeout: 300_000 }, async () => {
+    const r = await firstRound('mixed', (i) => i % 3 !== 2, 3);
+    const { core, m } = r;
     try {
-      const before = await meanLogp(turns, null);
-      const after = await meanLogp(turns, adapter);
+      const seen = samples(core, r.runId);
+      const good = (id: number): boolean => r.ids.indexOf(id) % 3 !== 2;
+      const trainedIds = r.ids.filter((id) => seen.get(id)?.role === 'pending');
+      const g = trainedIds.filter(good).length;
+      const b = trainedIds.length - g;
+      // Leave-one-out over ±1 rewards: a Good meets (g − 1 − b)/(n − 1), so A = 2b/(n − 1); a Bad A = −2g/(n − 1).
+      const n = trainedIds.length;
+      for (const id of trainedIds) expect(seen.get(id)!.advantage).toBeCloseTo(good(id) ? (2 * b) / (n - 1) : (-2 * g) / (n - 1), 12);
+      expect(trainedIds.reduce((s, id) => s + seen.get(id)!.advantage!, 0)).toBeCloseTo(0, 12);
+      expect(m.baseline).toEqual({ ratings: n, meanReward: expect.closeTo((g - b) / n, 12) as unknown });
+      expect(m.stepCount).toBeGreaterThan(0);
+      expect([...m.samples.drawn].sort((x, y) => x - y)).toEqual(trainedIds);
+      // What the round trained on moved the right way: the Good answers' log p rose relative to the Bad ones'.
+      const at = (id: number): number => r.ids.indexOf(id);
+      const before = await logps(r.turns, null);
+      const after = await logps(r.turns, r.adapter);
+      const change = (ids: number[]): number => mean(ids.map((id) => after[at(id)]! - before[at(id)]!));
+      const dGood = change(trainedIds.filter(good));
+      const dBad = change(trainedIds.filter((id) => !good(id)));
       console.log(
-        `all-Bad first round: ${m.advantages.negative}/${N} advantages negative, mean ${m.advantages.meanNegative?.toFixed(4)}; ` +
-          `baseline ${m.baseline.before} -> ${m.baseline.after.toFixed(4)}; mean log p of the rated answers ${before.toFixed(3)} -> ${after.toFixed(3)}; ` +
-          `gate: ${status} (KL ${m.gate.kl.toFixed(4)} of ${m.gate.klBudget}; ${reason})`,
+        `mixed first round: ${g} Good (A ${(2 * b) / (n - 1)}) and ${b} Bad (A ${(-2 * g) / (n - 1)}) trained; baseline ${JSON.stringify(m.baseline)}; ` +
+          `change in log p of the trained answers: Good ${dGood.toFixed(3)}, Bad ${dBad.toFixed(3)}; gate: ${r.status} (${r.reason})`,
       );
-      const trained = N - heldoutCount(N, 0.2);
-      expect(m.advantages.negative).toBe(trained);
-      expect(m.advantages.positive).toBe(0);
-      expect(m.advantages.meanNegative!).toBeCloseTo(-meanDecay(core, m.samples.drawn), 9);
-      expect(after).toBeLessThan(before);
+      expect(dGood).toBeGreaterThan(dBad);
+      // Whether v1 goes live is the gate's call; a rejected round's ratings are all pending again.
+      if (r.status !== 'active') expect((await core.call('status', {}, 'test')).pending).toBe(N);
     } finally {
       core.close();
     }

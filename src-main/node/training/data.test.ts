@@ -1,5 +1,6 @@
 // Data selection and the reward baseline against a real store: a seeded random share of the pending ratings is held
-// out for the gate, replay comes from the active lineage, and each rating meets the EMA of rewards as it stood before it.
+// out for the gate, replay comes from the active lineage, and each on-policy rating meets the mean reward of the
+// round's other on-policy ratings. The EMA of rewards (the running average the UI shows) is the store's replay.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import { createClaudeHooks } from '../integrations/claude/handler.ts';
 import { readTranscriptLines } from '../integrations/claude/transcript.ts';
 import { memoryLog } from '../integrations/shared/log.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
-import { encodeRound, lineageRuns, ratingBaselines, selectRound } from './data.ts';
+import { encodeRound, lineageRuns, selectRound } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-data-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -106,31 +107,10 @@ describe('a round selects', () => {
 
 });
 
-// The reward baseline (ReinforceClaw): an EMA of rewards from 0, no bias correction; each rating meets the EMA as it
-// stood before it. These go through the core's rate/undo/delete/rollback verbs and the store's own replay.
-describe('the reward baseline', () => {
+// The EMA of rewards (ReinforceClaw's: from 0, no bias correction), the running average the UI charts and a rollback
+// restores. These go through the core's rate/undo/delete/rollback verbs and the store's own replay.
+describe('the EMA of rewards', () => {
   const model = DEFAULT_MODEL_ID;
-
-  it('each rating meets the EMA before it, in time order; the first rating ever meets 0; after is the stored EMA', async () => {
-    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'base') }) });
-    try {
-      expect(await ratingBaselines(core.store, model)).toEqual({ before: new Map(), after: 0 });
-      // An all-Good first round: every rating must meet a baseline below +1, so every advantage is positive (the
-      // bias-corrected EMA over the round's own ratings met +1 and gave each of them A = 0).
-      const values = Array.from({ length: 16 }, () => 'good') as ('good' | 'bad')[];
-      const ids = await rated(core, values, 'c');
-      const b = await ratingBaselines(core.store, model);
-      expect(b.before.get(ids[0]!)).toBe(0);
-      ids.forEach((id, i) => expect(b.before.get(id)).toBeCloseTo(1 - 0.99 ** i, 12)); // Σ 0.01·0.99^k over i ratings
-      expect(b.after).toBeCloseTo(1 - 0.99 ** 16, 12);
-      expect(b.after).toBe(core.store.emaValue(model));
-      expect((await core.call('status', {}, 'test')).ema!.value).toBe(b.after);
-      // So every advantage r − before is well above 0 (the smallest, the 16th rating's, is 0.99^15 = 0.86).
-      for (const id of ids) expect(1 - b.before.get(id)!).toBeGreaterThan(0.85);
-    } finally {
-      core.close();
-    }
-  });
 
   it('emaTrace leaves out undone, replaced and deleted ratings, and the stored EMA is that replay', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'undo') }) });
@@ -173,29 +153,15 @@ describe('the reward baseline', () => {
       expect(core.store.emaValue(model)).toBe(stored);
       expect((await core.call('status', {}, 'test')).ema!.value).toBe(stored);
       const [next] = await rated(core, ['good'], 'r3');
-      const b = await ratingBaselines(core.store, model);
+      const b = core.store.emaTrace(model);
       expect(b.before.get(next!)).toBe(stored);
-      expect(b.after).toBe(emaFold(stored, [1]));
-      expect(core.store.emaValue(model)).toBe(b.after);
+      expect(b.value).toBe(emaFold(stored, [1]));
+      expect(core.store.emaValue(model)).toBe(b.value);
     } finally {
       core.close();
     }
   });
 
-  it('follows the reward mapper when one is set, so the baseline uses the rewards the round trains on', async () => {
-    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'mapper') }) });
-    try {
-      const ids = await rated(core, ['good', 'good', 'bad'], 'm');
-      await core.call('setSettings', { values: { 'training.rewardMapper': '(rating) => rating.reward / 2' } }, 'test');
-      const b = await ratingBaselines(core.store, model);
-      expect([...b.before.values()]).toEqual([0, emaFold(null, [0.5]), emaFold(null, [0.5, 0.5])]);
-      expect(b.after).toBe(emaFold(null, [0.5, 0.5, -0.5]));
-      const turns = await selectRound(core.store, model, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
-      expect(turns.map((t) => [t.ratingId, t.reward])).toEqual([[ids[0], 0.5], [ids[1], 0.5], [ids[2], -0.5]]);
-    } finally {
-      core.close();
-    }
-  });
 });
 
 describe('a round encodes', () => {
@@ -203,7 +169,6 @@ describe('a round encodes', () => {
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
   const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
-  const baselines = async (core: ReinCore): Promise<{ baselines: Map<number, number> }> => ({ baselines: (await ratingBaselines(core.store, DEFAULT_MODEL_ID)).before });
 
   it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'honest') }) });
@@ -228,7 +193,7 @@ describe('a round encodes', () => {
         await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
       }
       const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
-      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...(await baselines(core)) });
+      const { sequences, skipped } = encodeRound(turns, tok, opts);
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
       // The cut prompt still trains, as text within the budget.
@@ -248,7 +213,7 @@ describe('a round encodes', () => {
       const b = await core.call('captureTurn', { source: 'proxy', eventId: 'ok', prompt: 'p', response: 'fine', tokens: good, logprobs: good.map(() => -1), policy }, 'test');
       const ra = await core.call('rate', { turnId: a.turn!.id, value: 'bad' }, 'test');
       const rb = await core.call('rate', { turnId: b.turn!.id, value: 'good' }, 'test');
-      const { sequences, skipped } = encodeRound(await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }), tok, { ...opts, ...(await baselines(core)) });
+      const { sequences, skipped } = encodeRound(await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() }), tok, opts);
       expect(skipped).toEqual([{ ratingId: ra.rating.id, turnId: a.turn!.id, why: expect.stringMatching(new RegExp(`id ${tok.size + 7}, outside the vocabulary \\(size ${tok.size}\\)`)) as unknown }]);
       expect(sequences.map((q) => [q.ratingId, q.kind])).toEqual([[rb.rating.id, 'mispo']]);
     } finally {
@@ -270,7 +235,7 @@ describe('a round encodes', () => {
       expect(page.total).toBe(1);
       await core.call('rate', { turnId: page.items[0]!.id, value: 'good' }, 'test');
       const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
-      const { sequences, skipped } = encodeRound(turns, tok, { ...opts, ...(await baselines(core)) });
+      const { sequences, skipped } = encodeRound(turns, tok, opts);
       expect(skipped).toEqual([]);
       expect(sequences).toHaveLength(1);
       const q = sequences[0]!;
@@ -299,13 +264,126 @@ describe('a round encodes', () => {
       expect(runs[1]!.text).toBe('\n<|im_start|>user\n<tool_response>\nrein-e2e-tool-output\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
       expect(runs[2]!.text).toBe(`<think>\n\n</think>\n\n${answer}<|im_end|>`);
       // Over the length budget, the turn keeps its end: the answer, and as much of the steps before it as fits.
-      const short = encodeRound(turns, tok, { ...opts, ...(await baselines(core)), maxTokens: 24 }).sequences[0]!;
+      const short = encodeRound(turns, tok, { ...opts, maxTokens: 24 }).sequences[0]!;
       expect(short.tokens).toEqual(q.tokens.slice(-24));
       expect(short.mask).toEqual(q.mask.slice(-(24 - short.start)));
       expect(tok.decode(short.tokens.slice(short.start))).toContain(`${answer}<|im_end|>`);
       // An ordinary turn's mask is all ones.
-      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, { ...opts, ...(await baselines(core)) }).sequences[0]!;
+      const plain = encodeRound([{ ...turns[0]!, source: 'api', context: [] }], tok, opts).sequences[0]!;
       expect(plain.mask).toEqual(plain.tokens.slice(plain.start).map(() => 1));
+    } finally {
+      core.close();
+    }
+  });
+});
+
+// The reward baseline the round subtracts (common/rewards.ts roundBaselines), through selectRound and encodeRound on
+// turns captured with their tokens and μ: each trained on-policy rating meets the mean reward of the others.
+describe('the reward baseline', () => {
+  const modelDir = path.join(root, 'tiny-baseline');
+  writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
+  const tok: ReinTokenizer = loadTokenizer(modelDir);
+  const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
+  const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
+
+  /** Captures on-policy turns (tokens, μ and the policy they were sampled with) and rates them; returns the rating ids. */
+  async function onPolicy(core: ReinCore, values: ('good' | 'bad')[], tag: string): Promise<number[]> {
+    const ids: number[] = [];
+    for (const [i, value] of values.entries()) {
+      const tokens = tok.encode(`answer ${i}`);
+      const { turn } = await core.call('captureTurn', { source: 'proxy', eventId: `${tag}-${i}`, prompt: `p${i}`, response: `answer ${i}`, tokens, logprobs: tokens.map(() => -1), policy }, 'test');
+      ids.push((await core.call('rate', { turnId: turn!.id, value }, 'test')).rating.id);
+    }
+    return ids;
+  }
+  const select = (core: ReinCore, heldoutFraction: number): ReturnType<typeof selectRound> =>
+    selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction, gateTurns: 0, seed: 1, lineageRuns: new Set() });
+
+  it('leave-one-out: a trained rating meets the mean of the other trained on-policy rewards, a held-out one the mean of them all; KTO text is not in it', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'loo') }) });
+    try {
+      const values: ('good' | 'bad')[] = ['good', 'bad', 'good', 'good', 'bad', 'good', 'bad', 'good', 'good', 'good'];
+      await onPolicy(core, values, 'l');
+      // Off-policy text rated Bad: KTO, and not a sample of the policy, so not in its baseline.
+      const { turn } = await core.call('captureTurn', { source: 'api', eventId: 'text', prompt: 'q', response: 'text from elsewhere' }, 'test');
+      await core.call('rate', { turnId: turn!.id, value: 'bad' }, 'test');
+      const turns = await select(core, 0.2);
+      const { sequences, baseline } = encodeRound(turns, tok, opts);
+      const reward = new Map(turns.map((t) => [t.ratingId, t.reward]));
+      const trained = sequences.filter((q) => q.kind === 'mispo' && q.role !== 'heldout');
+      const held = sequences.filter((q) => q.kind === 'mispo' && q.role === 'heldout');
+      expect(held.length).toBeGreaterThan(0);
+      const r = trained.map((q) => reward.get(q.ratingId)!);
+      const sum = r.reduce((a, b) => a + b, 0);
+      expect(baseline).toEqual({ ratings: trained.length, meanReward: sum / trained.length });
+      trained.forEach((q, i) => expect(q.advantage).toBeCloseTo(r[i]! - (sum - r[i]!) / (trained.length - 1), 12));
+      held.forEach((q) => expect(q.advantage).toBeCloseTo(reward.get(q.ratingId)! - sum / trained.length, 12));
+      // The advantages of the trained ratings sum to zero: the round moves probability from the answers rated below
+      // its mean to those above it, and raises or lowers nothing as a whole.
+      expect(trained.reduce((a, q) => a + q.advantage, 0)).toBeCloseTo(0, 12);
+      expect(trained.filter((q) => q.advantage > 0).every((q) => reward.get(q.ratingId) === 1)).toBe(true);
+      const kto = sequences.filter((q) => q.kind === 'kto');
+      expect(kto.map((q) => [q.desirable, q.advantage])).toEqual([[false, 0]]);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('no contrast, no direction: an all-Good or all-Bad round, or a single rating, has every advantage 0', async () => {
+    for (const [name, values] of [
+      ['good', Array.from({ length: 8 }, () => 'good')],
+      ['bad', Array.from({ length: 8 }, () => 'bad')],
+      ['one', ['good']],
+    ] as [string, ('good' | 'bad')[]][]) {
+      const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, `one-class-${name}`) }) });
+      try {
+        await onPolicy(core, values, name);
+        const { sequences, baseline } = encodeRound(await select(core, 0.2), tok, opts);
+        expect(sequences).toHaveLength(values.length);
+        expect(sequences.map((q) => [q.kind, q.advantage])).toEqual(values.map(() => ['mispo', 0]));
+        expect(baseline.meanReward).toBe(values[0] === 'good' ? 1 : -1);
+      } finally {
+        core.close();
+      }
+    }
+  });
+
+  it('replayed ratings join the pool: an all-Good set of pending ratings meets the Bad ones the live version trained on', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'replay-pool') }) });
+    try {
+      const store = core.store;
+      const old = await onPolicy(core, ['good', 'bad', 'bad', 'good', 'bad', 'bad'], 'old');
+      const run = store.runs.insert({ modelId: DEFAULT_MODEL_ID, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system');
+      store.write(() => {
+        for (const id of old) store.markTrained(id, run.id);
+        store.adapters.insert({ modelId: DEFAULT_MODEL_ID, version: 1, status: 'active', path: '/nowhere/v1', runId: run.id, parentVersion: null }, 'system');
+      });
+      await onPolicy(core, Array.from({ length: 6 }, () => 'good'), 'new');
+      const turns = await selectRound(store, DEFAULT_MODEL_ID, { replayRatio: 1, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: lineageRuns(store, DEFAULT_MODEL_ID, 1) });
+      const { sequences, baseline } = encodeRound(turns, tok, opts);
+      const role = new Map(turns.map((t) => [t.ratingId, [t.role, t.reward] as const]));
+      expect(baseline).toEqual({ ratings: 12, meanReward: (6 + 2 - 4) / 12 });
+      for (const q of sequences) {
+        const [r, reward] = role.get(q.ratingId)!;
+        // 12 rewards summing to 4: each meets (4 − r)/11.
+        expect(q.advantage, `${r} ${reward}`).toBeCloseTo(reward - (4 - reward) / 11, 12);
+      }
+      expect(sequences.filter((q) => role.get(q.ratingId)![0] === 'pending').every((q) => q.advantage > 0)).toBe(true);
+      expect(sequences.reduce((a, q) => a + q.advantage, 0)).toBeCloseTo(0, 12);
+    } finally {
+      core.close();
+    }
+  });
+
+  it('follows the reward mapper when one is set: the baseline is over the rewards the round trains on', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'mapper') }) });
+    try {
+      const ids = await onPolicy(core, ['good', 'good', 'bad'], 'm');
+      await core.call('setSettings', { values: { 'training.rewardMapper': '(rating) => rating.reward / 2' } }, 'test');
+      const turns = await select(core, 0);
+      expect(turns.map((t) => [t.ratingId, t.reward])).toEqual([[ids[0], 0.5], [ids[1], 0.5], [ids[2], -0.5]]);
+      // 0.5 − mean(0.5, −0.5) = 0.5 for each Good; −0.5 − mean(0.5, 0.5) = −1 for the Bad.
+      expect(encodeRound(turns, tok, opts).sequences.map((q) => q.advantage)).toEqual([0.5, 0.5, -1]);
     } finally {
       core.close();
     }

@@ -8,7 +8,7 @@ import type { TurnPolicy } from '../../common/api.ts';
 import type { ContextMessage } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { advantage } from '../../common/rewards.ts';
+import { advantage, roundBaselines } from '../../common/rewards.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { RatedTurnRow } from '../store/rounds.ts';
@@ -114,20 +114,6 @@ export function shuffle(n: number, rng: Rng): number[] {
   return a;
 }
 
-/**
- * The reward baseline each rating meets (ReinforceClaw): the EMA of rewards (decay 0.99, starting at 0, no bias
- * correction) as it stood just before that rating, in the order the ratings were made; the first rating ever meets 0.
- * It is the stored EMA's own replay (Store.emaTrace: undone and deleted ratings are left out, a rollback restores
- * the version's value), over the rewards the round trains on: the reward mapper's when one is set. `after` is the
- * EMA after the newest rating (0 before any): with the default rewards, the value `rein status` shows.
- */
-export async function ratingBaselines(store: Store, modelId: string): Promise<{ before: Map<number, number>; after: number }> {
-  const ids = store.rounds.liveRatingIds(modelId);
-  const rewards = (await roundRewards(store, ids)) ?? undefined;
-  const t = store.emaTrace(modelId, { rewards });
-  return { before: t.before, after: t.value ?? 0 };
-}
-
 /** One training sequence: prompt + response token ids, where the response starts, and what trains it. */
 export interface TrainSequence {
   ratingId: number;
@@ -143,7 +129,7 @@ export interface TrainSequence {
   kind: 'mispo' | 'kto';
   /** MIS-PO: the stored behaviour logprobs of the response tokens. */
   mu: Float64Array | null;
-  /** MIS-PO: r − the reward baseline before this rating, clipped. */
+  /** MIS-PO: r − the reward baseline (the mean reward of the round's other on-policy ratings: roundBaselines), clipped. */
   advantage: number;
   /** KTO: desirable (good, or a correction) or undesirable. */
   desirable: boolean;
@@ -220,15 +206,16 @@ export interface SkippedTurn {
  * assistant steps and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains
  * the steps and the answer and leaves the results as context. A turn that cannot be encoded (an id outside the
  * vocabulary, text that encodes to nothing, a template that cannot place an agent's steps) is skipped with its
- * reason and never stops the round.
+ * reason and never stops the round. The MIS-PO advantages are set once every turn is encoded (onPolicyAdvantages).
  */
 export function encodeRound(
   turns: readonly RatedTurn[],
   tok: ReinTokenizer,
-  o: { modelId: string; baselines: ReadonlyMap<number, number>; advantageClip: number; maxTokens: number },
-): { sequences: TrainSequence[]; skipped: SkippedTurn[] } {
+  o: { modelId: string; advantageClip: number; maxTokens: number },
+): { sequences: TrainSequence[]; skipped: SkippedTurn[]; baseline: RoundBaseline } {
   const sequences: TrainSequence[] = [];
   const skipped: SkippedTurn[] = [];
+  const rewards = new Map<TrainSequence, number>();
   for (const t of turns) {
     const base = { ratingId: t.ratingId, role: t.role };
     const msgs = turnMessages(t);
@@ -258,11 +245,9 @@ export function encodeRound(
         if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
         if (!f.promptCut) {
           const mu = Float64Array.from(t.logprobs!.slice(0, f.tokens.length - f.start));
-          const b = o.baselines.get(t.ratingId);
-          if (b === undefined) throw new BadInputError(`rating ${t.ratingId} has no reward baseline (no live rating event of model ${o.modelId})`);
-          // When a rating equals the baseline before it, r − b is float residue (~1e-16), not a signal; it is zero.
-          const a = advantage(t.reward, b, o.advantageClip);
-          sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: Math.abs(a) < 1e-9 ? 0 : a, desirable: t.reward > 0 });
+          const seq: TrainSequence = { ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: 0, desirable: t.reward > 0 };
+          sequences.push(seq);
+          rewards.set(seq, t.reward);
           continue;
         }
       }
@@ -276,5 +261,37 @@ export function encodeRound(
       skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: (e as Error).message });
     }
   }
-  return { sequences, skipped };
+  return { sequences, skipped, baseline: onPolicyAdvantages(sequences, rewards, o.advantageClip) };
+}
+
+/** The round's reward baseline: its on-policy ratings that train (pending and replayed) and their mean reward. */
+export interface RoundBaseline {
+  ratings: number;
+  meanReward: number | null;
+}
+
+/**
+ * Sets each MIS-PO sequence's advantage A = r − b against the round's reward baseline (roundBaselines): b is the mean
+ * reward of the round's other trained on-policy ratings; a held-out one meets the mean of them all. KTO text is not
+ * in the pool: it was not sampled by the policy, so its rewards say nothing of the policy's value.
+ *
+ * No contrast, no gradient: when the trained on-policy ratings all carry the same reward (an all-Good or all-Bad
+ * round, or a single rating), every advantage is 0. An all-Good round then does not become supervised fine-tuning
+ * on its own samples, and an all-Bad one does not push down everything it sampled (and so up styles nobody rated).
+ * A rating with A = 0 has no direction; a round in which no trained rating has one takes no step and is rejected,
+ * and its ratings stay pending until a rating that differs gives them something to be compared with (round.ts).
+ */
+function onPolicyAdvantages(sequences: readonly TrainSequence[], rewards: ReadonlyMap<TrainSequence, number>, clip: number): RoundBaseline {
+  const onPolicy = sequences.filter((s) => s.kind === 'mispo');
+  const trained = onPolicy.filter((s) => s.role !== 'heldout');
+  const held = onPolicy.filter((s) => s.role === 'heldout');
+  const b = roundBaselines(trained.map((s) => rewards.get(s)!), held.map((s) => rewards.get(s)!));
+  const set = (s: TrainSequence, baseline: number | null): void => {
+    const a = baseline === null ? 0 : advantage(rewards.get(s)!, baseline, clip);
+    // Where a rating equals its baseline, r − b is float residue (~1e-16), not a signal: it is zero.
+    s.advantage = Math.abs(a) < 1e-9 ? 0 : a;
+  };
+  trained.forEach((s, i) => set(s, b.trained[i] ?? null));
+  held.forEach((s, i) => set(s, b.heldout[i] ?? null));
+  return { ratings: trained.length, meanReward: b.mean };
 }

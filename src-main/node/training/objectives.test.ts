@@ -1,7 +1,7 @@
 // The MIS-PO and KTO graphs (common/training/objectives.ts) run through ORT in float64: their dlogp output against
 // central differences of their loss output, and the edge cases of a round against a closed form written here.
 import { afterAll, describe, expect, it } from 'vitest';
-import { advantage } from '../../common/rewards.ts';
+import { advantage, roundBaselines } from '../../common/rewards.ts';
 import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { ObjectiveRunner, type MisPoTerms } from './objective-runner.ts';
 
@@ -64,24 +64,33 @@ describe('MIS-PO', () => {
     }
   });
 
-  it('an all-good batch pushes every sampled token up and an all-bad batch pushes them down: no batch normalisation', async () => {
-    const ema = 0.3;
+  it('with the round baseline, a one-class batch gives no actor gradient, and a mixed one pushes its Good samples up and its Bad ones down', async () => {
     const same = { ...terms, mu: terms.logp, ref: terms.logp };
-    for (const [reward, sign] of [
-      [1, -1],
-      [-1, 1],
-    ] as const) {
-      const A = advantage(reward, ema);
-      const r = await wide.misPo({ ...same, advantage: A });
-      // z-normalising the batch would give every turn A = 0 (or NaN) here; the baseline keeps the signal.
-      expect(Math.abs(A)).toBeGreaterThan(0.5);
-      for (const d of r.dlogp) expect(Math.sign(d)).toBe(sign);
-      expect(r.loss).toBeCloseTo(-A, 12); // ρ = 1 everywhere: actor = −A, KL = 0
-      expect(r.kl).toBe(0);
+    // All Good or all Bad: every rating meets the mean of the others, its own reward, so A = 0: no push at all
+    // (ρ = 1 and π = ref, so the KL term is 0 too). Today's EMA from 0 gave A ≈ r here: supervised fine-tuning on
+    // the round's own samples, or a push down of everything it sampled.
+    for (const rewards of [
+      [1, 1, 1, 1],
+      [-1, -1, -1, -1],
+    ]) {
+      for (const b of roundBaselines(rewards).trained) {
+        const r = await wide.misPo({ ...same, advantage: advantage(rewards[0]!, b!) });
+        expect(r.loss).toBe(0);
+        for (const d of r.dlogp) expect(d).toBe(0);
+      }
+    }
+    // Three Good and one Bad: each Good meets (1 + 1 − 1)/3 = 1/3 (A = 2/3), the Bad meets 1 (A = −2).
+    const rewards = [1, 1, -1, 1];
+    const A = roundBaselines(rewards).trained.map((b, i) => advantage(rewards[i]!, b!));
+    [2 / 3, 2 / 3, -2, 2 / 3].forEach((x, i) => expect(A[i]).toBeCloseTo(x, 15));
+    for (const [i, a] of A.entries()) {
+      const r = await wide.misPo({ ...same, advantage: a });
+      for (const d of r.dlogp) expect(Math.sign(d)).toBe(rewards[i]! > 0 ? -1 : 1); // the loss's gradient: descent raises Good
+      expect(r.loss).toBeCloseTo(-a, 12); // ρ = 1 everywhere: actor = −A, KL = 0
     }
   });
 
-  it('advantage is r − EMA clipped to ±2', () => {
+  it('advantage is r − baseline clipped to ±2', () => {
     expect(advantage(1, -0.5)).toBe(1.5);
     expect(advantage(1, -1.5)).toBe(2);
     expect(advantage(-1, 1.5)).toBe(-2);

@@ -36,7 +36,7 @@ async function newCore(name: string, values: Record<string, unknown>): Promise<R
   return core;
 }
 
-/** On-policy captures rated 3 of 5: reward 0, so every advantage r − baseline is 0 and no turn has a direction. */
+/** On-policy captures rated 3 of 5: reward 0 each, so no contrast: every advantage r − baseline is 0 and no turn has a direction. */
 async function rateNeutral(core: ReinCore, turns: readonly SampledTurn[], tag: string): Promise<void> {
   const modelId = activeModelId(core);
   for (const [i, t] of turns.entries()) {
@@ -51,8 +51,8 @@ const rule = styleRule('question');
 
 describe('nothing is burned', () => {
   it('a rejected round leaves its ratings pending, says so, and is not retried until threshold new ratings', { timeout: 300_000 }, async () => {
-    // Ten neutral ratings reach the threshold and start a round by themselves. 8 train and 2 are held out; no
-    // held-out turn has a direction to score, so the gate rejects v1 (a real rejection, under the balanced preset).
+    // Ten neutral ratings reach the threshold and start a round by themselves. 8 would train and 2 are held out; with
+    // no contrast no rating has a direction, so the round takes no step and rejects v1 (training/data.ts).
     const core = await newCore('rejected', { 'training.auto': true, 'training.threshold': 10 });
     try {
       await rateNeutral(core, await sampleTurns(engine, 10, 5), 'a');
@@ -64,9 +64,9 @@ describe('nothing is burned', () => {
       expect(run.status, String(run.error)).toBe('succeeded');
       const v1 = (await core.call('listAdapters', {}, 'test'))[0]!;
       expect(v1.status).toBe('rejected');
-      expect(v1.reason).toMatch(/no held-out rated turn with a direction/);
+      expect(v1.reason).toMatch(/^no contrast: the round's 8 trained ratings all have reward 0/);
       const m = run.metrics as RoundMetrics;
-      expect([m.samples.pending, m.samples.heldout, m.samples.drawn.length]).toEqual([8, 2, 8]);
+      expect([m.samples.pending, m.samples.heldout, m.samples.drawn.length, m.stepCount]).toEqual([8, 2, 0, 0]);
       // Every rating is pending again, and each says why it is not trained.
       const st = await core.call('status', {}, 'test');
       expect(st.pending).toBe(10);
@@ -75,7 +75,9 @@ describe('nothing is burned', () => {
       expect(ratings.every((r) => r.runId === null)).toBe(true);
       const texts = ratings.map(ratingRoundText).sort();
       expect(texts).toEqual([...Array(2).fill(`not trained yet (held out to test round ${run.id})`), ...Array(8).fill(`not trained (round ${run.id} rejected)`)].sort());
-      expect(ratings.filter((r) => r.lastRound?.role === 'trained').map((r) => r.id).sort((a, b) => a - b)).toEqual(m.samples.drawn);
+      const lineage = JSON.parse(readFileSync(path.join(v1.path, 'lineage.json'), 'utf8')) as { ratings: { id: number; role: string }[] };
+      const trainedRole = lineage.ratings.filter((r) => r.role === 'pending').map((r) => r.id);
+      expect(ratings.filter((r) => r.lastRound?.role === 'trained').map((r) => r.id).sort((a, b) => a - b)).toEqual(trainedRole.sort((a, b) => a - b));
       // The scheduler did not start the same ratings again when the round ended, nor on 9 new ratings; the 10th
       // new one starts a round.
       expect(core.scheduler.runningRunId).toBeNull();

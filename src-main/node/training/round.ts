@@ -25,8 +25,8 @@ import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
-import { encodeRound, lineageRuns, ratingBaselines, selectRound, shuffle, type RatedTurn, type SkippedTurn, type TrainSequence } from './data.ts';
-import { evaluateGate } from './gate.ts';
+import { encodeRound, lineageRuns, selectRound, shuffle, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence } from './data.ts';
+import { evaluateGate, targetDirection } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
@@ -89,10 +89,10 @@ export interface RoundMetrics {
    */
   samples: { pending: number; replay: number; heldout: number; pseudo: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[] };
   /**
-   * The reward baseline (EMA of rewards, data.ts ratingBaselines): `before` is what the round's first pending rating
-   * met, `after` the EMA after the newest rating; null `before` when no pending rating is in the round.
+   * The reward baseline (data.ts onPolicyAdvantages): how many on-policy ratings train and their mean reward; each
+   * meets the mean of the others.
    */
-  baseline: { before: number | null; after: number };
+  baseline: RoundBaseline;
   /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
   /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0 beside the loss. */
@@ -137,7 +137,9 @@ interface Prepared {
   skipped: SkippedTurn[];
   trainSeqs: TrainSequence[];
   heldSeqs: TrainSequence[];
-  baselines: { before: ReadonlyMap<number, number>; after: number };
+  baseline: RoundBaseline;
+  /** Why the round trains nothing, when no trained rating has a direction (data.ts onPolicyAdvantages); else null. */
+  noDirection: string | null;
   adapter: LoraAdapter;
   /** The parent's adapter as the round started (null: the base). */
   parentAdapter: LoraAdapter | null;
@@ -161,7 +163,7 @@ export async function runRound(o: RoundOptions): Promise<RoundResult> {
   try {
     const t = await train(p);
     const g = await gateRound(p);
-    return commit(p, t, g);
+    return commit(p, t, p.noDirection === null ? g : { ...g, decision: { accept: false, reason: p.noDirection } });
   } finally {
     await p.objectives.dispose();
     await p.engine.close();
@@ -200,18 +202,18 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
       seed: cfg.seed + runId,
       lineageRuns: lineageRuns(store, modelId, parent),
     });
-    // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
-    // it (ratings do, one by one).
-    const baselines = await ratingBaselines(store, modelId);
-    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    const encode = { modelId, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens };
+    const { sequences, skipped, baseline } = encodeRound(turns, engine.tokenizer, encode);
+    // Reward-model labels train as KTO text (no stored μ), so they never join the on-policy baseline.
     const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
-    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
+    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, encode).sequences;
     const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
+    const noDirection = trainSeqs.some((s) => targetDirection(s) !== 0) ? null : noContrast(baseline);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
-    return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
+    return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baseline, noDirection, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
   } catch (e) {
     await objectives.dispose();
     await engine.close();
@@ -220,7 +222,9 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
 }
 
 async function train(p: Prepared): Promise<Trained> {
-  const { engine, adapter, cfg, trainSeqs, checkCancel } = p;
+  const { engine, adapter, cfg, checkCancel } = p;
+  // A round without a direction takes no step: its ratings would only be drawn into KL-only steps and used up.
+  const trainSeqs = p.noDirection === null ? p.trainSeqs : [];
   // The base (adapter off) never changes during a round: its logprobs are computed once per sequence.
   const refs = new Map<TrainSequence, Float64Array>();
   for (const s of trainSeqs) {
@@ -254,7 +258,7 @@ async function train(p: Prepared): Promise<Trained> {
     }
     return out;
   };
-  const total = roundSteps(cfg, stepSeqs.length);
+  const total = stepSeqs.length === 0 ? 0 : roundSteps(cfg, stepSeqs.length);
   const steps: RoundMetrics['steps'] = [];
   const state = newStepState();
   let tokens = 0;
@@ -336,7 +340,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
       drawn: [...t.drawn].sort((a, b) => a - b),
       skipped: p.skipped,
     },
-    baseline: baselineSpan(turns, p.baselines),
+    baseline: p.baseline,
     advantages: advantageStats(trainSeqs),
     steps: t.steps,
     stepCount: t.steps.length,
@@ -372,7 +376,8 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
       // rating it drew or scored (ratings.ts lastRound reads it: "not trained (round N rejected)").
       for (const x of turns) {
         const drawn = t.drawn.has(x.ratingId);
-        if (x.role !== 'heldout' && !drawn) continue;
+        // A round without a direction drew nothing: it records what it saw, so the scheduler waits for new ratings.
+        if (x.role !== 'heldout' && !drawn && p.noDirection === null) continue;
         if (decision.accept && drawn && x.role === 'pending') store.markTrained(x.ratingId, runId);
         const seq = sequences.find((s) => s.ratingId === x.ratingId && s.kind === 'mispo');
         store.runs.recordSample(runId, x.ratingId, x.role, seq?.advantage ?? null);
@@ -390,10 +395,13 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
   return { version, status: decision.accept ? 'active' : 'rejected', previousActive, path: vdir, metrics };
 }
 
-function baselineSpan(turns: readonly RatedTurn[], b: { before: ReadonlyMap<number, number>; after: number }): RoundMetrics['baseline'] {
-  // selectRound lists the pending ratings first, oldest first.
-  const first = turns.find((t) => t.role === 'pending');
-  return { before: first === undefined ? null : (b.before.get(first.ratingId) ?? null), after: b.after };
+/** Why a round without a direction is rejected: its trained on-policy ratings are all alike, and it has no KTO text. */
+function noContrast(b: RoundBaseline): string {
+  const after = 'nothing was trained, and the ratings stay pending until one that differs joins them';
+  if (b.ratings < 2) return `no contrast: the round trains a single on-policy rating, which has nothing to be compared with (its advantage is 0); ${after}`;
+  const r = b.meanReward!;
+  const kind = r === 1 ? ' (all Good)' : r === -1 ? ' (all Bad)' : '';
+  return `no contrast: the round's ${b.ratings} trained ratings all have reward ${r > 0 ? '+' : ''}${Number(r.toPrecision(3))}${kind}, so each meets a baseline equal to its own reward and has no direction; ${after}`;
 }
 
 function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantages'] {
