@@ -202,7 +202,7 @@ describe('a round encodes', () => {
   const modelDir = path.join(root, 'tiny');
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
-  const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
+  const opts = { modelId: DEFAULT_MODEL_ID, baseWeights: null, advantageClip: 2, maxTokens: 256 };
   const baselines = async (core: ReinCore): Promise<{ baselines: Map<number, number> }> => ({ baselines: (await ratingBaselines(core.store, DEFAULT_MODEL_ID)).before });
 
   it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {

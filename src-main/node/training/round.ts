@@ -30,6 +30,7 @@ import { evaluateGate } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
+import { weightsId } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
@@ -203,9 +204,11 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
     // it (ratings do, one by one).
     const baselines = await ratingBaselines(store, modelId);
-    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    // Turns sampled from other weights than the base's (a quantized copy served under the same id) train as text.
+    const baseWeights = weightsId(dir);
+    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
     const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
-    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
+    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
     const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
