@@ -38,7 +38,7 @@ export interface RatedTurn {
 }
 
 
-function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
+export function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
   return {
     ratingId: r.rating_id,
     turnId: r.turn_id,

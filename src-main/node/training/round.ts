@@ -32,6 +32,7 @@ import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { weightsId } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
+import { parkUnencodable } from './parking.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
 
@@ -192,6 +193,19 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
     const { adapter, parent } = startAdapter(store, engine, modelId, run.fromVersion, cfg);
+    // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
+    // it (ratings do, one by one).
+    const baselines = await ratingBaselines(store, modelId);
+    // Turns sampled from other weights than the base's (a quantized copy served under the same id) train as text.
+    const baseWeights = weightsId(dir);
+    const encodeOpts = { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens };
+    // Ratings that cannot be encoded are parked before the selection, so the held-out set is drawn from ratings the
+    // gate can score; parked ones that encode now are pending again (parking.ts).
+    const parking = await parkUnencodable(store, modelId, engine.tokenizer, encodeOpts);
+    if (parking.parked.length > 0 || parking.unparked.length > 0) {
+      const words = [parking.parked.length > 0 ? `parked ${parking.parked.length} rating${parking.parked.length === 1 ? '' : 's'} that cannot be encoded` : '', parking.unparked.length > 0 ? `${parking.unparked.length} parked rating${parking.unparked.length === 1 ? '' : 's'} pending again` : ''];
+      emit({ phase: 'preparing', step: 0, steps: 0, ...NONE, message: words.filter((w) => w !== '').join('; ') });
+    }
     // An env-gated round's held-out set is env seeds (gateRound): every pending rating trains.
     const gateKind = runGateKind(run.config);
     const turns = await selectRound(store, modelId, {
@@ -201,17 +215,12 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
       seed: cfg.seed + runId,
       lineageRuns: lineageRuns(store, modelId, parent),
     });
-    // Each rating meets the reward baseline as it stood before it (data.ts ratingBaselines); the round never moves
-    // it (ratings do, one by one).
-    const baselines = await ratingBaselines(store, modelId);
-    // Turns sampled from other weights than the base's (a quantized copy served under the same id) train as text.
-    const baseWeights = weightsId(dir);
-    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens });
+    const { sequences, skipped } = encodeRound(turns, engine.tokenizer, encodeOpts);
     const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
-    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens }).sequences;
+    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, encodeOpts).sequences;
     const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
-    if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
+    if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded, ${parking.total} parked: see Ratings or \`rein ratings\`)`);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
     return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baselines, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
