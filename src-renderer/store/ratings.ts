@@ -171,7 +171,7 @@ export const selectRatingPages = derive([(s) => s.ratingTotal, (s) => s.ratingPa
  * retries it with its own model and settings.
  */
 export const PARKED_ADVICE =
-  'Each round tries it again: it trains once it can be encoded, e.g. with a model of a longer context or a larger training length budget (Settings → Training, custom maxTokens). A neutral score of text that is not the model\'s own trains nothing: rate it Good or Bad instead. Or delete the rating.';
+  'Each round tries a parked rating again: it trains once it can be encoded, e.g. with a model of a longer context or a larger training length budget (Settings → Custom preset fields, maxTokens). A neutral score of text that is not the model\'s own trains nothing: rate it Good or Bad instead. Or delete the rating.';
 
 /** A rating's place in the rounds, in words (as common/training/rounds.ts ratingRoundText, for the CLI). */
 export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound' | 'parked'>): string {
