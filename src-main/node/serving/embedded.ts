@@ -36,7 +36,7 @@ import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
 import { parseToolCalls, ToolCallStream, toolFamily } from './toolcalls.ts';
 import type { StreamPiece } from './toolcalls.ts';
-import { weightsId } from '../model-files/weights-id.ts';
+import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 
 export interface ModelServerOptions {
@@ -288,7 +288,7 @@ async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, 
     stops: turnStopIds(tok),
     hfDir,
     modelName: path.basename(gguf, '.gguf'),
-    weights: weightsId(gguf),
+    weights: weightsId(gguf, { cacheFile: weightsIdCacheFile(core.home.modelsDir) }),
     contextSize,
     contextFor,
     log,

@@ -4,7 +4,7 @@
 // (selectRound + encodeRound with the base's identity, as round.ts calls them) trains the f16 turn on-policy and the
 // Q4_0 turn as text (KTO), saying why. A turn that names no weights (stored before they were recorded) keeps the
 // model-id rule.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
-import { weightsId } from '../model-files/weights-id.ts';
+import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { encodeRound, offPolicyReason, ratingBaselines, selectRound } from '../training/data.ts';
 import { startModelServer } from './embedded.ts';
 import { producerResolver } from './producer.ts';
@@ -79,6 +79,19 @@ describe('the weights identity', () => {
     expect(weightsId(f32)).toBe(base);
     expect(weightsId(f16)).toBe(base);
     expect(weightsId(q4)).not.toBe(base);
+  });
+
+  it('is kept in the home\'s cache file, which a malformed file does not break', () => {
+    const file = weightsIdCacheFile(path.join(root, 'home', 'models'));
+    writeFileSync(file, '{not json');
+    const id = weightsId(f32, { cacheFile: file });
+    expect(id).toBe(weightsId(modelDir));
+    const entries = JSON.parse(readFileSync(file, 'utf8')) as [string, string][];
+    expect(entries).toHaveLength(1);
+    expect(entries[0]![0]).toContain(path.resolve(f32));
+    expect(entries[0]![1]).toBe(id);
+    expect(weightsId(q4, { cacheFile: file })).toBe(weightsId(q4));
+    expect((JSON.parse(readFileSync(file, 'utf8')) as [string, string][]).map((e) => e[1])).toEqual([id, weightsId(q4)]);
   });
 
   it('a turn served from a Q4_0 file of the base trains as text, one served from its f16 file on-policy', async () => {

@@ -30,7 +30,7 @@ import { evaluateGate } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
-import { weightsId } from '../model-files/weights-id.ts';
+import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { parkUnencodable } from './parking.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
@@ -197,7 +197,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     // it (ratings do, one by one).
     const baselines = await ratingBaselines(store, modelId);
     // Turns sampled from other weights than the base's (a quantized copy served under the same id) train as text.
-    const baseWeights = weightsId(dir);
+    const baseWeights = weightsId(dir, { cacheFile: weightsIdCacheFile(o.home.modelsDir) });
     const encodeOpts = { modelId, baseWeights, baselines: baselines.before, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens };
     // Ratings that cannot be encoded are parked before the selection, so the held-out set is drawn from ratings the
     // gate can score; parked ones that encode now are pending again (parking.ts).
