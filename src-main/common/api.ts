@@ -38,8 +38,15 @@ export const ContextMessageSchema = z.looseObject({
 /**
  * What a turn's behaviour logprobs μ are the logprobs of (migration 0002): the model (its id, as ratings name it)
  * that tokenised and sampled the reply, and the temperature and top_p of the distribution each token was drawn from.
+ * `weights`: the weights identity of the file that sampled it (node/model-files/weights-id.ts), when the server said;
+ * turns stored before it was recorded, and turns from servers that do not say, have none.
  */
-export const TurnPolicy = z.strictObject({ modelId: z.string().min(1).max(4096), temperature: z.number().finite().min(0), topP: z.number().finite().min(0).max(1) });
+export const TurnPolicy = z.strictObject({
+  modelId: z.string().min(1).max(4096),
+  temperature: z.number().finite().min(0),
+  topP: z.number().finite().min(0).max(1),
+  weights: z.string().regex(/^[0-9a-f]{64}$/, '64 lowercase hex digits').optional(),
+});
 export type TurnPolicy = z.infer<typeof TurnPolicy>;
 
 export const CaptureTurnInput = z

@@ -66,6 +66,13 @@ export interface RatingView {
    * whether that round's version went live. A rating of a rejected round is pending again; null when no round used it.
    */
   lastRound: RatingRound | null;
+  /**
+   * Why the rounds cannot train it, in words, when a round parked it (it could not be encoded: too long for the
+   * length budget, text the tokenizer cannot rebuild, a neutral score of text that is not the model's own...); null
+   * otherwise. A parked rating is not pending: it counts toward no round. Each round tries it again with its own model
+   * and settings, and one that encodes is pending again.
+   */
+  parked: string | null;
 }
 
 export interface RatingRound {
@@ -121,6 +128,8 @@ export interface Status {
   activeAdapter: { version: number; createdAt: number } | null;
   ratings: { good: number; bad: number; scaled: number; total: number };
   pending: number;
+  /** The model's parked ratings (RatingView.parked): live, not trained, and left out of `pending`. */
+  parked: number;
   threshold: number;
   ema: { value: number; count: number } | null;
   /**

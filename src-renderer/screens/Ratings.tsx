@@ -4,7 +4,7 @@ import { useEffect, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { sourceName } from '../components/format.ts';
 import { useRein } from '../store/react.tsx';
-import { ratingLabel, ratingRoundText, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
+import { PARKED_ADVICE, ratingLabel, ratingRoundText, selectRatingPages, selectRatingRows } from '../store/ratings.ts';
 import { firstLines } from '../store/turns.ts';
 import { RatingFiltersBar } from './RatingFilters.tsx';
 import { TurnDetail } from './TurnDetail.tsx';
@@ -41,6 +41,7 @@ export function Ratings() {
     })),
   );
   const total = useRein((s) => s.status?.ratings.total);
+  const parked = useRein((s) => s.status?.parked ?? 0);
   const [exportPath, setExportPath] = useState('');
   useEffect(() => {
     void load();
@@ -54,6 +55,11 @@ export function Ratings() {
           <span className="muted" data-testid="ratings-total">{pages.total} found</span>
         </div>
         <RatingFiltersBar />
+        {parked > 0 && (
+          <p className="parked-note small" data-testid="parked-note">
+            {parked} {parked === 1 ? 'rating is' : 'ratings are'} parked: a round could not encode {parked === 1 ? 'its answer' : 'their answers'}, so {parked === 1 ? 'it does' : 'they do'} not count toward the next round. Each says why below. {PARKED_ADVICE}
+          </p>
+        )}
         {error && <p className="error" role="alert">{error.message}</p>}
         {loaded && rows.length === 0 ? (
           <p className="muted">No ratings match.</p>
@@ -71,6 +77,11 @@ export function Ratings() {
                   {rating.comment && (
                     <span className="turn-comment" dir="auto" data-testid="rating-comment">
                       “{firstLines(rating.comment, 1, 160).text}”
+                    </span>
+                  )}
+                  {rating.parked !== null && (
+                    <span className="turn-parked" data-testid="rating-parked">
+                      Parked: {rating.parked}
                     </span>
                   )}
                 </button>

@@ -166,9 +166,17 @@ export const selectRatingPages = derive([(s) => s.ratingTotal, (s) => s.ratingPa
   total,
 }));
 
+/**
+ * What a user can do about a parked rating (as common/training/rounds.ts PARKED_ADVICE, for the CLI): each round
+ * retries it with its own model and settings.
+ */
+export const PARKED_ADVICE =
+  'Each round tries a parked rating again: it trains once it can be encoded, e.g. with a model of a longer context or a larger training length budget (Settings → Custom preset fields, maxTokens). A neutral score of text that is not the model\'s own trains nothing: rate it Good or Bad instead. Or delete the rating.';
+
 /** A rating's place in the rounds, in words (as common/training/rounds.ts ratingRoundText, for the CLI). */
-export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound'>): string {
+export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound' | 'parked'>): string {
   if (r.runId !== null) return `trained in round ${r.runId}`;
+  if (r.parked !== null) return 'parked: not counted toward a round';
   const l = r.lastRound;
   if (l === null) return 'not trained yet';
   if (l.role === 'heldout') return `not trained yet (held out to test round ${l.runId})`;

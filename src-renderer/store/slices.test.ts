@@ -44,6 +44,7 @@ const rating = (id: number, over: Partial<RatingView> = {}): RatingView => ({
   undone: false,
   runId: null,
   lastRound: null,
+  parked: null,
   ...over,
 });
 

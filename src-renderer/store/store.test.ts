@@ -19,6 +19,7 @@ function status(over: Partial<Status> = {}): Status {
     activeAdapter: null,
     ratings: { good: 0, bad: 0, scaled: 0, total: 0 },
     pending: 0,
+    parked: 0,
     threshold: 32,
     ema: null,
     turns: { total: 0, unrated: 0, toRate: 0 },
@@ -63,6 +64,7 @@ function rating(turnId: number, kind: 'good' | 'bad', over: Partial<RatingView> 
     undone: false,
     runId: null,
     lastRound: null,
+    parked: null,
     ...over,
   };
 }

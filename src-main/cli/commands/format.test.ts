@@ -11,6 +11,7 @@ const status: Status = {
   activeAdapter: null,
   ratings: { good: 6, bad: 4, scaled: 0, total: 10 },
   pending: 10,
+  parked: 0,
   threshold: 10,
   ema: null,
   turns: { total: 10, unrated: 0, toRate: 0 },
@@ -20,7 +21,7 @@ const status: Status = {
 };
 
 const rating = (over: Partial<RatingView>): RatingView => ({
-  id: 1, turnId: 1, kind: 'good', value: 1, scale: null, correction: null, tags: [], comment: null, rater: 'user', modelId: 'm', createdAt: Date.now(), undone: false, runId: null, lastRound: null, ...over,
+  id: 1, turnId: 1, kind: 'good', value: 1, scale: null, correction: null, tags: [], comment: null, rater: 'user', modelId: 'm', createdAt: Date.now(), undone: false, runId: null, lastRound: null, parked: null, ...over,
 });
 
 describe('rein status and ratings', () => {
@@ -34,5 +35,13 @@ describe('rein status and ratings', () => {
     expect(formatRating(rating({ lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toContain('not trained (round 3 rejected)');
     expect(formatRating(rating({ lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toContain('not trained yet (held out to test round 3)');
     expect(formatRating(rating({}))).toContain('not trained yet');
+    expect(formatRating(rating({ parked: 'the response encodes to no tokens' }))).toContain('parked, not counted toward a round: the response encodes to no tokens');
+  });
+
+  it('say how many ratings are parked, and what to do', () => {
+    expect(formatStatus(status)).not.toMatch(/parked/);
+    const out = formatStatus({ ...status, pending: 8, parked: 2 });
+    expect(out).toContain(statusRow('pending', '8 of 10 to the next training round'));
+    expect(out).toMatch(/\nparked\s+2 ratings the rounds cannot encode, not counted as pending \(`rein ratings` says why\)\. Each round tries a parked rating again/);
   });
 });

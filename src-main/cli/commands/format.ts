@@ -1,7 +1,7 @@
 // Human-readable output of the CLI. `--json` prints the verbs' own results instead.
 import type { RatingView, Status, TurnSummary } from '../../common/domain.ts';
 import { BadInputError } from '../../common/errors.ts';
-import { ratingRoundText } from '../../common/training/rounds.ts';
+import { PARKED_ADVICE, ratingRoundText } from '../../common/training/rounds.ts';
 import type { Settings } from '../../common/config.ts';
 import { restartNeeded } from '../../node/serving/serve-model-info.ts';
 import type { CommandContext, OptionValues } from '../dispatch.ts';
@@ -68,6 +68,7 @@ export function formatStatus(s: Status): string {
     statusRow('adapter', s.activeAdapter ? `v${s.activeAdapter.version} since ${when(s.activeAdapter.createdAt)}` : 'base model (no adapter)'),
     statusRow('ratings', `${s.ratings.total} (good ${s.ratings.good}, bad ${s.ratings.bad}, scaled ${s.ratings.scaled})`),
     statusRow('pending', `${s.pending} of ${s.threshold} to the next training round`),
+    ...(s.parked > 0 ? [statusRow('parked', `${s.parked} rating${s.parked === 1 ? '' : 's'} the rounds cannot encode, not counted as pending (\`rein ratings\` says why). ${PARKED_ADVICE}`)] : []),
     ...(s.rejected !== null ? [statusRow('rejected', `round ${s.rejected.runId} was rejected by the gate: its ${s.rejected.pending} ratings are pending again (not trained)`)] : []),
     // The running EMA of rewards; a round's advantages are against the mean of its other ratings (common/rewards.ts).
     statusRow(

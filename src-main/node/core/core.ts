@@ -589,6 +589,7 @@ export function createCore(opts: CoreOptions): ReinCore {
       activeAdapter: active === null ? null : { version: active.version, createdAt: active.createdAt },
       ratings: c.ratings,
       pending: c.pending,
+      parked: c.parked,
       // The count the next automatic round waits for: training.threshold, or the interval/nightly schedule's minimum.
       threshold: minimumPending(s['training.schedule'], s['training.threshold']),
       ema: ema === null ? null : { value: ema, count: c.ratings.total },

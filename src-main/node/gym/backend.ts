@@ -27,6 +27,8 @@ export interface Sample {
   version: number;
   temperature: number;
   topP: number;
+  /** The weights identity of the file that sampled it (model-files/weights-id.ts), when known. */
+  weights?: string;
 }
 
 /** One step as the agent stores it: the chat before the reply, the reply, and the step's credit. */

@@ -14,7 +14,7 @@ import { DEFAULT_MODEL_ID, type ReinCore } from '../core/core.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startModelServer, type ModelServer } from '../serving/embedded.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from '../serving/upstream.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseWeights, SAMPLING_HEADER, WEIGHTS_HEADER } from '../serving/upstream.ts';
 import { loadModelTokenizer, modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { SMALL_LM_DIR } from '../demo/small-lm.ts';
 import type { AgentBackend, ChatMessage, RecordedStep, RoundStats, Sample, SampleOptions } from './backend.ts';
@@ -155,6 +155,7 @@ export class GymSession implements AgentBackend {
       version: Number(res.headers.get(ADAPTER_VERSION_HEADER) ?? 0),
       temperature: sampling.temperature ?? o.temperature,
       topP: sampling.topP ?? o.topP,
+      ...((w) => (w === null ? {} : { weights: w }))(parseWeights(res.headers.get(WEIGHTS_HEADER))),
     };
   }
 
@@ -174,7 +175,7 @@ export class GymSession implements AgentBackend {
           tokens: s.sample.tokens,
           logprobs: s.sample.logprobs,
           adapterVersion: s.sample.version,
-          policy: { modelId: s.sample.modelId, temperature: s.sample.temperature, topP: s.sample.topP },
+          policy: { modelId: s.sample.modelId, temperature: s.sample.temperature, topP: s.sample.topP, ...(s.sample.weights === undefined ? {} : { weights: s.sample.weights }) },
         },
         'cli',
       );

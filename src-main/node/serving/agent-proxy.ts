@@ -22,7 +22,7 @@ import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './upstream.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 import type { Sampling, Upstream } from './upstream.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
@@ -323,6 +323,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const version = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
   const modelHeader = upRes.headers[MODEL_ID_HEADER];
   const own = up.kind === 'rein' && version !== null && typeof modelHeader === 'string' && modelHeader !== '';
+  const weights = parseWeights(upRes.headers[WEIGHTS_HEADER]);
   const reply: ReplyFacts = {
     wire: wireName,
     parsed: p,
@@ -331,7 +332,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
     reader: copy === null ? reader : null,
     copy,
     ids: [...client.ids.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id),
-    headerProducer: own ? { modelId: modelHeader, version: version! } : null,
+    headerProducer: own ? { modelId: modelHeader, version: version!, ...(weights === null ? {} : { weights }) } : null,
     headerSampling: own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null,
     upstreamModel: mapped,
   };
@@ -446,7 +447,7 @@ async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Prom
     input.tokens = seg.tokens;
     input.logprobs = seg.logprobs;
     input.adapterVersion = producer.version;
-    input.policy = { modelId: producer.modelId, ...sampling };
+    input.policy = { modelId: producer.modelId, ...sampling, ...(producer.weights === undefined ? {} : { weights: producer.weights }) };
   } else d.log(`rein proxy: the agent's answer is stored as off-policy text: ${'offPolicy' in seg ? seg.offPolicy : 'no producer'}`);
   if (turn.stepsOffPolicy !== null) d.log(`rein proxy: a step of the agent turn has no tokens: ${turn.stepsOffPolicy}`);
   await quietly();

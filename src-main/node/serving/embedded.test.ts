@@ -20,6 +20,7 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { resolveHome } from '../home.ts';
+import { weightsId } from '../model-files/weights-id.ts';
 import { startModelServer } from './embedded.ts';
 import type { ModelServer } from './embedded.ts';
 import { producerResolver } from './producer.ts';
@@ -193,7 +194,8 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     expect(before.version).toBe('0');
     expect(before.turn.onPolicy).toBe(true);
     expect(before.turn.adapterVersion).toBe(0);
-    expect(policyOf(before.turn)).toEqual({ modelId: modelDir, temperature: 0.7, topP: 0.9 });
+    // The served f32 GGUF holds the training base's own weights (model-files/weights-id.ts), so the turn names them.
+    expect(policyOf(before.turn)).toEqual({ modelId: modelDir, temperature: 0.7, topP: 0.9, weights: weightsId(modelDir) });
     expect(before.turn.tokens!.length).toBeGreaterThan(0);
     expect(before.served.map((s) => s.id)).toEqual(before.turn.tokens);
     const mu = await engineMu(before.turn, null, 0.7, 0.9);

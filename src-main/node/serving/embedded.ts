@@ -9,7 +9,8 @@
 // the model's own distribution (temperature 1, untruncated) at each position, with their ids: the alternatives, not
 // the sampler. The active version is read from the store on every request (and contexts of versions no longer active
 // are released on `adapterChanged`), so a new version or a rollback applies to the next request without a restart.
-// Each reply names its version, model id and sampling in x-rein-adapter-version, x-rein-model-id and x-rein-sampling.
+// Each reply names its version, model id, sampling and the served file's weights identity in x-rein-adapter-version,
+// x-rein-model-id, x-rein-sampling and x-rein-weights.
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,7 +36,8 @@ import { activeModelId } from './producer.ts';
 import { ensureGgufLora } from './publish.ts';
 import { parseToolCalls, ToolCallStream, toolFamily } from './toolcalls.ts';
 import type { StreamPiece } from './toolcalls.ts';
-import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER } from './upstream.ts';
+import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
+import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, PROMPT_TOKENS_HEADER, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 
 export interface ModelServerOptions {
   core: ReinCore;
@@ -183,8 +185,10 @@ interface Producer {
   modelId: string;
   version: number;
   sampling: { temperature: number; topP: number };
+  /** The served GGUF's weights identity (model-files/weights-id.ts). */
+  weights: string;
 }
-const producerHeaders = (p: Producer) => ({ [ADAPTER_VERSION_HEADER]: String(p.version), [MODEL_ID_HEADER]: p.modelId, [SAMPLING_HEADER]: JSON.stringify(p.sampling) });
+const producerHeaders = (p: Producer) => ({ [ADAPTER_VERSION_HEADER]: String(p.version), [MODEL_ID_HEADER]: p.modelId, [SAMPLING_HEADER]: JSON.stringify(p.sampling), [WEIGHTS_HEADER]: p.weights });
 
 type Top = { id: number; logprob: number }[];
 interface Gen {
@@ -205,6 +209,8 @@ interface LoadedModel {
   stops: ReadonlySet<number>;
   hfDir: string;
   modelName: string;
+  /** The served GGUF's weights identity: a round trains on-policy only from turns sampled from the base's own weights. */
+  weights: string;
   contextSize: number;
   contextFor(version: number, loraPath: string | null): Promise<LlamaContext>;
   log: (line: string) => void;
@@ -282,6 +288,7 @@ async function loadModel(opts: ModelServerOptions, gguf: string, hfDir: string, 
     stops: turnStopIds(tok),
     hfDir,
     modelName: path.basename(gguf, '.gguf'),
+    weights: weightsId(gguf, { cacheFile: weightsIdCacheFile(core.home.modelsDir) }),
     contextSize,
     contextFor,
     log,
@@ -369,7 +376,7 @@ async function handle(g: LoadedModel, token: string, port: number, req: Incoming
 
 /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
 async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer, promptTokens: number) => void, gone: () => boolean): Promise<Gen> {
-  const { core, tok, stops, contextSize, hfDir, log } = g;
+  const { core, tok, stops, contextSize, hfDir, log, weights } = g;
   const modelId = activeModelId(core);
   // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
   // gets the active one.
@@ -396,7 +403,7 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
     const logprobs: number[] = [];
     const tops: Top[] = [];
     const sampled = { logprob: 0 };
-    const producer: Producer = { modelId, version, sampling: { temperature, topP } };
+    const producer: Producer = { modelId, version, sampling: { temperature, topP }, weights };
     let input: ControlledEvaluateInputItem[] = prompt.map((t, i) => (i === prompt.length - 1 ? [t as Token, { generateNext: { logits: true } }] : (t as Token)));
     for (;;) {
       const out = await seq.controlledEvaluate(input);

@@ -29,6 +29,11 @@ export function versionPublishedAs(adapters: readonly AdapterView[], model: stri
 export interface Producer {
   modelId: string;
   version: number;
+  /**
+   * The weights identity of the file that sampled it (model-files/weights-id.ts), when the server says (Rein's own,
+   * in x-rein-weights); absent for other upstreams, whose files Rein cannot see.
+   */
+  weights?: string;
 }
 
 export function activeModelId(core: ReinCore): string {

@@ -37,7 +37,7 @@ import { mapTokens } from './tokens.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, pinnedSampling, SAMPLING_HEADER } from './upstream.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 import type { Sampling, Upstream, UpstreamKind } from './upstream.ts';
 
 /**
@@ -555,7 +555,8 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   const headerModel = upRes.headers[MODEL_ID_HEADER];
   // Only Rein's own server is trusted to say what it sampled from; the headers of any other upstream are its own.
   const own = up.kind === 'rein' && headerVersion !== null && typeof headerModel === 'string' && headerModel !== '';
-  const headerProducer = own ? { modelId: headerModel, version: headerVersion } : null;
+  const weights = parseWeights(upRes.headers[WEIGHTS_HEADER]);
+  const headerProducer = own ? { modelId: headerModel, version: headerVersion, ...(weights === null ? {} : { weights }) } : null;
   const headerSampling = own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null;
   const rewrite = ok && !clientLogprobs;
   const copy: ReplyCopy = { body, stream: isSse, raw: [], kept: new CaptureBudget(), headerProducer, headerSampling, kind: up.kind, upstreamModel: mapped, session, eventId, source };
@@ -725,7 +726,7 @@ async function capture(p: Proxy, copy: ReplyCopy, quietly: () => Promise<void>):
         input.tokens = m.ids;
         input.logprobs = lps;
         input.adapterVersion = producer!.version;
-        input.policy = { modelId: producer!.modelId, ...(sampling as Sampling) };
+        input.policy = { modelId: producer!.modelId, ...(sampling as Sampling), ...(producer!.weights === undefined ? {} : { weights: producer!.weights }) };
       }
     }
     if (offPolicy !== null) log(`rein proxy: stored as off-policy text${single ? '' : ` (choice ${index})`}: ${offPolicy}`);

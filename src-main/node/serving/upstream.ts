@@ -25,6 +25,8 @@ export const MODEL_ID_HEADER = 'x-rein-model-id';
  * reported logprobs are those of that tempered, truncated distribution (embedded.ts), so they are μ as they stand.
  */
 export const SAMPLING_HEADER = 'x-rein-sampling';
+/** ... and the weights it sampled from: the served file's weights identity (model-files/weights-id.ts, 64 hex digits). */
+export const WEIGHTS_HEADER = 'x-rein-weights';
 /** ... and, on a stream, the prompt's size in tokens before the first token (OpenAI's usage comes only at the end). */
 export const PROMPT_TOKENS_HEADER = 'x-rein-prompt-tokens';
 
@@ -65,6 +67,11 @@ export function pinnedSampling(body: Record<string, unknown>, kind: UpstreamKind
   }
   if (unpinned.length === 0) return { temperature: 1, topP: 1 };
   return { reason: `the upstream reports the model's raw logprobs, which are the sampled distribution's only at an identity sampler: ${unpinned.join(', ')}` };
+}
+
+/** The x-rein-weights header of Rein's own server, or null when it is missing or malformed. */
+export function parseWeights(v: unknown): string | null {
+  return typeof v === 'string' && /^[0-9a-f]{64}$/.test(v) ? v : null;
 }
 
 /** The x-rein-sampling header of Rein's own server, or null when it is missing or malformed. */

@@ -12,6 +12,7 @@ import * as m0003 from './migrations/0003-arena.ts';
 import { ARENA_Q } from './arena.ts';
 import * as m0004 from './migrations/0004-reward-models.ts';
 import * as m0005 from './migrations/0005-chats.ts';
+import * as m0006 from './migrations/0006-parked-ratings.ts';
 import { CHATS_Q } from './chats.ts';
 import { Q } from './store.ts';
 
@@ -131,6 +132,7 @@ describe('migration 0001-init', () => {
 
   it('serves the real queries from indexes (EXPLAIN QUERY PLAN)', () => {
     const db = fresh();
+    migrate(db, MIGRATIONS);
     for (let i = 0; i < 50; i++) {
       const t = insTurn(db, 'api', `e${i}`, `s${i % 5}`, i);
       if (i % 2 === 0) insRating(db, t, i);
@@ -235,6 +237,29 @@ describe('migration 0005-chats', () => {
     expect(() => insert.run('s3', 'neg', '', -1, '[]', 4, 4)).toThrow(/CHECK/);
     expect(db.prepare(CHATS_Q.list).all(10).map((r) => (r as { id: string }).id)).toEqual(['s2', 's1']);
     expect(plan(db, CHATS_Q.list, 10)).toMatch(/chats_updated/);
+    db.close();
+  });
+});
+
+describe('migration 0006-parked-ratings', () => {
+  it('adds the parked reason to every rating as NULL, keeps the rows, and counts pending and parked ratings from indexes', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005])).toEqual([1, 2, 3, 4, 5]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('api', 'e', 1, 'p', 'r')`).run();
+    const rate = db.prepare(`INSERT INTO ratings (turn_id, model_id, kind, value, rater, created_at) VALUES (1, 'm', 'good', 1, 'me', ?)`);
+    rate.run(1);
+    rate.run(2);
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005, m0006])).toEqual([6]);
+    expect(db.prepare('SELECT id, parked, parked_at FROM ratings ORDER BY id').all()).toEqual([
+      { id: 1, parked: null, parked_at: null },
+      { id: 2, parked: null, parked_at: null },
+    ]);
+    expect(db.prepare(Q.pendingCount).get('m')).toEqual({ n: 2 });
+    db.prepare(`UPDATE ratings SET parked = 'too long', parked_at = 3 WHERE id = 2`).run();
+    expect(db.prepare(Q.pendingCount).get('m')).toEqual({ n: 1 });
+    expect(db.prepare(Q.parkedCount).get('m')).toEqual({ n: 1 });
+    for (const q of [Q.pendingCount, Q.parkedCount]) expect(plan(db, q, 'm')).toMatch(/USING (COVERING )?INDEX ratings_model_pending \(model_id=\? AND run_id=\?\)/);
     db.close();
   });
 });

@@ -19,6 +19,8 @@ export interface RatedTurnRow {
   logprobs: Buffer | null;
   source: string;
   policy: string | null;
+  /** Why the rounds cannot train it (migration 0006), or null. */
+  parked: string | null;
 }
 
 /** What a reward mapper sees of one live rating. */
@@ -36,7 +38,7 @@ export interface MapperCaseRow {
   prompt_len: number;
 }
 
-const RATED = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy
+const RATED = `SELECT r.id AS rating_id, r.run_id, r.turn_id, r.value, r.correction, r.created_at, t.prompt, t.context, t.response, t.tokens, t.logprobs, t.source, t.policy, r.parked
   FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.model_id = ? AND r.undone_at IS NULL`;
 
 const CASE = `SELECT r.id AS rating_id, r.turn_id, r.kind, r.value, r.scale, r.tags, r.comment, r.correction, t.source,
@@ -50,10 +52,25 @@ export class Rounds {
     this.sql = sql;
   }
 
-  /** The model's live ratings with their turns, oldest first: the pending ones (no version trained them) or the trained ones. */
-  ratedTurns(modelId: string, which: 'pending' | 'trained'): RatedTurnRow[] {
-    const cond = which === 'pending' ? 'r.run_id IS NULL' : 'r.run_id IS NOT NULL';
+  /**
+   * The model's live ratings with their turns, oldest first: the pending ones (no version trained them, not parked),
+   * the trained ones, or the untrained ones (pending and parked: what a round tries to encode first).
+   */
+  ratedTurns(modelId: string, which: 'pending' | 'trained' | 'untrained'): RatedTurnRow[] {
+    const cond = which === 'pending' ? 'r.run_id IS NULL AND r.parked IS NULL' : which === 'trained' ? 'r.run_id IS NOT NULL' : 'r.run_id IS NULL';
     return this.sql.stmt<RatedTurnRow>(`${RATED} AND ${cond} ORDER BY r.created_at, r.id`).all(modelId);
+  }
+
+  /**
+   * Parks an untrained rating with why the rounds cannot train it (null: pending again). Returns whether the rating
+   * changed; a rating trained, undone or deleted meanwhile is left as it is.
+   */
+  park(ratingId: number, why: string | null): boolean {
+    return (
+      this.sql
+        .stmt('UPDATE ratings SET parked = ?, parked_at = ? WHERE id = ? AND run_id IS NULL AND undone_at IS NULL AND parked IS NOT ?')
+        .run(why, why === null ? null : this.sql.now(), ratingId, why).changes > 0
+    );
   }
 
   /** The ids of the model's live ratings. */

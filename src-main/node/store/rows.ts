@@ -57,6 +57,8 @@ export interface RatingRow {
   created_at: number;
   undone_at: number | null;
   run_id: number | null;
+  /** Why the rounds cannot train it (migration 0006), or null. */
+  parked: string | null;
 }
 
 export interface RunRow {
@@ -106,6 +108,7 @@ export function ratingView(r: RatingRow, lastRound: RatingView['lastRound'] = nu
     undone: r.undone_at !== null,
     runId: r.run_id,
     lastRound,
+    parked: r.run_id === null ? (r.parked ?? null) : null,
   };
 }
 

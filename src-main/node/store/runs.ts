@@ -122,7 +122,7 @@ export class Runs {
   pendingSince(modelId: string, runId: number): number {
     return this.sql
       .stmt<{ n: number }>(
-        `SELECT count(*) AS n FROM ratings r WHERE r.model_id = ? AND r.run_id IS NULL AND r.undone_at IS NULL
+        `SELECT count(*) AS n FROM ratings r WHERE r.model_id = ? AND r.run_id IS NULL AND r.undone_at IS NULL AND r.parked IS NULL
            AND NOT EXISTS (SELECT 1 FROM run_samples s WHERE s.rating_id = r.id AND s.run_id >= ?)`,
       )
       .get(modelId, runId)!.n;

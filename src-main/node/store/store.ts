@@ -102,7 +102,8 @@ export const Q = {
   newestRateableGlobal: `SELECT id FROM turns WHERE state = 'unrated' AND created_at >= ? AND source != 'arena' ORDER BY created_at DESC, id DESC LIMIT 1`,
   newestRateableSession: `SELECT id FROM turns WHERE session = ? AND state = 'unrated' AND created_at >= ? AND source != 'arena' ORDER BY created_at DESC, id DESC LIMIT 1`,
   newestLiveRating: 'SELECT * FROM ratings WHERE undone_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1',
-  pendingCount: 'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL',
+  pendingCount: 'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL AND parked IS NULL',
+  parkedCount: 'SELECT count(*) AS n FROM ratings WHERE model_id = ? AND run_id IS NULL AND undone_at IS NULL AND parked IS NOT NULL',
   liveRatingOfTurn: 'SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL ORDER BY id DESC LIMIT 1',
   ratingsByTime: `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?`,
   newestLiveRatingSession: `SELECT r.* FROM ratings r JOIN turns t ON t.id = r.turn_id WHERE r.undone_at IS NULL AND t.session = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1`,
@@ -737,6 +738,7 @@ export class Store implements Sql {
   counts(modelId: string): {
     ratings: { good: number; bad: number; scaled: number; total: number };
     pending: number;
+    parked: number;
     turns: { total: number; unrated: number; toRate: number };
     runningRunId: number | null;
   } {
@@ -756,6 +758,7 @@ export class Store implements Sql {
     return {
       ratings: { good: n('good'), bad: n('bad'), scaled: n('scale'), total: n('good') + n('bad') + n('scale') },
       pending,
+      parked: this.stmt<{ n: number }>(Q.parkedCount).get(modelId)!.n,
       turns: { total, unrated, toRate },
       runningRunId: running?.id ?? null,
     };

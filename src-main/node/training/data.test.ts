@@ -168,7 +168,7 @@ describe('a round encodes', () => {
   const modelDir = path.join(root, 'tiny');
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
-  const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
+  const opts = { modelId: DEFAULT_MODEL_ID, baseWeights: null, advantageClip: 2, maxTokens: 256 };
 
   it('on-policy (MIS-PO) only a turn whose μ names the trained model and its sampling, with its whole prompt; the rest is text (KTO)', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'honest') }) });
@@ -283,7 +283,7 @@ describe('the reward baseline', () => {
   const modelDir = path.join(root, 'tiny-baseline');
   writeTinyModel(modelDir, { arch: 'qwen2', layers: 1, hidden: 16, heads: 2, kvHeads: 1, intermediate: 32 });
   const tok: ReinTokenizer = loadTokenizer(modelDir);
-  const opts = { modelId: DEFAULT_MODEL_ID, advantageClip: 2, maxTokens: 256 };
+  const opts = { modelId: DEFAULT_MODEL_ID, baseWeights: null, advantageClip: 2, maxTokens: 256 };
   const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
 
   /** Captures on-policy turns (tokens, μ and the policy they were sampled with) and rates them; returns the rating ids. */

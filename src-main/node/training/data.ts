@@ -16,6 +16,7 @@ import type { Store } from '../store/store.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { STEPS_AFTER_PROMPT, turnMessages } from '../../common/sources.ts';
 import { roundRewards } from './reward-mapper.ts';
+import { shortWeightsId } from '../model-files/weights-id.ts';
 
 export type SampleRole = 'pending' | 'replay' | 'heldout';
 
@@ -37,7 +38,7 @@ export interface RatedTurn {
 }
 
 
-function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
+export function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
   return {
     ratingId: r.rating_id,
     turnId: r.turn_id,
@@ -172,13 +173,19 @@ function fitAgent(promptIds: number[], responseIds: number[], mask: number[], ma
 /**
  * Why a turn's stored tokens and μ cannot train it on-policy for `modelId`, or null when they can. MIS-PO's ratio
  * π/μ is only an importance weight when μ is the probability the token was drawn with, under the same tokenizer
- * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer and base
- * weights) and the distribution its logprobs are of (migration 0002; older rows do not say).
+ * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer), the
+ * base's own weights where it names them (model-files/weights-id.ts), and the distribution its logprobs are of
+ * (migration 0002; older rows do not say).
  */
-function offPolicyReason(t: RatedTurn, modelId: string): string | null {
+export function offPolicyReason(t: RatedTurn, modelId: string, baseWeights: string | null): string | null {
   if (t.tokens === null || t.logprobs === null || t.tokens.length === 0) return 'no stored tokens and logprobs';
   if (t.policy === null) return 'the turn does not say which distribution its logprobs are of';
   if (t.policy.modelId !== modelId) return `sampled by model ${t.policy.modelId}, not ${modelId}`;
+  // Same id, other weights (a Q4 copy of the base served instead of it): μ is not a probability under π's base. A
+  // turn that does not name its weights (stored before they were recorded, or from another server) is judged by the id.
+  if (t.policy.weights !== undefined && baseWeights !== null && t.policy.weights !== baseWeights) {
+    return `sampled from other weights than the training base's (${shortWeightsId(t.policy.weights)}, the base is ${shortWeightsId(baseWeights)}): a quantized or otherwise different file of ${modelId} was served`;
+  }
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
   // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt and tool
   // declarations, which the turn does not keep: π here would be conditioned on less than μ was.
@@ -211,7 +218,13 @@ export interface SkippedTurn {
 export function encodeRound(
   turns: readonly RatedTurn[],
   tok: ReinTokenizer,
-  o: { modelId: string; advantageClip: number; maxTokens: number },
+  o: {
+    modelId: string;
+    /** The training base's weights identity (model-files/weights-id.ts); null: unknown, the model id alone decides. */
+    baseWeights: string | null;
+    advantageClip: number;
+    maxTokens: number;
+  },
 ): { sequences: TrainSequence[]; skipped: SkippedTurn[]; baseline: RoundBaseline } {
   const sequences: TrainSequence[] = [];
   const skipped: SkippedTurn[] = [];
@@ -237,7 +250,7 @@ export function encodeRound(
         continue;
       }
       // An agent turn's steps were sampled by the agent's model, not ours: its stored μ (if any) is not theirs.
-      if (!hasSteps(t) && offPolicyReason(t, o.modelId) === null) {
+      if (!hasSteps(t) && offPolicyReason(t, o.modelId, o.baseWeights) === null) {
         checkIds(t.tokens!, tok, 'stored response');
         const promptIds = tok.encodeChat(msgs, { addGenerationPrompt: true });
         checkIds(promptIds, tok, 'prompt');

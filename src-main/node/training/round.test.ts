@@ -84,7 +84,7 @@ describe('a training round', () => {
     }
   });
 
-  it('skips a turn with an out-of-vocabulary token id, with its reason in the metrics, and trains: this round and the next', { timeout: 120_000 }, async () => {
+  it('parks a turn with an out-of-vocabulary token id, with its reason on the rating, and trains the rest: this round and the next', { timeout: 120_000 }, async () => {
     const core = await newCore('oov', { steps: 4 });
     try {
       await captureAndRate(core, await sampleTurns(engine, 8, 3), rule, 'a');
@@ -97,10 +97,15 @@ describe('a training round', () => {
         await core.scheduler.idle();
         const run = (await core.call('listRuns', {}, 'test'))[0]!;
         expect(run.status, `${tag} round: ${String(run.error)}`).toBe('succeeded');
-        const skipped = (run.metrics as { samples: { skipped: { ratingId: number; why: string }[] } }).samples.skipped;
-        if (tag === 'first') expect(skipped).toEqual([{ ratingId: rating.id, turnId: turn!.id, why: `stored response token 0 has id ${size + 5}, outside the vocabulary (size ${size})` }]);
-        // The turn and its rating stay visible.
-        expect((await core.call('getTurn', { turnId: turn!.id }, 'test')).rating?.id).toBe(rating.id);
+        // Parked before the selection (parking.ts): not skipped inside the round, not pending, and it says why.
+        const m = run.metrics as { samples: { skipped: { ratingId: number; why: string }[] } };
+        expect(m.samples.skipped).toEqual([]);
+        const view = (await core.call('getTurn', { turnId: turn!.id }, 'test')).rating;
+        expect(view?.id).toBe(rating.id);
+        // Neither drawn nor held out by any round.
+        expect(view?.lastRound).toBeNull();
+        expect(view?.parked).toBe(`stored response token 0 has id ${size + 5}, outside the vocabulary (size ${size})`);
+        expect((await core.call('status', {}, 'test')).parked).toBe(1);
         await captureAndRate(core, await sampleTurns(engine, 8, 4), rule, 'b');
       }
       expect((await core.call('listAdapters', {}, 'test')).map((v) => v.version).sort()).toEqual([1, 2]);

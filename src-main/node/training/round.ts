@@ -30,7 +30,9 @@ import { evaluateGate, targetDirection } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
 import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
+import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
+import { parkUnencodable } from './parking.ts';
 import { newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
 
@@ -193,6 +195,16 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
     const { adapter, parent } = startAdapter(store, engine, modelId, run.fromVersion, cfg);
+    // Turns sampled from other weights than the base's (a quantized copy served under the same id) train as text.
+    const baseWeights = weightsId(dir, { cacheFile: weightsIdCacheFile(o.home.modelsDir) });
+    const encodeOpts = { modelId, baseWeights, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens };
+    // Ratings that cannot be encoded are parked before the selection, so the held-out set is drawn from ratings the
+    // gate can score; parked ones that encode now are pending again (parking.ts).
+    const parking = await parkUnencodable(store, modelId, engine.tokenizer, encodeOpts);
+    if (parking.parked.length > 0 || parking.unparked.length > 0) {
+      const words = [parking.parked.length > 0 ? `parked ${parking.parked.length} rating${parking.parked.length === 1 ? '' : 's'} that cannot be encoded` : '', parking.unparked.length > 0 ? `${parking.unparked.length} parked rating${parking.unparked.length === 1 ? '' : 's'} pending again` : ''];
+      emit({ phase: 'preparing', step: 0, steps: 0, ...NONE, message: words.filter((w) => w !== '').join('; ') });
+    }
     // An env-gated round's held-out set is env seeds (gateRound): every pending rating trains.
     const gateKind = runGateKind(run.config);
     const turns = await selectRound(store, modelId, {
@@ -202,14 +214,13 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
       seed: cfg.seed + runId,
       lineageRuns: lineageRuns(store, modelId, parent),
     });
-    const encode = { modelId, advantageClip: cfg.advantageClip, maxTokens: cfg.maxTokens };
-    const { sequences, skipped, baseline } = encodeRound(turns, engine.tokenizer, encode);
+    const { sequences, skipped, baseline } = encodeRound(turns, engine.tokenizer, encodeOpts);
     // Reward-model labels train as KTO text (no stored μ), so they never join the on-policy baseline.
     const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
-    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, encode).sequences;
+    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, encodeOpts).sequences;
     const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
-    if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded)`);
+    if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded, ${parking.total} parked: see Ratings or \`rein ratings\`)`);
     const noDirection = trainSeqs.some((s) => targetDirection(s) !== 0) ? null : noContrast(baseline);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);

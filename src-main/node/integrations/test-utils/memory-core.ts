@@ -57,6 +57,7 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
         total: active.length,
       },
       pending: active.filter((r) => r.runId === null).length,
+      parked: 0,
       threshold,
       ema: null,
       turns: {
@@ -120,6 +121,7 @@ export function createMemoryCore(opts: { threshold?: number } = {}): MemoryCore 
         undone: false,
         runId: null,
         lastRound: null,
+        parked: null,
       };
       ratings.push(rating);
       return { rating, status: status() };
