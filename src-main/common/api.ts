@@ -24,6 +24,8 @@ import { ChatMessage } from './chat/conversation.ts';
 import type { ChatSummary } from './chat/conversation.ts';
 import { AgentId } from './system.ts';
 import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
+import type { Signal } from './implicit/signals.ts';
+import type { WeakLabel } from './implicit/reader.ts';
 
 const id = z.number().int().positive();
 const text = z.string();
@@ -153,6 +155,10 @@ export const VERBS = {
   },
   getTurn: { input: z.strictObject({ turnId: id }), help: 'One turn with its full text and context.' },
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
+  turnSignals: {
+    input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
+    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt) and the weak label Rein reads from it, with the rule and the words that fired it.",
+  },
   listRatings: {
     input: z.strictObject({
       limit: z.number().int().min(1).max(1000).default(50),
@@ -370,6 +376,7 @@ export interface VerbOutputs {
   listTurns: Page<TurnSummary>;
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
+  turnSignals: { signals: Signal[]; label: WeakLabel | null };
   listRatings: Page<RatingView>;
   listTags: { tag: string; count: number }[];
   deleteRating: { deleted: boolean };

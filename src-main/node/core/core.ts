@@ -32,6 +32,8 @@ import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool, unsealSpoolFile } from './spool.ts';
+import { SignalRecorder } from './signals.ts';
+import { readSignals } from '../../common/implicit/reader.ts';
 import type { Core } from './types.ts';
 
 export interface CoreOptions {
@@ -310,6 +312,11 @@ function turnVerbs(c: VerbContext) {
 
     listTurns: (input) => store.listTurns(input.session === undefined ? input : { ...input, session: scrubKey(input.session) }),
     getTurn: (input) => store.getTurn(input.turnId),
+    turnSignals: (input) => {
+      store.getTurn(input.turnId); // NotFoundError for a turn that does not exist
+      const signals = store.signals.ofTurn(input.turnId);
+      return { signals, label: readSignals(signals, input.threshold) };
+    },
 
     deleteTurn: (input, actor) => {
       const { deleted } = store.deleteTurn(input.turnId, actor);
@@ -549,6 +556,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
     console.error(`rein: a ${event} listener threw:`, err);
   });
+  // What the user did after each answer (core/signals.ts); before the spool, which may store turns once it runs.
+  const signals = new SignalRecorder({ store, modelId: () => modelOf(settings()) });
   const spool = opts.spoolCaptures
     ? new CaptureSpool({
         store,
@@ -600,6 +609,15 @@ export function createCore(opts: CoreOptions): ReinCore {
   }
 
   function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    // Every stored turn, from a client or the spool, is a reaction to its session's previous answer (core/signals.ts).
+    // Recorded before listeners hear of the turn; a failure here never undoes or fails the capture.
+    if (event === 'turnCaptured') {
+      try {
+        signals.captured(payload as Events['turnCaptured']);
+      } catch (e) {
+        console.error('rein: could not record the signals of a captured turn:', e);
+      }
+    }
     hub.emit(event, payload);
     // The chat's serve stack restarts for another model or upstream (not a hub listener: it would count as a leak).
     if (event === 'settingsChanged') chat.settingsChanged(payload as Partial<Settings>);

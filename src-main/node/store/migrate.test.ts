@@ -13,6 +13,8 @@ import { ARENA_Q } from './arena.ts';
 import * as m0004 from './migrations/0004-reward-models.ts';
 import * as m0005 from './migrations/0005-chats.ts';
 import { CHATS_Q } from './chats.ts';
+import * as m0006 from './migrations/0006-signals.ts';
+import { SIGNALS_Q } from './signals.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -235,6 +237,36 @@ describe('migration 0005-chats', () => {
     expect(() => insert.run('s3', 'neg', '', -1, '[]', 4, 4)).toThrow(/CHECK/);
     expect(db.prepare(CHATS_Q.list).all(10).map((r) => (r as { id: string }).id)).toEqual(['s2', 's1']);
     expect(plan(db, CHATS_Q.list, 10)).toMatch(/chats_updated/);
+    db.close();
+  });
+});
+
+describe('migration 0006-signals', () => {
+  it('adds signals beside the turns it finds, one of each kind per answer, gone with either turn, read from its indexes', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005])).toEqual([1, 2, 3, 4, 5]);
+    const turn = db.prepare(`INSERT INTO turns (source, session, event_id, created_at, prompt, response) VALUES ('claude-code', 's', ?, ?, ?, 'r')`);
+    turn.run('s:p1', 1, 'fix the test');
+    turn.run('s:p2', 2, 'no, the test still fails');
+    turn.run('s:agent:x', 3, 'a subagent task');
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005, m0006])).toEqual([6]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 3 });
+    const insert = db.prepare('INSERT INTO signals (turn_id, kind, from_turn_id, evidence, score, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    insert.run(1, 'followup', 2, 'no, the test still fails', null, '{}', 5);
+    insert.run(1, 'reask', 2, 'no, the test still fails', 0.7, '{}', 5);
+    expect(() => insert.run(1, 'followup', 2, 'again', null, '{}', 6)).toThrow(/UNIQUE/);
+    expect(() => insert.run(1, 'praise', 2, 'x', null, '{}', 6)).toThrow(/CHECK/);
+    expect(() => insert.run(1, 'interrupt', null, 'x', 1.5, '{}', 6)).toThrow(/CHECK/);
+    expect(plan(db, SIGNALS_Q.ofTurn, 1)).toMatch(/sqlite_autoindex_signals_1/);
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).toMatch(/turns_session_created/);
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).not.toMatch(/TEMP B-TREE/);
+    // The previous answer of the session is the user's, never the subagent's that came after it.
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 4, 10)).toMatchObject({ id: 2 });
+    expect(plan(db, 'DELETE FROM turns WHERE id = ?', 2)).not.toMatch(/SCAN signals/);
+    // Deleting the later turn (the evidence) or the answer takes the signal with it.
+    db.prepare('DELETE FROM turns WHERE id = 2').run();
+    expect(db.prepare('SELECT count(*) AS n FROM signals').get()).toEqual({ n: 0 });
     db.close();
   });
 });

@@ -4,6 +4,7 @@ import * as m0002 from './0002-turn-policy.ts';
 import * as m0003 from './0003-arena.ts';
 import * as m0004 from './0004-reward-models.ts';
 import * as m0005 from './0005-chats.ts';
+import * as m0006 from './0006-signals.ts';
 
 export interface Migration {
   version: number;
@@ -11,4 +12,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003, m0004, m0005];
+export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006];
