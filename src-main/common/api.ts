@@ -65,6 +65,12 @@ export const CaptureTurnInput = z
      */
     policy: TurnPolicy.optional(),
     createdAt: z.number().int().positive().optional(),
+    /**
+     * The client reported that the user interrupted this answer (Claude Code's transcript line "[Request interrupted
+     * by user]"): the event as the client wrote it. Stored as an `interrupt` signal on the turn, the evidence of a
+     * weak label (common/implicit).
+     */
+    interrupted: z.string().min(1).max(1000).optional(),
   })
   .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
     message: 'tokens and logprobs come together',

@@ -16,7 +16,7 @@ import type { StoredChat } from '../store/chats.ts';
 import type { ArenaMatchRow } from '../store/arena.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
-import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
+import { redactCapped, scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
@@ -248,6 +248,11 @@ function turnVerbs(c: VerbContext) {
       }
       const turn = prepareTurn(input, s['capture.maxTextChars']);
       const result = spool === null ? store.captureTurn(turn, actor) : spool.capture(turn, actor);
+      // The client's report of an interrupt, kept as a signal on the turn (a spooled turn has no id yet: its report is
+      // not kept, the turn is).
+      if (input.interrupted !== undefined && result.turn !== null) {
+        store.signals.record({ turnId: result.turn.id, kind: 'interrupt', fromTurnId: null, evidence: redactCapped(input.interrupted, 1000).text, score: null, detail: { source: input.source } });
+      }
       if (result.created) emit('turnCaptured', result.turn);
       return result;
     },

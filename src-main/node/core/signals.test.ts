@@ -90,4 +90,21 @@ describe('signals from captured turns', () => {
     expect((await core.call('turnSignals', { turnId: a }, 'test')).signals).toEqual([]);
     await expect(core.call('turnSignals', { turnId: 9999 }, 'test')).rejects.toBeInstanceOf(NotFoundError);
   });
+
+  it("stores a client's interrupt report as an interrupt signal on the turn, and the next prompt as its follow-up", async () => {
+    const core = newCore();
+    const cut = await capture(core, 'rename getUser to fetchUser', { interrupted: '[Request interrupted by user for tool use]' });
+    await capture(core, "no, don't delete the module, just rename the function");
+    const { signals, label } = await core.call('turnSignals', { turnId: cut }, 'test');
+    expect(signals.map((s) => [s.kind, s.evidence])).toEqual([
+      ['interrupt', '[Request interrupted by user for tool use]'],
+      ['followup', "no, don't delete the module, just rename the function"],
+    ]);
+    expect(signals[0]).toMatchObject({ fromTurnId: null, detail: { source: 'claude-code' } });
+    // The words decide: "no, ..." is Bad at 0.85; the interrupt alone would be 0.7.
+    expect(label).toMatchObject({ value: 'bad', rule: 'opens-with-no' });
+    // Without words that say anything, the interrupt is the label at a lower threshold.
+    const quiet = await capture(core, 'list the files', { session: 's2', interrupted: '[Request interrupted by user]' });
+    expect((await core.call('turnSignals', { turnId: quiet, threshold: 0.7 }, 'test')).label).toMatchObject({ value: 'bad', rule: 'interrupted', quote: '[Request interrupted by user]' });
+  });
 });
