@@ -1,7 +1,9 @@
 // The weak-label reader's precision and recall on the hand-labelled follow-ups, printed per split, batch, language and
-// kind (bench/implicit-reader.ts). The rules were tuned on the dev split only. The test split holds two batches:
-// `first`, written in the same sitting as the dev lines before any rule existed, and `third`, written after the rules
-// were frozen and scored once: `third` is the honest estimate of how the rules meet phrasings they were not tuned on.
+// kind (bench/implicit-reader.ts). The rules were tuned on the dev split only. Four batches, each written by hand:
+// `first` (before any rule existed; split by a hash of the text into dev and test), `second` and `third` (each written
+// after a round of rules, scored once as held-out, then read and moved to dev for the next round), and `fourth`
+// (written after the rules froze, scored once, never read for tuning: test). `fourth` is the honest estimate of how
+// the rules meet phrasings they were not tuned on; `first`'s test half shares its author and sitting with dev.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_THRESHOLD } from '../src-main/common/implicit/reader.ts';
 import { scoreLines } from '../src-main/common/implicit/score.ts';
@@ -25,7 +27,8 @@ describe('the follow-up corpus', () => {
     console.log(report(corpus, DEFAULT_THRESHOLD).join('\n'));
     // The dev split is what the rules were tuned on: a rule change that breaks it fails here.
     expect(scoreLines(corpus.filter((l) => l.split === 'dev'), DEFAULT_THRESHOLD).score.precision).toBeGreaterThanOrEqual(0.95);
-    // The issue's bar, on the whole held-out split.
+    // The issue's bar, on the whole held-out split and on the batch written after the rules froze.
     expect(scoreLines(corpus.filter((l) => l.split === 'test'), DEFAULT_THRESHOLD).score.precision).toBeGreaterThanOrEqual(0.9);
+    expect(scoreLines(corpus.filter((l) => l.batch === 'fourth'), DEFAULT_THRESHOLD).score.precision).toBeGreaterThanOrEqual(0.9);
   });
 });

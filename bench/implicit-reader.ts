@@ -1,7 +1,7 @@
 // The weak-label reader (src-main/common/implicit/reader.ts) on its hand-labelled corpus of follow-ups
 // (src-main/common/implicit/fixtures/followups.jsonl): precision and recall per split, batch, language and kind.
-// The rules were tuned on the dev split only; the test split is held out (its `third` batch was written after the
-// rules were frozen). `threshold=` sets the confidence a label needs (default: the reader's, 0.8); `misses=dev` lists
+// The rules were tuned on the dev split only; the test split is held out (its `fourth` batch was written after the
+// rules froze; bench/implicit-reader.test.ts says how each batch was made). `threshold=` sets the confidence a label needs (default: the reader's, 0.8); `misses=dev` lists
 // the dev lines the reader gets wrong (never the test ones: tuning on them would make the test split dev).
 //   node bench/implicit-reader.ts [threshold=0.8] [misses=dev]
 import { readFileSync } from 'node:fs';

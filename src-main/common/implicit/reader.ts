@@ -112,6 +112,12 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bworse\b`),
         w(String.raw`\banother (error|stack ?trace|bug|exception|null pointer|crash|failure)\b`),
         w(String.raw`\bfailing again\b`),
+        w(String.raw`\bstill (seeing|prints?|shows?|returns?|happening|has|\d{3})\b`),
+        w(String.raw`\bsame \d{3}\b`),
+        w(String.raw`\b(not going to|won'?t|will not) work\b`),
+        w(String.raw`\b(didn'?t|did not) (do|change) anything\b`),
+        w(String.raw`\b(timing|times) out\b`),
+        w(String.raw`\bfrom \d+ (failures|errors) to \d+\b`),
       ],
       de: [
         w(String.raw`\bimmer noch (nicht|derselbe|der gleiche|dieselbe|die gleiche|rot|kaputt|falsch|fehl)`),
@@ -123,6 +129,9 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bkaputt\b`),
         w(String.raw`\bnicht (mal )?mehr\b`),
         w(String.raw`\bnichts mehr\b`),
+        w(String.raw`\bimmer noch \d{3}\b`),
+        w(String.raw`\bnichts (bewirkt|geandert|gebracht)\b`),
+        w(String.raw`\bjetzt gibt es (einen|ein) (timeout|fehler)\b`),
       ],
       es: [
         w(String.raw`\bsigue (sin|fallando|igual|el mismo|en rojo|roto|mal)\b`),
@@ -134,6 +143,10 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\broto\b`),
         w(String.raw`\btampoco\b`),
         w(String.raw`\bni siquiera\b`),
+        w(String.raw`\bsigue dando\b`),
+        w(String.raw`\bno va a funcionar\b`),
+        w(String.raw`\bno hizo nada\b`),
+        w(String.raw`\bda timeout\b`),
       ],
       fr: [
         w(String.raw`\b(ne|n')( ?se)? ?(marche|fonctionne|compile|demarre|lance|lancent|passe|passent)( toujours| meme)? (pas|plus)\b`),
@@ -144,6 +157,10 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bpire\b`),
         w(String.raw`\bcasse\b`),
         w(String.raw`\bplus rien ne\b`),
+        w(String.raw`\btoujours \d{3}\b`),
+        w(String.raw`\bne va pas marcher\b`),
+        w(String.raw`\bn'a rien change\b`),
+        w(String.raw`\ben timeout\b`),
       ],
     },
   },
@@ -162,10 +179,14 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bnow (it |the \w+ )?(fails|crashes|segfaults|errors|breaks)\b`),
         w(String.raw`\b(error|fails?|broke|broken)\b.*\bafter your (change|edit|fix|commit)\b`),
         w(String.raw`\bcomplaining now\b`),
+        w(String.raw`\b(deleted|wiped|dropped) (the|my|all|our)\b`),
+        w(String.raw`(?<!\bno )\b(two|three|2|3|more|new) (bugs|errors|failures)\b`),
+        w(String.raw`\bintroduces? (a|an) (race|bug|regression|memory leak|deadlock)\b`),
+        w(String.raw`\b(gives?|shows?|throws?) \d+ (errors|failures|warnings)\b`),
       ],
-      de: [w(String.raw`\bstu(e)?rzt (\w+ )*ab\b`), w(String.raw`\babsturz\b`), w(String.raw`\bjetzt leer\b`)],
-      es: [w(String.raw`\ben blanco\b`), w(String.raw`\berror 500\b`), w(String.raw`\bse (cae|cuelga)\b`)],
-      fr: [w(String.raw`\bplante\b`), w(String.raw`\b(page )?(est )?blanche\b`), w(String.raw`\berreur 500\b`)],
+      de: [w(String.raw`\bstu(e)?rzt (\w+ )*ab\b`), w(String.raw`\babsturz\b`), w(String.raw`\bjetzt leer\b`), w(String.raw`\b(zwei|drei|neue) (bugs|fehler)\b`)],
+      es: [w(String.raw`\ben blanco\b`), w(String.raw`\berror 500\b`), w(String.raw`\bse (cae|cuelga|rompe)\b`), w(String.raw`\b(dos|tres|nuevos) (bugs|errores)\b`)],
+      fr: [w(String.raw`\bplante\b`), w(String.raw`\b(page )?(est )?blanche\b`), w(String.raw`\berreur 500\b`), w(String.raw`\b(deux|trois|nouveaux) (bugs|erreurs)\b`)],
     },
   },
   {
@@ -176,7 +197,7 @@ export const RULES: readonly TextRule[] = [
     where: 'anywhere',
     phrases: {
       en: [
-        w(String.raw`\byou (didn'?t|did not|forgot|missed|ignored|changed the wrong|deleted|removed|broke|misread|made (it|that|this) up|(just )?repeated)\b`),
+        w(String.raw`\byou (didn'?t|did not|forgot|missed|ignored|changed|deleted|removed|broke|misread|made (it|that|this) up|(just )?repeated)\b`),
         w(String.raw`\bi (said|told you|asked for|meant)\b`),
         w(String.raw`\bwhy did you\b`),
         w(String.raw`\byou keep\b`),
@@ -191,7 +212,7 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bthanks? (a lot )?for (deleting|breaking|removing|nothing|wasting)\b`),
       ],
       de: [
-        w(String.raw`\bdu hast (\w+ ){0,4}(vergessen|ignoriert|kaputt gemacht|gelo(e)?scht|erfunden|falsch)\b`),
+        w(String.raw`\bdu hast (\w+ ){0,4}(vergessen|ignoriert|kaputt gemacht|gelo(e)?scht|erfunden|falsch|entfernt)\b`),
         w(String.raw`\bich (habe|hab) (doch )?gesagt\b`),
         w(String.raw`\bwarum hast du\b`),
         w(String.raw`\bgibt es nicht\b`),
@@ -199,7 +220,7 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bgelo(e)?scht hast\b`),
       ],
       es: [
-        w(String.raw`\b(olvidaste|ignoraste|rompiste|borraste|te lo inventaste|inventaste)\b`),
+        w(String.raw`\b(olvidaste|ignoraste|rompiste|borraste|quitaste|te lo inventaste|inventaste)\b`),
         w(String.raw`\bcambiaste (\w+ )?equivocad[ao]\b`),
         w(String.raw`\bte dije\b`),
         w(String.raw`\bpor que (borraste|cambiaste|rompiste|quitaste)\b`),
@@ -207,7 +228,7 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bpor (borrar|romper|eliminar)\b`),
       ],
       fr: [
-        w(String.raw`\btu as (\w+ ){0,3}(oublie|ignore|casse|supprime|invente|modifie la mauvaise)`),
+        w(String.raw`\btu as (\w+ ){0,3}(oublie|ignore|casse|supprime|invente|modifie la mauvaise|enleve)`),
         w(String.raw`\bje t'ai dit\b`),
         w(String.raw`\bpourquoi tu as\b`),
         w(String.raw`\b(cette|ce|cet) (\w+ )?n'existe pas\b`),
@@ -309,6 +330,9 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bgreen (ci|build|tests)\b`),
         w(String.raw`\b(ship it|merging)\b`),
         w(String.raw`^(\u{1F44D}|\u{2705})`),
+        w(String.raw`\b(the )?(error|bug|warning|problem|crash)s? (is |are )?gone\b`),
+        w(String.raw`\bmerged\b`),
+        w(String.raw`\bmuch faster\b`),
       ],
       de: [
         w(String.raw`\b(funktioniert|klappt|la(e)?uft|geht)( jetzt| wieder)?( einwandfrei| perfekt)?\b(?! (\w+ )?nicht)`),
@@ -321,6 +345,9 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bdas war'?s\b`),
         w(String.raw`^passt\b`),
         w(String.raw`\bwie geschmiert\b`),
+        w(String.raw`\bfehler ist weg\b`),
+        w(String.raw`\bgemerged\b`),
+        w(String.raw`^ja, genau\b`),
       ],
       es: [
         w(String.raw`\b(ya |eso )?funciona\b`),
@@ -332,6 +359,9 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\blo arreglo\b`),
         w(String.raw`\blos tests pasan\b`),
         w(String.raw`^(listo|eso era)\b`),
+        w(String.raw`\berror desaparecio\b`),
+        w(String.raw`\bmergee\b`),
+        w(String.raw`^si, (eso|ese|esa|justo|exacto)\b`),
       ],
       fr: [
         w(String.raw`\bca (marche|fonctionne)\b(?! (toujours |meme )?(pas|plus))`),
@@ -345,6 +375,9 @@ export const RULES: readonly TextRule[] = [
         w(String.raw`\bles tests passent\b`),
         w(String.raw`^c'est bon\b`),
         w(String.raw`\bca tourne\b`),
+        w(String.raw`\berreur a disparu\b`),
+        w(String.raw`\bmerge\b(?!r)`),
+        w(String.raw`^oui, (c'est|exactement)\b`),
       ],
     },
   },
@@ -356,7 +389,8 @@ export const RULES: readonly TextRule[] = [
     where: 'opening',
     phrases: {
       en: [
-        w(String.raw`\b(perfect|great|awesome|excellent|brilliant|nice|cool|beautiful|lovely|amazing|fantastic|superb|love it|lgtm|sweet|yay)\b`),
+        w(String.raw`\b(perfect|great|awesome|excellent|brilliant|ni+ce|cool|beautiful|lovely|amazing|fantastic|superb|love it|lgtm|sweet|yay)\b`),
+        w(String.raw`^good call\b`),
         w(String.raw`\b(spot on|well done|good job|great work|nice work|nice catch)\b`),
       ],
       de: [w(String.raw`\b(perfekt|super|toll|klasse|prima|top|sehr gut|genial|spitze|wunderbar)\b`)],
@@ -428,8 +462,26 @@ interface Hit {
   end: number;
 }
 
+/**
+ * Where a contrast ("but", "aber", "pero", "mais", "though") starts: Good phrases before it do not count, since what
+ * follows is the point ("works for ints but it crashes on floats"). -1 when there is none.
+ */
+function contrastAt(norm: string): number {
+  const m = /\b(but|however|though|aber|allerdings|pero|sin embargo|mais|cependant)\b/u.exec(norm);
+  return m === null ? -1 : m.index;
+}
+
+/**
+ * Praise followed by a statement of what happened now ("great, so now we have two bugs", "oh nice, it deleted the
+ * database") is as often sarcasm as not: the praise does not count. An interjection before it ("oh", "na", "que")
+ * marks it the same way.
+ */
+const SARCASTIC_OPENING = /^(oh|na|ach|que|oh la la)\s+\S+|^\S+[,.!]+\s+(so |and )?(now|jetzt|ahora|maintenant)\s+(we|it|the|i|you|there|nothing|haben|ist|es|esta|tenemos|on|il|ca|c'est)\b/u;
+
 function hitsOf(norm: string): Hit[] {
   const hits: Hit[] = [];
+  const contrast = contrastAt(norm);
+  const sarcastic = SARCASTIC_OPENING.test(norm);
   const opening = openingEnd(norm);
   const request = REQUEST_OPENING.test(norm.replace(/^[\s\p{P}]+/u, ''));
   for (const rule of RULES) {
@@ -442,6 +494,8 @@ function hitsOf(norm: string): Hit[] {
         const end = start + m[0].length;
         if (rule.where === 'opening' && start > opening) continue;
         if (rule.value === 'good' && GOOD_GUARD.test(norm.slice(Math.max(0, start - 24), start))) continue;
+        if (rule.value === 'good' && contrast >= 0 && start < contrast) continue;
+        if (rule.name === 'praise' && sarcastic) continue;
         hits.push({ rule, start, end });
       }
     }

@@ -14,7 +14,10 @@ export interface CorpusLine {
   kind: string;
   /** dev: the lines the rules were tuned on; test: held out, scored only. */
   split: 'dev' | 'test';
-  /** Which sitting wrote it: first (before any rule), second (read while tuning), third (after the rules froze). */
+  /**
+   * Which sitting wrote it: first (before any rule), second and third (after a round of rules; read while tuning the
+   * next, so dev), fourth (after the rules froze; test, never read for tuning).
+   */
   batch?: string;
   text: string;
 }
