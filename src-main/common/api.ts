@@ -165,6 +165,15 @@ export const VERBS = {
     input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
     help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt) and the weak label Rein reads from it, with the rule and the words that fired it.",
   },
+  weakLabels: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(200).default(20), threshold: z.number().min(0).max(1).optional() }),
+    help: 'Unrated turns with a weak label to confirm, newest first: the label, its rule and the sentence that explains it.',
+  },
+  confirmWeakLabel: {
+    input: z.strictObject({ turnId: id, flip: z.boolean().default(false), threshold: z.number().min(0).max(1).optional() }),
+    help: "Rate a turn as its weak label says (flip: the other way). The rating's rater names the rule; a turn already rated is refused.",
+  },
+  dismissWeakLabel: { input: z.strictObject({ turnId: id }), help: "Dismiss a turn's weak label: its signals stay as evidence and suggest nothing." },
   listRatings: {
     input: z.strictObject({
       limit: z.number().int().min(1).max(1000).default(50),
@@ -383,6 +392,9 @@ export interface VerbOutputs {
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
   turnSignals: { signals: Signal[]; label: WeakLabel | null };
+  weakLabels: { items: { turn: TurnSummary; label: WeakLabel; explanation: string }[] };
+  confirmWeakLabel: RateResult;
+  dismissWeakLabel: { dismissed: number };
   listRatings: Page<RatingView>;
   listTags: { tag: string; count: number }[];
   deleteRating: { deleted: boolean };

@@ -1,11 +1,11 @@
 // The reader's rules, one behaviour at a time. Its precision and recall on the hand-labelled corpus:
 // bench/implicit-reader.test.ts.
 import { describe, expect, it } from 'vitest';
-import { normalize, readSignals, readText, RULES } from './reader.ts';
+import { explainLabel, normalize, readSignals, readText, RULES } from './reader.ts';
 import { reaskSimilarity, wordTokens, type Signal } from './signals.ts';
 
 function signal(kind: Signal['kind'], evidence: string, id = 1): Signal {
-  return { id, turnId: 1, kind, fromTurnId: 2, evidence, score: kind === 'reask' ? 0.8 : null, detail: {}, createdAt: 0 };
+  return { id, turnId: 1, kind, fromTurnId: 2, evidence, score: kind === 'reask' ? 0.8 : null, detail: {}, createdAt: 0, dismissedAt: null };
 }
 
 describe('readText', () => {
@@ -45,6 +45,14 @@ describe('readSignals', () => {
     expect(readSignals([signal('followup', 'now add logging'), signal('reask', 'now add logging', 2)], 0.7)).toMatchObject({ value: 'bad', rule: 'reask', signalId: 2 });
     expect(readSignals([signal('interrupt', 'Request interrupted by user', 3)], 0.7)).toMatchObject({ value: 'bad', rule: 'interrupted', quote: 'Request interrupted by user' });
     expect(readSignals([])).toBeNull();
+    // A dismissed label's signals suggest nothing.
+    expect(readSignals([{ ...signal('followup', 'perfect, thanks'), dismissedAt: 5 }])).toBeNull();
+  });
+
+  it('explains a label in one sentence that quotes the user', () => {
+    expect(explainLabel(readSignals([signal('followup', "no, that's wrong")])!)).toBe("Rein read this as Bad because you wrote: 'no, that's wrong'");
+    expect(explainLabel(readSignals([signal('interrupt', '[Request interrupted by user]')], 0.7)!)).toBe('Rein read this as Bad because you interrupted it');
+    expect(explainLabel(readSignals([signal('reask', 'fix the parser test')], 0.7)!)).toBe("Rein read this as Bad because you asked again: 'fix the parser test'");
   });
 });
 

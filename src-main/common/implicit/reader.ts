@@ -529,7 +529,9 @@ export function readText(text: string): Omit<WeakLabel, 'signalId'> | null {
  * The weak label of one answer from its signals, or null when none reaches `threshold`. The follow-up's words come
  * first; a re-ask or an interrupt labels the answer only when the words say nothing, and never against them.
  */
-export function readSignals(signals: readonly Signal[], threshold = DEFAULT_THRESHOLD): WeakLabel | null {
+export function readSignals(all: readonly Signal[], threshold = DEFAULT_THRESHOLD): WeakLabel | null {
+  // A dismissed label's signals stay as evidence and suggest nothing.
+  const signals = all.filter((s) => s.dismissedAt === null);
   const followup = signals.find((s) => s.kind === 'followup');
   const fromText = followup === undefined ? null : readText(followup.evidence);
   let label: WeakLabel | null = fromText === null ? null : { ...fromText, signalId: followup!.id };
@@ -544,4 +546,12 @@ export function readSignals(signals: readonly Signal[], threshold = DEFAULT_THRE
 
 function pick(r: { value: WeakValue; confidence: number }): { value: WeakValue; confidence: number } {
   return { value: r.value, confidence: r.confidence };
+}
+
+/** The sentence the card and the popup show: "Rein read this as Bad because you wrote: 'that's wrong'". */
+export function explainLabel(label: WeakLabel): string {
+  const as = label.value === 'good' ? 'Good' : 'Bad';
+  if (label.rule === 'interrupted') return `Rein read this as ${as} because you interrupted it`;
+  if (label.rule === 'reask') return `Rein read this as ${as} because you asked again: '${label.quote}'`;
+  return `Rein read this as ${as} because you wrote: '${label.quote}'`;
 }

@@ -20,6 +20,8 @@ export interface Signal {
   score: number | null;
   detail: Record<string, unknown>;
   createdAt: number;
+  /** When the user dismissed the label read from it (it stays as evidence), or null. */
+  dismissedAt: number | null;
 }
 
 /**

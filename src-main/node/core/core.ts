@@ -33,7 +33,7 @@ import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool, unsealSpoolFile } from './spool.ts';
 import { SignalRecorder } from './signals.ts';
-import { readSignals } from '../../common/implicit/reader.ts';
+import { implicitVerbs } from './implicit.ts';
 import type { Core } from './types.ts';
 
 export interface CoreOptions {
@@ -317,11 +317,6 @@ function turnVerbs(c: VerbContext) {
 
     listTurns: (input) => store.listTurns(input.session === undefined ? input : { ...input, session: scrubKey(input.session) }),
     getTurn: (input) => store.getTurn(input.turnId),
-    turnSignals: (input) => {
-      store.getTurn(input.turnId); // NotFoundError for a turn that does not exist
-      const signals = store.signals.ofTurn(input.turnId);
-      return { signals, label: readSignals(signals, input.threshold) };
-    },
 
     deleteTurn: (input, actor) => {
       const { deleted } = store.deleteTurn(input.turnId, actor);
@@ -654,6 +649,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     rewardAsk: (input) => reward.rewardAsk(input.turnId),
 
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
+    ...implicitVerbs(store, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => Promise.resolve(handlers.setSettings({ values }, 'system')) }),

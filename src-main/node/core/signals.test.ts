@@ -107,4 +107,38 @@ describe('signals from captured turns', () => {
     const quiet = await capture(core, 'list the files', { session: 's2', interrupted: '[Request interrupted by user]' });
     expect((await core.call('turnSignals', { turnId: quiet, threshold: 0.7 }, 'test')).label).toMatchObject({ value: 'bad', rule: 'interrupted', quote: '[Request interrupted by user]' });
   });
+
+  it('lists unrated answers with a label to confirm; confirming rates them through rate, never over a rating; dismissing keeps the evidence', async () => {
+    const core = newCore();
+    const a = await capture(core, 'add pagination to the list endpoint');
+    const b = await capture(core, 'perfect, thanks');
+    const c = await capture(core, 'that is wrong, page 2 repeats page 1');
+    await capture(core, 'now add a --json flag');
+    const list = (await core.call('weakLabels', {}, 'test')).items;
+    // a: Good (praise), b: Bad (says-wrong); c's follow-up is a new request, so no label.
+    expect(list.map((i) => [i.turn.id, i.label.value, i.label.rule])).toEqual([
+      [b, 'bad', 'says-wrong'],
+      [a, 'good', 'praise'],
+    ]);
+    expect(list[0]!.explanation).toBe("Rein read this as Bad because you wrote: 'that is wrong'");
+    const confirmed = await core.call('confirmWeakLabel', { turnId: a }, 'test');
+    expect(confirmed.rating).toMatchObject({ turnId: a, kind: 'good', rater: 'implicit:praise' });
+    const flipped = await core.call('confirmWeakLabel', { turnId: b, flip: true }, 'test');
+    expect(flipped.rating).toMatchObject({ turnId: b, kind: 'good', rater: 'implicit-flipped:says-wrong' });
+    // Rated turns leave the list, and a rated turn is never rated over by its label.
+    expect((await core.call('weakLabels', {}, 'test')).items).toEqual([]);
+    await expect(core.call('confirmWeakLabel', { turnId: b }, 'test')).rejects.toThrow(/already rated good; a weak label never replaces a rating/);
+    await expect(core.call('confirmWeakLabel', { turnId: c }, 'test')).rejects.toBeInstanceOf(NotFoundError);
+
+    const d = await capture(core, 'rename the module', { session: 's3' });
+    await capture(core, 'nope, still broken', { session: 's3' });
+    expect((await core.call('weakLabels', {}, 'test')).items.map((i) => i.turn.id)).toEqual([d]);
+    expect(await core.call('dismissWeakLabel', { turnId: d }, 'test')).toEqual({ dismissed: 1 });
+    expect((await core.call('weakLabels', {}, 'test')).items).toEqual([]);
+    const after = await core.call('turnSignals', { turnId: d }, 'test');
+    expect(after.label).toBeNull();
+    expect(after.signals).toHaveLength(1);
+    expect(after.signals[0]!.dismissedAt).not.toBeNull();
+    await expect(core.call('confirmWeakLabel', { turnId: d }, 'test')).rejects.toBeInstanceOf(NotFoundError);
+  });
 });

@@ -259,6 +259,7 @@ describe('migration 0006-signals', () => {
     expect(() => insert.run(1, 'praise', 2, 'x', null, '{}', 6)).toThrow(/CHECK/);
     expect(() => insert.run(1, 'interrupt', null, 'x', 1.5, '{}', 6)).toThrow(/CHECK/);
     expect(plan(db, SIGNALS_Q.ofTurn, 1)).toMatch(/sqlite_autoindex_signals_1/);
+    expect(plan(db, SIGNALS_Q.suggested)).toMatch(/signals_live_turn/);
     expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).toMatch(/turns_session_created/);
     expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).not.toMatch(/TEMP B-TREE/);
     // The previous answer of the session is the user's, never the subagent's that came after it.

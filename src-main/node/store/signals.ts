@@ -1,5 +1,6 @@
 // What the user did after an answer (migration 0006): the evidence weak labels are read from
 // (common/implicit/reader.ts). The evidence is text a person wrote, sealed like a turn's when encryption is on.
+import type { Actor } from '../../common/api.ts';
 import type { Signal, SignalKind } from '../../common/implicit/signals.ts';
 import type { Sql } from './sql.ts';
 
@@ -8,6 +9,9 @@ export const SIGNALS_Q = {
   ofTurn: 'SELECT * FROM signals WHERE turn_id = ? ORDER BY id',
   // The answer a new prompt reacts to: the newest earlier turn of the same session and source. A subagent's turn
   // (event id `<session>:agent:…`, integrations/claude/handler.ts) answered its parent agent, not the user.
+  // Unrated answers with live signals, newest first (the Rate screen's suggestions).
+  suggested: `SELECT DISTINCT s.turn_id FROM signals s JOIN turns t ON t.id = s.turn_id
+    WHERE s.dismissed_at IS NULL AND t.state = 'unrated' ORDER BY s.turn_id DESC`,
   previousInSession: `SELECT id, prompt, created_at FROM turns
     WHERE session = ? AND source = ? AND id != ? AND created_at <= ? AND event_id NOT LIKE '%:agent:%'
     ORDER BY created_at DESC, id DESC LIMIT 1`,
@@ -22,6 +26,7 @@ interface SignalRow {
   score: number | null;
   detail: string;
   created_at: number;
+  dismissed_at: number | null;
 }
 
 export interface NewSignal {
@@ -56,6 +61,7 @@ export class Signals {
       score: r.score,
       detail: JSON.parse(r.detail) as Record<string, unknown>,
       createdAt: r.created_at,
+      dismissedAt: r.dismissed_at,
     };
   }
 
@@ -70,6 +76,20 @@ export class Signals {
         .get(s.turnId, s.kind, s.fromTurnId, this.sql.seal(s.evidence), s.score, JSON.stringify(s.detail), this.sql.now());
       return row === undefined ? null : this.out(row);
     });
+  }
+
+  /** Marks the turn's signals dismissed: they stay as evidence and suggest no label. Returns how many it marked. */
+  dismiss(turnId: number, actor: Actor): number {
+    return this.sql.write(() => {
+      const n = this.sql.stmt('UPDATE signals SET dismissed_at = ? WHERE turn_id = ? AND dismissed_at IS NULL').run(this.sql.now(), turnId).changes;
+      if (n > 0) this.sql.audit(actor, 'dismissWeakLabel', `turn:${turnId}`, { signals: n });
+      return n;
+    });
+  }
+
+  /** Unrated turns with signals not dismissed, newest first, for as long as `take` asks for more. */
+  suggested(take: (turnId: number) => boolean): void {
+    for (const r of this.sql.stmt<{ turn_id: number }>(SIGNALS_Q.suggested).iterate()) if (!take(r.turn_id)) break;
   }
 
   ofTurn(turnId: number): Signal[] {
