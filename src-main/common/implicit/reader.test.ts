@@ -2,7 +2,7 @@
 // bench/implicit-reader.test.ts.
 import { describe, expect, it } from 'vitest';
 import { explainLabel, normalize, readSignals, readText, RULES } from './reader.ts';
-import { reaskSimilarity, wordTokens, type Signal } from './signals.ts';
+import { modelTokens, reaskSimilarity, wordTokens, type Signal } from './signals.ts';
 
 function signal(kind: Signal['kind'], evidence: string, id = 1): Signal {
   return { id, turnId: 1, kind, fromTurnId: 2, evidence, score: kind === 'reask' ? 0.8 : null, detail: {}, createdAt: 0, dismissedAt: null };
@@ -64,5 +64,15 @@ describe('reaskSimilarity', () => {
     expect(reaskSimilarity([1, 1, 2], [1, 2])).toBeCloseTo(0.8);
     expect(reaskSimilarity([], [1])).toBe(0);
     expect(reaskSimilarity(wordTokens('Fix the test!'), wordTokens('fix THE test'))).toBe(1);
+  });
+
+  it('feeds the model tokenizer lower-cased words with a leading space, so case and position do not matter', () => {
+    const seen: string[] = [];
+    const encode = (w: string) => {
+      seen.push(w);
+      return [...w].map((c) => c.charCodeAt(0));
+    };
+    expect(modelTokens('Fix the Test, now', encode)).toHaveLength(' fix the test now'.length);
+    expect(seen).toEqual([' fix', ' the', ' test', ' now']);
   });
 });

@@ -2,10 +2,10 @@
 // hooks of Claude Code, Codex and OpenClaw, the proxy, Rein's own chat): the new turn's prompt is the next user
 // message of its session, so it becomes a `followup` signal on the session's previous answer, and a `reask` one
 // when it restates that answer's prompt. The re-ask measure is the Dice coefficient over token-id bags from the
-// active model's tokenizer (common/implicit/signals.ts reaskSimilarity); where no model is set up, or its
+// active model's tokenizer, word by word lower-cased (common/implicit/signals.ts modelTokens, reaskSimilarity); where no model is set up, or its
 // tokenizer cannot be loaded, over lower-cased words, and each signal's detail names the measure used.
 import type { TurnSummary } from '../../common/domain.ts';
-import { REASK_MIN_SIMILARITY, reaskSimilarity, wordTokens } from '../../common/implicit/signals.ts';
+import { modelTokens, REASK_MIN_SIMILARITY, reaskSimilarity, wordTokens } from '../../common/implicit/signals.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { loadModelTokenizer, resolveModelDir } from '../model-files/base-model.ts';
 import type { Store } from '../store/store.ts';
@@ -39,7 +39,7 @@ export class SignalRecorder {
       }
       this.tokenizers.set(id, tok);
     }
-    return tok === null ? { ids: wordTokens(text), measure: 'dice/words' } : { ids: tok.encode(text), measure: `dice/tokens:${id}` };
+    return tok === null ? { ids: wordTokens(text), measure: 'dice/words' } : { ids: modelTokens(text, (w) => tok.encode(w)), measure: `dice/tokens:${id}` };
   }
 
   /**
