@@ -391,7 +391,7 @@ export interface VerbOutputs {
   listTurns: Page<TurnSummary>;
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
-  turnSignals: { signals: Signal[]; label: WeakLabel | null };
+  turnSignals: { signals: Signal[]; label: WeakLabel | null; explanation: string | null };
   weakLabels: { items: { turn: TurnSummary; label: WeakLabel; explanation: string }[] };
   confirmWeakLabel: RateResult;
   dismissWeakLabel: { dismissed: number };

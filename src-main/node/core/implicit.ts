@@ -18,7 +18,8 @@ export function implicitVerbs(store: Store, rate: (input: VerbParsed<'rate'>, ac
   return {
     turnSignals: (input: VerbParsed<'turnSignals'>): VerbOutputs['turnSignals'] => {
       const signals = signalsOf(input.turnId);
-      return { signals, label: readSignals(signals, input.threshold) };
+      const label = readSignals(signals, input.threshold);
+      return { signals, label, explanation: label === null ? null : explainLabel(label) };
     },
 
     weakLabels: (input: VerbParsed<'weakLabels'>): VerbOutputs['weakLabels'] => {
