@@ -250,8 +250,9 @@ describe('migration 0006-signals', () => {
     turn.run('s:p1', 1, 'fix the test');
     turn.run('s:p2', 2, 'no, the test still fails');
     turn.run('s:agent:x', 3, 'a subagent task');
+    turn.run('s:p3', 2, 'stored after p2, in the same millisecond');
     expect(migrate(db, [m0001, m0002, m0003, m0004, m0005, m0006])).toEqual([6]);
-    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 3 });
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 4 });
     const insert = db.prepare('INSERT INTO signals (turn_id, kind, from_turn_id, evidence, score, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
     insert.run(1, 'followup', 2, 'no, the test still fails', null, '{}', 5);
     insert.run(1, 'reask', 2, 'no, the test still fails', 0.7, '{}', 5);
@@ -260,10 +261,15 @@ describe('migration 0006-signals', () => {
     expect(() => insert.run(1, 'interrupt', null, 'x', 1.5, '{}', 6)).toThrow(/CHECK/);
     expect(plan(db, SIGNALS_Q.ofTurn, 1)).toMatch(/sqlite_autoindex_signals_1/);
     expect(plan(db, SIGNALS_Q.suggested)).toMatch(/signals_live_turn/);
-    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).toMatch(/turns_session_created/);
-    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2)).not.toMatch(/TEMP B-TREE/);
-    // The previous answer of the session is the user's, never the subagent's that came after it.
-    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 4, 10)).toMatchObject({ id: 2 });
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2, 2)).toMatch(/turns_session_created/);
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2, 2)).not.toMatch(/TEMP B-TREE/);
+    // The previous answer of the session is the user's, never the subagent's that came after it; within one
+    // millisecond, the one stored before.
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 10, 10, 5)).toMatchObject({ id: 4 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 2, 2, 4)).toMatchObject({ id: 2 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 2, 2, 2)).toMatchObject({ id: 1 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 1, 1, 2)).toMatchObject({ id: 1 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 1, 1, 1)).toBeUndefined();
     expect(plan(db, 'DELETE FROM turns WHERE id = ?', 2)).not.toMatch(/SCAN signals/);
     // Deleting the later turn (the evidence) or the answer takes the signal with it.
     db.prepare('DELETE FROM turns WHERE id = 2').run();

@@ -8,12 +8,13 @@ import type { Sql } from './sql.ts';
 export const SIGNALS_Q = {
   ofTurn: 'SELECT * FROM signals WHERE turn_id = ? ORDER BY id',
   // The answer a new prompt reacts to: the newest earlier turn of the same session and source. A subagent's turn
-  // (event id `<session>:agent:…`, integrations/claude/handler.ts) answered its parent agent, not the user.
+  // (event id `<session>:agent:…`, integrations/claude/handler.ts) answered its parent agent, not the user. Two turns
+  // of one millisecond are ordered by id (the order they were stored).
   // Unrated answers with live signals, newest first (the Rate screen's suggestions).
   suggested: `SELECT DISTINCT s.turn_id FROM signals s JOIN turns t ON t.id = s.turn_id
     WHERE s.dismissed_at IS NULL AND t.state = 'unrated' ORDER BY s.turn_id DESC`,
   previousInSession: `SELECT id, prompt, created_at FROM turns
-    WHERE session = ? AND source = ? AND id != ? AND created_at <= ? AND event_id NOT LIKE '%:agent:%'
+    WHERE session = ? AND source = ? AND created_at <= ? AND (created_at < ? OR id < ?) AND event_id NOT LIKE '%:agent:%'
     ORDER BY created_at DESC, id DESC LIMIT 1`,
 } as const;
 
@@ -98,7 +99,7 @@ export class Signals {
 
   /** The turn a new turn's prompt reacts to (SIGNALS_Q.previousInSession), with its prompt, or null. */
   previousInSession(t: { id: number; session: string; source: string; createdAt: number }): { id: number; prompt: string; createdAt: number } | null {
-    const r = this.sql.stmt<{ id: number; prompt: string; created_at: number }>(SIGNALS_Q.previousInSession).get(t.session, t.source, t.id, t.createdAt);
+    const r = this.sql.stmt<{ id: number; prompt: string; created_at: number }>(SIGNALS_Q.previousInSession).get(t.session, t.source, t.createdAt, t.createdAt, t.id);
     return r === undefined ? null : { id: r.id, prompt: r.prompt, createdAt: r.created_at };
   }
 
