@@ -57,6 +57,12 @@ describe('signals from captured turns', () => {
   it('records a re-ask when the next prompt restates the previous one, measured over the model tokenizer', async () => {
     const core = newCore();
     await core.call('setSettings', { values: { 'model.active': SMALL_LM_DIR, 'training.auto': false } }, 'test');
+    // The first follow-up asks for the model's tokenizer, which loads on a timer after it, off the capture's path:
+    // that follow-up is measured over words.
+    const warm = await capture(core, 'warm up', { session: 'warm' });
+    await capture(core, 'warm up again', { session: 'warm' });
+    expect((await core.call('turnSignals', { turnId: warm }, 'test')).signals[0]!.detail).toMatchObject({ measure: 'dice/words' });
+    await new Promise((r) => setTimeout(r, 0));
     const first = await capture(core, 'Fix the failing test in parser.ts, the trailing comma case');
     await capture(core, 'fix the failing trailing comma test in parser.ts please');
     const { signals, label } = await core.call('turnSignals', { turnId: first }, 'test');

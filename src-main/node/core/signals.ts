@@ -19,27 +19,37 @@ export interface SignalRecorderOptions {
 export class SignalRecorder {
   private readonly store: Store;
   private readonly modelId: () => string;
-  /** Tokenizers by model id, loaded once; null: that model has none here (the measure falls back to words). */
-  private readonly tokenizers = new Map<string, ReinTokenizer | null>();
+  /** Tokenizers by model id; null: that model has none here; 'loading': asked for, not there yet. */
+  private readonly tokenizers = new Map<string, ReinTokenizer | null | 'loading'>();
 
   constructor(opts: SignalRecorderOptions) {
     this.store = opts.store;
     this.modelId = opts.modelId;
   }
 
-  /** The tokens of `text` for the re-ask measure, and the measure's name for the signal's detail. */
+  /**
+   * The tokens of `text` for the re-ask measure, and the measure's name for the signal's detail. A model's tokenizer
+   * is loaded once, on a timer after the capture that first asked for it (about 5 s for Qwen2's or Llama's
+   * tokenizer.json on two busy cores), never on the capture's own path: until it is there, the measure is words.
+   */
   tokens(text: string): { ids: readonly unknown[]; measure: string } {
     const id = this.modelId();
-    let tok = this.tokenizers.get(id);
+    const tok = this.tokenizers.get(id);
     if (tok === undefined) {
-      try {
-        tok = loadModelTokenizer(resolveModelDir(this.store, id, 'reask'));
-      } catch {
-        tok = null;
-      }
-      this.tokenizers.set(id, tok);
+      this.tokenizers.set(id, 'loading');
+      setTimeout(() => {
+        let loaded: ReinTokenizer | null;
+        try {
+          loaded = loadModelTokenizer(resolveModelDir(this.store, id, 'reask'));
+        } catch {
+          loaded = null;
+        }
+        this.tokenizers.set(id, loaded);
+      }, 0).unref();
     }
-    return tok === null ? { ids: wordTokens(text), measure: 'dice/words' } : { ids: modelTokens(text, (w) => tok.encode(w)), measure: `dice/tokens:${id}` };
+    return tok === undefined || tok === null || tok === 'loading'
+      ? { ids: wordTokens(text), measure: 'dice/words' }
+      : { ids: modelTokens(text, (w) => tok.encode(w)), measure: `dice/tokens:${id}` };
   }
 
   /**
