@@ -21,6 +21,7 @@ import { Arena } from './screens/Arena.tsx';
 import { Chat } from './screens/Chat.tsx';
 
 const KEY_TO_RATING = { '1': 'good', '2': 'bad' } as const;
+const KEY_TO_WEAK = { y: 'confirm', f: 'flip', d: 'dismiss' } as const;
 
 /**
  * Keys 1 and 2 rate the popup's turn (in the popup window) or the Rate card's, with whatever was typed under "Score,
@@ -42,6 +43,14 @@ function useRatingKeys(withPopup: boolean) {
       if (e.key === 'u' || e.key === 'U') {
         e.preventDefault();
         void s.undo(where);
+        return;
+      }
+      // Y, F, D answer the card's weak label (components/WeakLabel.tsx), when it shows one.
+      const weakAction = KEY_TO_WEAK[e.key.toLowerCase() as keyof typeof KEY_TO_WEAK];
+      const card = where === 'card' ? selectCurrentTurn(s) : null;
+      if (weakAction && card && card.rating === null && s.weak[card.id]) {
+        e.preventDefault();
+        void s.answerWeak(card.id, weakAction);
         return;
       }
       const value = KEY_TO_RATING[e.key as keyof typeof KEY_TO_RATING];

@@ -24,6 +24,8 @@ import { ChatMessage } from './chat/conversation.ts';
 import type { ChatSummary } from './chat/conversation.ts';
 import { AgentId } from './system.ts';
 import type { AgentConnectResult, AgentInfo, AgentPlan, HardwareInfo, LocalModel, TestTurnResult } from './system.ts';
+import type { Signal } from './implicit/signals.ts';
+import type { WeakLabel } from './implicit/reader.ts';
 
 const id = z.number().int().positive();
 const text = z.string();
@@ -70,6 +72,12 @@ export const CaptureTurnInput = z
      */
     policy: TurnPolicy.optional(),
     createdAt: z.number().int().positive().optional(),
+    /**
+     * The client reported that the user interrupted this answer (Claude Code's transcript line "[Request interrupted
+     * by user]"): the event as the client wrote it. Stored as an `interrupt` signal on the turn, the evidence of a
+     * weak label (common/implicit).
+     */
+    interrupted: z.string().min(1).max(1000).optional(),
   })
   .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
     message: 'tokens and logprobs come together',
@@ -160,6 +168,19 @@ export const VERBS = {
   },
   getTurn: { input: z.strictObject({ turnId: id }), help: 'One turn with its full text and context.' },
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
+  turnSignals: {
+    input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
+    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt) and the weak label Rein reads from it, with the rule and the words that fired it.",
+  },
+  weakLabels: {
+    input: z.strictObject({ limit: z.number().int().min(1).max(200).default(20), threshold: z.number().min(0).max(1).optional() }),
+    help: 'Unrated turns with a weak label to confirm, newest first: the label, its rule and the sentence that explains it.',
+  },
+  confirmWeakLabel: {
+    input: z.strictObject({ turnId: id, flip: z.boolean().default(false), threshold: z.number().min(0).max(1).optional() }),
+    help: "Rate a turn as its weak label says (flip: the other way). The rating's rater names the rule; a turn already rated is refused.",
+  },
+  dismissWeakLabel: { input: z.strictObject({ turnId: id }), help: "Dismiss a turn's weak label: its signals stay as evidence and suggest nothing." },
   listRatings: {
     input: z.strictObject({
       limit: z.number().int().min(1).max(1000).default(50),
@@ -377,6 +398,10 @@ export interface VerbOutputs {
   listTurns: Page<TurnSummary>;
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
+  turnSignals: { signals: Signal[]; label: WeakLabel | null; explanation: string | null };
+  weakLabels: { items: { turn: TurnSummary; label: WeakLabel; explanation: string }[] };
+  confirmWeakLabel: RateResult;
+  dismissWeakLabel: { dismissed: number };
   listRatings: Page<RatingView>;
   listTags: { tag: string; count: number }[];
   deleteRating: { deleted: boolean };

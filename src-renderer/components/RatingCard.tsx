@@ -5,6 +5,7 @@ import { Exchange } from './Exchange.tsx';
 import { timeAgo } from './format.ts';
 import { useNow } from './useNow.ts';
 import { RatingControls } from './RatingControls.tsx';
+import { WeakLabel } from './WeakLabel.tsx';
 
 export function RatingCard() {
   const now = useNow();
@@ -46,6 +47,7 @@ export function RatingCard() {
         <time dateTime={new Date(turn.createdAt).toISOString()}>{timeAgo(turn.createdAt, now)}</time>
       </div>
       <Exchange turn={turn} />
+      <WeakLabel turnId={turn.id} rated={turn.rating !== null} />
       <RatingControls turnId={turn.id} rating={turn.rating} where="card" answer={answer} />
     </section>
   );

@@ -14,6 +14,7 @@ import { createStatusSlice } from './status.ts';
 import { createTrainingSlice } from './training.ts';
 import { createTurnsSlice } from './turns.ts';
 import { createWizardSlice } from './wizard.ts';
+import { createWeakSlice } from './weak.ts';
 import type { ReinState, View } from './types.ts';
 
 export type ReinStore = StoreApi<ReinState>;
@@ -31,6 +32,7 @@ export function createReinStore(client: ReinClient, opts: { view?: View } = {}):
     ...createAdaptersSlice(client)(...a),
     ...createWizardSlice(client)(...a),
     ...createChatSlice(client)(...a),
+    ...createWeakSlice(client)(...a),
     init: async () => {
       const s = a[1]();
       await Promise.all([s.loadStatus(), s.loadTurns(), s.loadSettings(), s.loadRuns(), s.loadAdapters(), s.loadEma()]);

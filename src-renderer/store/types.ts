@@ -296,7 +296,27 @@ export interface WizardSlice {
   sendTestTurn: () => Promise<void>;
 }
 
+/** The weak label Rein read from what the user did after an answer, as the card shows it. */
+export interface WeakEntry {
+  value: RatingChoice;
+  rule: string;
+  /** "Rein read this as Bad because you wrote: 'that's wrong'". */
+  explanation: string;
+}
+
+/** What the user did after an answer, read as a label they confirm, flip or dismiss with one key (Y, F, D). */
+export interface WeakSlice {
+  /** By turn id, once asked: the label (null: none). */
+  weak: Record<number, WeakEntry | null>;
+  /** The last confirm, flip or dismiss that failed, by turn id. */
+  weakError: { turnId: number; message: string } | null;
+  loadWeak: (turnId: number) => Promise<void>;
+  /** Confirm rates the turn as the label says, flip the other way (both through the core's rate); dismiss drops it. */
+  answerWeak: (turnId: number, action: 'confirm' | 'flip' | 'dismiss') => Promise<void>;
+}
+
 export type ReinState = StatusSlice &
+  WeakSlice &
   TurnsSlice &
   RatingSlice &
   SettingsSlice &

@@ -16,7 +16,7 @@ import type { StoredChat } from '../store/chats.ts';
 import type { ArenaMatchRow } from '../store/arena.ts';
 import { ensureHome, type ReinHome } from '../home.ts';
 import { encodeLogprobs, encodeTokens } from '../store/codec.ts';
-import { scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
+import { redactCapped, scrubKey, scrubRating, scrubTurn } from '../store/scrub.ts';
 import { readSettings } from '../store/settings.ts';
 import { exportJsonl, importJsonl } from '../store/jsonl.ts';
 import { isBusyError } from '../store/db.ts';
@@ -32,6 +32,8 @@ import { tryRewardMapper } from '../training/reward-mapper.ts';
 import { createRewardService } from '../training/reward/service.ts';
 import { EventHub } from './events.ts';
 import { CaptureSpool, unsealSpoolFile } from './spool.ts';
+import { SignalRecorder } from './signals.ts';
+import { implicitVerbs } from './implicit.ts';
 import type { Core } from './types.ts';
 
 export interface CoreOptions {
@@ -246,6 +248,11 @@ function turnVerbs(c: VerbContext) {
       }
       const turn = prepareTurn(input, s['capture.maxTextChars']);
       const result = spool === null ? store.captureTurn(turn, actor) : spool.capture(turn, actor);
+      // The client's report of an interrupt, kept as a signal on the turn (a spooled turn has no id yet: its report is
+      // not kept, the turn is).
+      if (input.interrupted !== undefined && result.turn !== null) {
+        store.signals.record({ turnId: result.turn.id, kind: 'interrupt', fromTurnId: null, evidence: redactCapped(input.interrupted, 1000).text, score: null, detail: { source: input.source } });
+      }
       if (result.created) emit('turnCaptured', result.turn);
       return result;
     },
@@ -549,6 +556,8 @@ export function createCore(opts: CoreOptions): ReinCore {
     // A subscriber's bug must not undo or fail a committed write; report it where the core's logs go.
     console.error(`rein: a ${event} listener threw:`, err);
   });
+  // What the user did after each answer (core/signals.ts); before the spool, which may store turns once it runs.
+  const signals = new SignalRecorder({ store, modelId: () => modelOf(settings()) });
   const spool = opts.spoolCaptures
     ? new CaptureSpool({
         store,
@@ -601,6 +610,15 @@ export function createCore(opts: CoreOptions): ReinCore {
   }
 
   function emit<E extends EventName>(event: E, payload: Events[E]): void {
+    // Every stored turn, from a client or the spool, is a reaction to its session's previous answer (core/signals.ts).
+    // Recorded before listeners hear of the turn; a failure here never undoes or fails the capture.
+    if (event === 'turnCaptured') {
+      try {
+        signals.captured(payload as Events['turnCaptured']);
+      } catch (e) {
+        console.error('rein: could not record the signals of a captured turn:', e);
+      }
+    }
     hub.emit(event, payload);
     // The chat's serve stack restarts for another model or upstream (not a hub listener: it would count as a leak).
     if (event === 'settingsChanged') chat.settingsChanged(payload as Partial<Settings>);
@@ -632,6 +650,7 @@ export function createCore(opts: CoreOptions): ReinCore {
     rewardAsk: (input) => reward.rewardAsk(input.turnId),
 
     ...chatVerbs(verbs, chat, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
+    ...implicitVerbs(store, (input, actor) => handlers.rate(input, actor) as VerbOutputs['rate']),
 
     // The setup wizard's verbs: node/system/ (agents, hardware, models, the demo model, the test turn).
     ...(opts.wizard ?? noWizard)({ home, store, settings, setSettings: (values) => Promise.resolve(handlers.setSettings({ values }, 'system')) }),

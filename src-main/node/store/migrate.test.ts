@@ -14,6 +14,8 @@ import * as m0004 from './migrations/0004-reward-models.ts';
 import * as m0005 from './migrations/0005-chats.ts';
 import * as m0006 from './migrations/0006-parked-ratings.ts';
 import { CHATS_Q } from './chats.ts';
+import * as m0007 from './migrations/0007-signals.ts';
+import { SIGNALS_Q } from './signals.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -260,6 +262,43 @@ describe('migration 0006-parked-ratings', () => {
     expect(db.prepare(Q.pendingCount).get('m')).toEqual({ n: 1 });
     expect(db.prepare(Q.parkedCount).get('m')).toEqual({ n: 1 });
     for (const q of [Q.pendingCount, Q.parkedCount]) expect(plan(db, q, 'm')).toMatch(/USING (COVERING )?INDEX ratings_model_pending \(model_id=\? AND run_id=\?\)/);
+    db.close();
+  });
+});
+
+describe('migration 0007-signals', () => {
+  it('adds signals beside the turns it finds, one of each kind per answer, gone with either turn, read from its indexes', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005, m0006])).toEqual([1, 2, 3, 4, 5, 6]);
+    const turn = db.prepare(`INSERT INTO turns (source, session, event_id, created_at, prompt, response) VALUES ('claude-code', 's', ?, ?, ?, 'r')`);
+    turn.run('s:p1', 1, 'fix the test');
+    turn.run('s:p2', 2, 'no, the test still fails');
+    turn.run('s:agent:x', 3, 'a subagent task');
+    turn.run('s:p3', 2, 'stored after p2, in the same millisecond');
+    expect(migrate(db, [m0001, m0002, m0003, m0004, m0005, m0006, m0007])).toEqual([7]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 4 });
+    const insert = db.prepare('INSERT INTO signals (turn_id, kind, from_turn_id, evidence, score, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    insert.run(1, 'followup', 2, 'no, the test still fails', null, '{}', 5);
+    insert.run(1, 'reask', 2, 'no, the test still fails', 0.7, '{}', 5);
+    expect(() => insert.run(1, 'followup', 2, 'again', null, '{}', 6)).toThrow(/UNIQUE/);
+    expect(() => insert.run(1, 'praise', 2, 'x', null, '{}', 6)).toThrow(/CHECK/);
+    expect(() => insert.run(1, 'interrupt', null, 'x', 1.5, '{}', 6)).toThrow(/CHECK/);
+    expect(plan(db, SIGNALS_Q.ofTurn, 1)).toMatch(/sqlite_autoindex_signals_1/);
+    expect(plan(db, SIGNALS_Q.suggested)).toMatch(/signals_live_turn/);
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2, 2)).toMatch(/turns_session_created/);
+    expect(plan(db, SIGNALS_Q.previousInSession, 's', 'claude-code', 2, 2, 2)).not.toMatch(/TEMP B-TREE/);
+    // The previous answer of the session is the user's, never the subagent's that came after it; within one
+    // millisecond, the one stored before.
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 10, 10, 5)).toMatchObject({ id: 4 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 2, 2, 4)).toMatchObject({ id: 2 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 2, 2, 2)).toMatchObject({ id: 1 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 1, 1, 2)).toMatchObject({ id: 1 });
+    expect(db.prepare(SIGNALS_Q.previousInSession).get('s', 'claude-code', 1, 1, 1)).toBeUndefined();
+    expect(plan(db, 'DELETE FROM turns WHERE id = ?', 2)).not.toMatch(/SCAN signals/);
+    // Deleting the later turn (the evidence) or the answer takes the signal with it.
+    db.prepare('DELETE FROM turns WHERE id = 2').run();
+    expect(db.prepare('SELECT count(*) AS n FROM signals').get()).toEqual({ n: 0 });
     db.close();
   });
 });

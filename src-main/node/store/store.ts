@@ -17,6 +17,7 @@ import { Chats } from './chats.ts';
 import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import { RewardModels } from './reward.ts';
+import { Signals } from './signals.ts';
 import type { Sql } from './sql.ts';
 import {
   ratingView,
@@ -147,6 +148,8 @@ export class Store implements Sql {
   readonly rewardModels: RewardModels;
   /** Rein's own chat conversations (store/chats.ts). */
   readonly chats: Chats;
+  /** What the user did after each answer, the evidence of weak labels (store/signals.ts). */
+  readonly signals: Signals;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -163,6 +166,7 @@ export class Store implements Sql {
     this.arena = new Arena(this);
     this.rewardModels = new RewardModels(this);
     this.chats = new Chats(this);
+    this.signals = new Signals(this);
   }
 
   close(): void {
@@ -263,6 +267,8 @@ export class Store implements Sql {
     // Saved Chat conversations (store/chats.ts): few rows, re-sealed whole in one transaction; a run killed before it
     // re-seals them again (idempotent: each row is opened with this.cipher and sealed with next).
     this.write(() => this.chats.resealAll((t) => (next === null ? t : next.seal(t))));
+    // The signals' evidence (store/signals.ts), the same way.
+    this.write(() => this.signals.resealAll((t) => (next === null ? t : next.seal(t))));
     this.cipher = next;
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');

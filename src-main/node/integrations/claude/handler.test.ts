@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { memoryLog } from '../shared/log.ts';
 import { createMemoryCore } from '../test-utils/memory-core.ts';
 import { createClaudeHooks } from './handler.ts';
-import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
+import { interruptedTurn, parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
 
 const FIX = path.join(import.meta.dirname, '../fixtures/claude');
 // payloads.json: user-prompt-submit, stop and rl-submit are what Claude Code 2.1.330 posted in e2e/agents
@@ -253,5 +253,44 @@ describe('Claude hooks: /rl', () => {
     t += 30_000;
     await hooks.handle(sub);
     expect(core.ratings.map((r) => r.turnId)).toEqual([2, 1]);
+  });
+});
+
+describe('Claude Code interrupts', () => {
+  // interrupted.jsonl is written by hand in the shape of the real lines above: the user pressed Esc on a tool call,
+  // so Claude Code wrote the rejected tool result and its mark "[Request interrupted by user for tool use]", and ran
+  // no Stop hook for the turn.
+  const INT = path.join(FIX, 'interrupted.jsonl');
+
+  it('finds the interrupted turn before the next prompt: its prompt, its answer so far, its tool call, and the mark', () => {
+    const lines = readTranscriptLines(INT);
+    const cut = interruptedTurn(lines, 'no, just rename it');
+    expect(cut).toMatchObject({
+      prompt: 'Rename getUser to fetchUser across the repo',
+      answer: "I'll start by deleting the old users module and rewriting it from scratch.",
+      mark: '[Request interrupted by user for tool use]',
+    });
+    expect(cut!.context.map((m) => m.name ?? m.type)).toEqual(['Bash', 'tool_result']);
+    // The next prompt already in the transcript changes nothing; a transcript whose newest line is an answer has no cut.
+    const withNext = [...lines, JSON.stringify({ type: 'user', message: { role: 'user', content: 'no, just rename it' } })];
+    expect(interruptedTurn(withNext, 'no, just rename it')).toMatchObject({ mark: '[Request interrupted by user for tool use]' });
+    expect(interruptedTurn(readTranscriptLines(path.join(FIX, 'tool-turn.jsonl')), 'next')).toBeNull();
+  });
+
+  it('captures the interrupted turn at the next UserPromptSubmit, with the interrupt as the client reported it, once', async () => {
+    const core = createMemoryCore();
+    const hooks = createClaudeHooks(core, { log: memoryLog(), readTranscript: () => readTranscriptLines(INT) });
+    const submit = { session_id: 'sess-int', transcript_path: '/t/sess-int.jsonl', hook_event_name: 'UserPromptSubmit', prompt: 'no, just rename it' };
+    expect(await hooks.handle(submit)).toEqual({});
+    expect(await hooks.handle(submit)).toEqual({});
+    expect(core.turns).toHaveLength(1);
+    expect(core.turns[0]).toMatchObject({
+      source: 'claude-code',
+      session: 'sess-int',
+      prompt: 'Rename getUser to fetchUser across the repo',
+      response: "I'll start by deleting the old users module and rewriting it from scratch.",
+      interrupted: '[Request interrupted by user for tool use]',
+    });
+    expect(core.turns[0]!.eventId).toMatch(/^sess-int:interrupted:/);
   });
 });

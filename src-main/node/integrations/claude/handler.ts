@@ -12,7 +12,7 @@ import type { HookLog } from '../shared/log.ts';
 import { refusedForGood } from '../shared/capture.ts';
 import { RlTargets, runRl } from '../shared/rl.ts';
 import { RecentMap, stableHash } from '../shared/text.ts';
-import { parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
+import { interruptedTurn, parseTranscriptTurn, readTranscriptLines } from './transcript.ts';
 import type { TranscriptTurn } from './transcript.ts';
 
 const Common = {
@@ -148,6 +148,41 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
     return {};
   }
 
+  /**
+   * The turn before this prompt, when the user interrupted it (Esc): Claude Code runs no Stop for it, and its transcript
+   * then ends with the interrupt mark. Stored with the mark as the client's report of the interrupt (core/signals.ts),
+   * so the answer the user cut off can be rated and read as a weak label. Never blocks the prompt.
+   */
+  async function captureInterrupted(session: string, file: string | undefined, current: string): Promise<void> {
+    if (file === undefined || file === '') return;
+    let cut: ReturnType<typeof interruptedTurn>;
+    try {
+      cut = interruptedTurn(readTranscript(file), current);
+    } catch (e) {
+      log('warn', 'could not read the Claude transcript for an interrupted turn', { file, message: (e as Error).message });
+      return;
+    }
+    if (cut === null) return;
+    try {
+      const r = await core.call(
+        'captureTurn',
+        {
+          source: CLAUDE_SOURCE,
+          session,
+          eventId: `${session}:interrupted:${stableHash(cut.prompt!, cut.answer!)}`,
+          prompt: cut.prompt!,
+          response: cut.answer!,
+          interrupted: cut.mark,
+          ...(cut.context.length ? { context: cut.context } : {}),
+        },
+        'hook',
+      );
+      if (r.created) log('info', 'captured a Claude Code turn the user interrupted', { turnId: r.turn?.id ?? null });
+    } catch (e) {
+      log('warn', 'the interrupted Claude Code turn was not stored', { session, message: (e as Error).message });
+    }
+  }
+
   return {
     async handle(body) {
       const parsed = ClaudeHookPayload.safeParse(body);
@@ -166,6 +201,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
             const cmd = parseRl(p.prompt);
             if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd, p.cwd);
             targets.prompted(p.session_id, p.cwd);
+            await captureInterrupted(p.session_id, p.transcript_path, p.prompt);
             prompts.set(promptKey(p.session_id, p.prompt_id), p.prompt);
             if (p.prompt_id !== undefined) prompts.set(promptKey(p.session_id, undefined), p.prompt);
             return {};

@@ -157,3 +157,34 @@ function dropUndefined(m: ContextMessage): ContextMessage {
   for (const [k, v] of Object.entries(m)) if (v !== undefined) out[k] = v;
   return out;
 }
+
+/** The line Claude Code writes into its transcript when the user interrupts a turn (Esc), with or without "for tool use". */
+export const INTERRUPT_MARK = /^\[Request interrupted by user[^\]]*\]/;
+
+/**
+ * The turn the user interrupted, when the transcript's newest human line (before `current`, the prompt being
+ * submitted, if the client already wrote it) is Claude Code's interrupt mark: the prompt before the mark, the
+ * answer's text so far and its tool calls, and the mark itself. Null otherwise, or when nothing was answered yet.
+ * Claude Code runs no Stop hook for an interrupted turn, so this is where it is seen.
+ */
+export function interruptedTurn(lines: string[], current: string | null): (TranscriptTurn & { mark: string }) | null {
+  const entries: { line: number; prompt: string | null }[] = [];
+  lines.forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      const v: unknown = JSON.parse(line);
+      if (isRecord(v)) entries.push({ line: i, prompt: humanPrompt(v, false) });
+    } catch {
+      // a line being written: skip it
+    }
+  });
+  const humans = entries.filter((e) => e.prompt !== null);
+  let last = humans.at(-1);
+  if (last !== undefined && current !== null && last.prompt!.trim() === current.trim()) last = humans.at(-2);
+  if (last === undefined) return null;
+  const mark = INTERRUPT_MARK.exec(last.prompt!.trim());
+  if (mark === null) return null;
+  const turn = parseTranscriptTurn(lines.slice(0, last.line));
+  if (turn.prompt === null || INTERRUPT_MARK.test(turn.prompt.trim()) || turn.answer === null || turn.answer.trim() === '') return null;
+  return { ...turn, mark: mark[0] };
+}
