@@ -43,6 +43,13 @@ describe('the wizard (item 8)', () => {
       expect(trainWith.split('.')[0]).not.toMatch(/webgpu|cuda|directml|coreml/);
     }
     await screens('wizard-welcome');
+    // Where to train is chosen here too, and saved as soon as it changes.
+    const device = page.getByLabel('Train on');
+    expect(await device.inputValue()).toBe('auto');
+    await device.selectOption({ label: 'The processor (cpu)' });
+    await expect.poll(async () => (await serve.call('getSettings', {}))['training.device']).toBe('cpu');
+    await device.selectOption({ label: 'Automatic: a GPU that passes a test step, else the processor' });
+    await expect.poll(async () => (await serve.call('getSettings', {}))['training.device']).toBe('auto');
   });
 
   it('offers other clients the proxy URL with a copy button and a curl line that reads the token file', async () => {

@@ -3,6 +3,7 @@
 // proves capture works end to end.
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
+import type { TrainingDevice } from '../../src-main/common/config.ts';
 import type { HardwareInfo } from '../../src-main/common/system.ts';
 import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
@@ -26,6 +27,36 @@ function trainWith(hw: HardwareInfo): string {
   const proc = cpu.length > 0 || hw.gpus.length === 0 ? 'the processor (cpu)' : '';
   if (hw.gpus.length > 0 && gpu.length > 0) return [proc, names(gpu)].filter(Boolean).join(', ');
   return gpu.length > 0 ? `${proc}. With a graphics card, this build could also use ${names(gpu)}.` : proc;
+}
+
+const DEVICE_WORDS: Record<TrainingDevice, string> = {
+  auto: 'Automatic: a GPU that passes a test step, else the processor',
+  cpu: 'The processor (cpu)',
+  webgpu: 'WebGPU (Metal, Direct3D 12 or Vulkan)',
+  cuda: 'CUDA (NVIDIA, with its extra install)',
+  dml: 'DirectML (Windows)',
+};
+
+/** The `training.device` setting, where the wizard shows the hardware; saved as soon as it changes. */
+function DeviceChoice() {
+  const { settings, load, save, error } = useRein(useShallow((s) => ({ settings: s.settings, load: s.loadSettings, save: s.saveSettings, error: s.settingErrors['training.device'] })));
+  useEffect(() => {
+    if (settings === null) void load();
+  }, [settings, load]);
+  if (settings === null) return null;
+  return (
+    <div className="field">
+      <label htmlFor="wizard-device">Train on</label>
+      <select id="wizard-device" value={settings['training.device']} onChange={(e) => void save({ 'training.device': e.target.value as TrainingDevice })}>
+        {(Object.keys(DEVICE_WORDS) as TrainingDevice[]).map((d) => (
+          <option key={d} value={d}>
+            {DEVICE_WORDS[d]}
+          </option>
+        ))}
+      </select>
+      {error !== undefined && <p className="error small">{error}</p>}
+    </div>
+  );
 }
 
 function Welcome() {
@@ -52,6 +83,7 @@ function Welcome() {
       ) : (
         <p className="muted">Looking at this computer…</p>
       )}
+      <DeviceChoice />
     </>
   );
 }
