@@ -30,14 +30,8 @@ interface SignalRow {
   dismissed_at: number | null;
 }
 
-export interface NewSignal {
-  turnId: number;
-  kind: SignalKind;
-  fromTurnId: number | null;
-  evidence: string;
-  score: number | null;
-  detail: Record<string, unknown>;
-}
+/** A signal as it is recorded: the store gives it its id and time, and it starts undismissed. */
+export type NewSignal = Omit<Signal, 'id' | 'createdAt' | 'dismissedAt'>;
 
 /** What the store lends this module: its statements and clock, and its sealing of text. */
 export interface SignalsSql extends Sql {
