@@ -333,7 +333,7 @@ describe('publishers', () => {
       await m.close();
       await b.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('publishing to a server that misbehaves (issue #19 item 5)', () => {

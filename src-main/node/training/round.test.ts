@@ -157,7 +157,7 @@ describe('a training round', () => {
     }
   });
 
-  it('rolls back to the base and forward again, restoring the stored EMA; reset removes the versions', { timeout: 120_000 }, async () => {
+  it('rolls back to the base and forward again, restoring the stored EMA; reset removes the versions', { timeout: 240_000 }, async () => {
     // The balanced preset as a user gets it: these 32 ratings are the learning curve's seed 1 at N = 32, which goes live.
     const core = await newCore('rollback');
     try {
