@@ -99,10 +99,13 @@ export async function selectRound(
   const replay: RatedTurn[] = [];
   for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay'));
   const heldOlder = unseen.slice(Math.max(0, unseen.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
-  const out = [...train, ...replay, ...heldPending, ...heldOlder];
-  // The user's reward mapper (training.rewardMapper) replaces the stored default rewards; null when none is set.
-  const mapped = await roundRewards(store, out.map((t) => t.ratingId));
-  return mapped === null ? out : out.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
+  return withMappedRewards(store, [...train, ...replay, ...heldPending, ...heldOlder]);
+}
+
+/** The turns with the user's reward mapper's rewards (training.rewardMapper) in place of the stored defaults, if one is set. */
+export async function withMappedRewards(store: Store, turns: RatedTurn[]): Promise<RatedTurn[]> {
+  const mapped = await roundRewards(store, turns.map((t) => t.ratingId));
+  return mapped === null ? turns : turns.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
 }
 
 /** Fisher-Yates over 0..n-1 with a seeded stream. */

@@ -9,8 +9,7 @@
 // screen, `rein ratings`, `rein status`).
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import type { Store } from '../store/store.ts';
-import { encodeRound, toTurn } from './data.ts';
-import { roundRewards } from './reward-mapper.ts';
+import { encodeRound, toTurn, withMappedRewards } from './data.ts';
 
 export interface Parking {
   /** Ratings parked by this call, with why. */
@@ -23,11 +22,9 @@ export interface Parking {
 
 export async function parkUnencodable(store: Store, modelId: string, tok: ReinTokenizer, o: Parameters<typeof encodeRound>[2]): Promise<Parking> {
   const rows = store.rounds.ratedTurns(modelId, 'untrained');
-  const mapped = await roundRewards(store, rows.map((r) => r.rating_id));
-  const verdicts = rows.map((r) => {
-    const t = toTurn(r, 'pending');
-    const turn = mapped === null ? t : { ...t, reward: mapped.get(t.ratingId) ?? t.reward };
-    const { sequences, skipped } = encodeRound([turn], tok, o);
+  const turns = await withMappedRewards(store, rows.map((r) => toTurn(r, 'pending')));
+  const verdicts = rows.map((r, i) => {
+    const { sequences, skipped } = encodeRound([turns[i]!], tok, o);
     return { ratingId: r.rating_id, was: r.parked, why: sequences.length > 0 ? null : (skipped[0]?.why ?? 'it gives no training sequence') };
   });
   const out: Parking = { parked: [], unparked: [], total: 0 };
