@@ -53,6 +53,35 @@ describe('a round selects', () => {
     }
   });
 
+  it('stratified by the sign of the reward: each sign holds out its share, and never all of its ratings', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'strata') }) });
+    try {
+      // 8 Good of 32: the held-out 6 are 2 Good and 4 Bad (6 × 8/32 = 1.5 and 4.5, the remainder to the larger
+      // fraction, ties to Good) whatever the seed. A lone Good rating among 9 Bad always trains: a random split held
+      // it out in 1 run of 10, leaving a round with no contrast to learn from.
+      const eight = await rated(core, Array.from({ length: 32 }, (_, i) => (i % 4 === 0 ? 'good' : 'bad')), 's');
+      const good = new Set(eight.filter((_, i) => i % 4 === 0));
+      for (let seed = 1; seed <= 50; seed++) {
+        const held = (await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0.2, gateTurns: 0, seed, lineageRuns: new Set() })).filter((t) => t.role === 'heldout');
+        expect(held.filter((t) => good.has(t.ratingId)).length).toBe(2);
+        expect(held.length).toBe(6);
+      }
+    } finally {
+      core.close();
+    }
+    const lone = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lone') }) });
+    try {
+      const ids = await rated(lone, ['good', ...Array.from({ length: 9 }, () => 'bad' as const)], 'l');
+      for (let seed = 1; seed <= 50; seed++) {
+        const turns = await selectRound(lone.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0.2, gateTurns: 0, seed, lineageRuns: new Set() });
+        expect(turns.find((t) => t.ratingId === ids[0])!.role).toBe('pending');
+        expect(turns.filter((t) => t.role === 'heldout')).toHaveLength(2);
+      }
+    } finally {
+      lone.close();
+    }
+  });
+
   it('replay only from the runs of the active lineage; ratings no version of it trained on join the held-out set', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'lineage') }) });
     try {

@@ -88,8 +88,11 @@ export async function selectRound(
   const rng = new Rng(o.seed);
   // A seeded random subset, not the newest: the newest ratings would always wait a round, and a time split scores
   // the candidate on a different distribution than it trained on when the user's habits drift.
-  const nHeld = heldoutCount(pending.length, o.heldoutFraction);
-  const heldIdx = new Set(shuffle(pending.length, rng).slice(0, nHeld));
+  const heldIdx = heldoutIndices(
+    pending.map((r) => r.value),
+    heldoutCount(pending.length, o.heldoutFraction),
+    rng,
+  );
   const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending'));
   const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout'));
   const seen = older.filter((r) => o.lineageRuns.has(r.run_id!));
@@ -109,6 +112,32 @@ export async function withMappedRewards(store: Store, turns: RatedTurn[]): Promi
 }
 
 /** Fisher-Yates over 0..n-1 with a seeded stream. */
+/**
+ * Which of the pending ratings (by their stored rewards) to hold out: `nHeld` of them at random within each reward
+ * sign (Good, Bad, zero), in proportion to the sign's share (the largest remainders round up, ties to Good, then
+ * Bad), and each sign keeps at least one rating in training. A plain random split held out every Good rating of a
+ * round with few of them now and then, and such a round has no contrast to learn from.
+ */
+export function heldoutIndices(values: readonly number[], nHeld: number, rng: Rng): Set<number> {
+  const order = shuffle(values.length, rng);
+  const strata = [1, -1, 0].map((sign) => order.filter((i) => Math.sign(values[i]!) === sign));
+  const quota = strata.map((g) => (values.length === 0 ? 0 : (nHeld * g.length) / values.length));
+  const room = (k: number) => Math.max(0, strata[k]!.length - 1);
+  const take = quota.map((q, k) => Math.min(Math.floor(q), room(k)));
+  const byRemainder = [0, 1, 2].sort((a, b) => quota[b]! - Math.floor(quota[b]!) - (quota[a]! - Math.floor(quota[a]!)));
+  for (let left = nHeld - take.reduce((a, b) => a + b, 0), moved = true; left > 0 && moved; ) {
+    moved = false;
+    for (const k of byRemainder) {
+      if (left > 0 && take[k]! < room(k)) {
+        take[k]!++;
+        left--;
+        moved = true;
+      }
+    }
+  }
+  return new Set(strata.flatMap((g, k) => g.slice(0, take[k])));
+}
+
 export function shuffle(n: number, rng: Rng): number[] {
   const a = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
