@@ -11,6 +11,8 @@ import { hfToGguf } from '../engine/gguf/convert.ts';
 import { LlamaCppReferee } from '../engine/llamacpp.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import { preTokenize, trainBpe } from './bpe.ts';
+import { samplePromptedAnswers } from './evaluate.ts';
+import { featureRates } from './prompted.ts';
 import { corpus, STYLES } from './corpus.ts';
 import { renderDialogue, writeSmallLm, type SmallLmOptions } from './small-lm.ts';
 
@@ -129,4 +131,17 @@ describe('the committed small LM (resources/small-lm, built by npm run build:sma
     expect(readFileSync(path.join(fresh, 'tokenizer.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'));
     expect(readFileSync(path.join(fresh, 'config.json'), 'utf8')).toBe(readFileSync(path.join(dir, 'config.json'), 'utf8'));
   });
+});
+
+describe('the prompt-reading small LM (resources/small-lm-prompted)', () => {
+  it('reads its prompt: on prompts of held-out compositions, sampled by llama.cpp as Rein serves it, each prompt feature is followed ≥ 90% of the time', async () => {
+    // The compositions (language × task × shape × constraint) never appeared in its pretraining stream, so following
+    // them is composition, not recall. Temperature 1: the whole distribution, as the learning loop samples it.
+    const pairs = await samplePromptedAnswers(path.resolve('resources/small-lm-prompted'), 120, 7, 'held-out');
+    const rates = featureRates(pairs);
+    for (const f of rates) {
+      expect(f.n, `${f.name} applies to some answers`).toBeGreaterThanOrEqual(10);
+      expect(f.followed / f.n, `${f.name}: ${f.followed}/${f.n}`).toBeGreaterThanOrEqual(0.9);
+    }
+  }, 600_000);
 });
