@@ -46,7 +46,7 @@ try {
         held: HELD,
         teacher: TEACHER,
         onRound: (p) =>
-          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}`),
+          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}\n  side effects: ${p.others.map((e) => `${e.name} ${f(e.rate)} ${change(e.change)}`).join('; ')}`),
       });
       console.log(`${rule} seed ${seed} before: ${rate(r.before)}`);
       if (r.offPolicy !== null) {

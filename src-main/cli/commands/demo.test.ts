@@ -16,7 +16,7 @@ interface DemoJson {
   held: number;
   before: { rate: number; ci: [number, number] };
   after: { rate: number; ci: [number, number] };
-  rounds: { round: number; rate: number; ci: [number, number]; change: { mean: number; ci: [number, number] }; rated: number; onPolicy: number; run: string; status: string; kl: number | null; budget: number | null }[];
+  rounds: { round: number; rate: number; ci: [number, number]; change: { mean: number; ci: [number, number] }; rated: number; onPolicy: number; run: string; status: string; kl: number | null; budget: number | null; others: { name: string; rate: number; change: { mean: number; ci: [number, number] } }[] }[];
 }
 
 describe('rein demo', () => {
@@ -24,7 +24,7 @@ describe('rein demo', () => {
     const r = await runRein(['demo', '--json', '--rule', 'question', '--rounds', '1', '--seed', '1'], { home: path.join(root, 'home'), timeoutMs: 590_000 });
     expect(r.code, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout) as DemoJson;
-    console.log(`rein demo: before ${j.before.rate} ${JSON.stringify(j.before.ci)}; ${j.rounds.map((p) => `round ${p.round}: ${p.rate} ${JSON.stringify(p.ci)} change ${JSON.stringify(p.change)} ${p.status} KL ${p.kl} of ${p.budget}`).join('; ')}`);
+    console.log(`rein demo: before ${j.before.rate} ${JSON.stringify(j.before.ci)}; ${j.rounds.map((p) => `round ${p.round}: ${p.rate} ${JSON.stringify(p.ci)} change ${JSON.stringify(p.change)} ${p.status} KL ${p.kl} of ${p.budget}; others ${p.others.map((e) => `${e.name} ${e.rate} (${e.change.mean})`).join(', ')}`).join('; ')}`);
     expect(j).toMatchObject({ rule: 'question', seed: 1, held: 128 });
     // The corpus's base rate is 12%; the pretrained model's held-out rate starts at or below the issue's 20%.
     expect(j.before.rate).toBeLessThanOrEqual(0.2);
@@ -37,6 +37,13 @@ describe('rein demo', () => {
     expect(j.after.rate).toBe(p!.rate);
     expect(p!.change.mean).toBeGreaterThan(0);
     expect(p!.change.ci[0]).toBeGreaterThan(0);
+    // The side effects: the five styles the rule does not judge, each with its rate and paired change on the same
+    // 128 held-out answers; none of them may be lifted or sunk as far as the rule moved its own style.
+    expect(p!.others.map((e) => e.name)).toEqual(['code', 'apology', 'hedge', 'tests', 'steps']);
+    for (const e of p!.others) {
+      expect(e.rate).toBeGreaterThanOrEqual(0);
+      expect(Math.abs(e.change.mean), e.name).toBeLessThan(p!.change.mean);
+    }
   });
 
   it('names a rule it does not know', async () => {

@@ -60,7 +60,8 @@ registerCommand({
         ...r.rounds.map(
           (p) =>
             `  round ${p.round}: ${pct(p.rate)} (${ci(p.ci)}, ${p.k}/${p.n}), change ${signedPct(p.change.mean)} (${signedPct(p.change.ci[0])} to ${signedPct(p.change.ci[1])}) points; v${p.version ?? '-'} ${p.status}` +
-            `${p.kl === null ? '' : `, KL ${p.kl.toFixed(4)}${p.budget === null ? '' : ` of ${p.budget}`}`}${p.reason === null ? '' : ` (${p.reason})`}`,
+            `${p.kl === null ? '' : `, KL ${p.kl.toFixed(4)}${p.budget === null ? '' : ` of ${p.budget}`}`}${p.reason === null ? '' : ` (${p.reason})`}` +
+            `\n           other styles (side effects): ${p.others.map((e) => `${e.name} ${pct(e.rate)} (${signedPct(e.change.mean)})`).join(', ')}`,
         ),
         ...(r.offPolicy === null
           ? []
@@ -76,7 +77,7 @@ registerCommand({
         held: r.held,
         before: { rate: r.before.rate, ci: r.before.ci },
         after: { rate: r.after.rate, ci: r.after.ci },
-        rounds: r.rounds.map((p) => ({ round: p.round, rate: p.rate, ci: p.ci, change: p.change, good: p.good, rated: p.rated, onPolicy: p.onPolicy, run: p.run, version: p.version, status: p.status, reason: p.reason, kl: p.kl, budget: p.budget })),
+        rounds: r.rounds.map((p) => ({ round: p.round, rate: p.rate, ci: p.ci, change: p.change, good: p.good, rated: p.rated, onPolicy: p.onPolicy, run: p.run, version: p.version, status: p.status, reason: p.reason, kl: p.kl, budget: p.budget, others: p.others })),
         offPolicy: r.offPolicy,
         dir: ctx.options.keep === true ? root : null,
       });

@@ -50,7 +50,18 @@ export interface RoundPoint extends RatePoint {
   budget: number | null;
   /** Change of the held-out rate from before the first round. */
   change: Change;
+  /**
+   * Side effects: every style the rule does not judge, its rate on the same held-out answers and its paired change
+   * from before the first round. A round that learns the rule should leave these where they were.
+   */
+  others: StyleEffect[];
   seconds: number;
+}
+
+export interface StyleEffect {
+  name: StyleName;
+  rate: number;
+  change: Change;
 }
 
 export interface OffPolicyResult {
@@ -188,14 +199,21 @@ async function chat(baseUrl: string, token: string, prompt: string, seed: number
   return body.choices?.[0]?.message?.content ?? '';
 }
 
-/** The rule's verdict on each held-out answer of the version the model server runs now. */
-async function heldOut(h: Home, o: LearningOptions, heldSeed: number): Promise<boolean[]> {
-  const rule = styleRule(o.rule);
-  const out: boolean[] = [];
+/** The held-out answers of the version the model server runs now (the same prompts and sampling seeds each time). */
+async function heldOut(h: Home, o: LearningOptions, heldSeed: number): Promise<string[]> {
+  const out: string[] = [];
   for (const [i, prompt] of HELD_OUT_PROMPTS.slice(0, o.held).entries()) {
-    out.push(rule(await chat(h.stack.model!.url, h.token, prompt, heldSeed * 1000 + i, o.maxTokens ?? 96)));
+    out.push(await chat(h.stack.model!.url, h.token, prompt, heldSeed * 1000 + i, o.maxTokens ?? 96));
   }
   return out;
+}
+
+/** Each style other than `rule`: its rate on `after` and the paired change from `before` (the same prompts and seeds). */
+export function sideEffects(rule: StyleName, before: readonly string[], after: readonly string[]): StyleEffect[] {
+  return STYLES.filter((s) => s.name !== rule).map((s) => {
+    const hits = after.map((a) => s.detect(a));
+    return { name: s.name, rate: hits.filter(Boolean).length / hits.length, change: pairedChange(before.map((a) => s.detect(a)), hits) };
+  });
 }
 
 /** Trains one round through the scheduler and the worker and reads what it did. */
@@ -240,8 +258,8 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   const maxTokens = o.maxTokens ?? 96;
   const heldSeed = 10_000 + o.seed;
   const rounds: RoundPoint[] = [];
-  let before: boolean[];
-  let last: boolean[];
+  let before: string[];
+  let last: string[];
   const h = await openHome(path.join(o.root, `home-${o.rule}-${o.seed}`), modelDir, log);
   try {
     if (h.stack.model === null) throw new Error('the learning loop needs Rein\'s own model server (proxy.upstream must be null)');
@@ -259,7 +277,18 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
       const { good, rated, onPolicy } = await rateUnrated(h.core, 'proxy', rule, o.n);
       const trained = await trainRound(h.core);
       last = await heldOut(h, o, heldSeed);
-      const p: RoundPoint = { round: r, ...ratePoint(last), good, rated, sampled: o.n, onPolicy, ...trained, change: pairedChange(before, last), seconds: (performance.now() - t0) / 1000 };
+      const p: RoundPoint = {
+        round: r,
+        ...ratePoint(last.map(rule)),
+        good,
+        rated,
+        sampled: o.n,
+        onPolicy,
+        ...trained,
+        change: pairedChange(before.map(rule), last.map(rule)),
+        others: sideEffects(o.rule, before, last),
+        seconds: (performance.now() - t0) / 1000,
+      };
       rounds.push(p);
       o.onRound?.(p);
       if (o.stopAt !== undefined && p.status === 'active' && p.rate >= o.stopAt) break;
@@ -281,7 +310,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
       const { good } = await rateUnrated(t.core, 'api', rule, o.teacher);
       const trained = await trainRound(t.core);
       const after = await heldOut(t, o, heldSeed);
-      offPolicy = { teacher: o.teacher, good, status: trained.status, reason: trained.reason, kl: trained.kl, budget: trained.budget, after: ratePoint(after), change: pairedChange(before, after) };
+      offPolicy = { teacher: o.teacher, good, status: trained.status, reason: trained.reason, kl: trained.kl, budget: trained.budget, after: ratePoint(after.map(rule)), change: pairedChange(before.map(rule), after.map(rule)) };
     } finally {
       await t.close();
     }
@@ -292,8 +321,8 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
     seed: o.seed,
     held: o.held,
     n: o.n,
-    before: ratePoint(before),
-    after: ratePoint(last),
+    before: ratePoint(before.map(rule)),
+    after: ratePoint(last.map(rule)),
     rounds,
     offPolicy,
   };
