@@ -111,7 +111,6 @@ export async function withMappedRewards(store: Store, turns: RatedTurn[]): Promi
   return mapped === null ? turns : turns.map((t) => ({ ...t, reward: mapped.get(t.ratingId) ?? t.reward }));
 }
 
-/** Fisher-Yates over 0..n-1 with a seeded stream. */
 /**
  * Which of the pending ratings (by their stored rewards) to hold out: `nHeld` of them at random within each reward
  * sign (Good, Bad, zero), in proportion to the sign's share (the largest remainders round up, ties to Good, then
@@ -138,6 +137,7 @@ export function heldoutIndices(values: readonly number[], nHeld: number, rng: Rn
   return new Set(strata.flatMap((g, k) => g.slice(0, take[k])));
 }
 
+/** Fisher-Yates over 0..n-1 with a seeded stream. */
 export function shuffle(n: number, rng: Rng): number[] {
   const a = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
