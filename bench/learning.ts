@@ -1,4 +1,7 @@
 // nice -n 10 node bench/learning.ts [rules=question,tests] [seeds=1,2,3,4,5] [rounds=4] [n=32] [held=128] [teacher=64]
+//   [model=resources/small-lm-prompted] [when=Python,Ruby,TypeScript,Go]
+// model= trains another HF folder (the prompted small LM draws its prompts from the prompted corpus); when= makes each
+// rule conditional (the style exactly when the prompt asks for one of those languages), scored as conditional accuracy.
 // The learning curve through the product on the small LM (src-main/node/demo/learning.ts, what
 // `rein demo` runs): per rule and seed a fresh Rein home with the balanced preset unchanged; each round samples n
 // answers through the serve-model stack (proxy + Rein's model server with the active adapter), rates them by the
@@ -24,6 +27,9 @@ const ROUNDS = num('rounds', 4);
 const N = num('n', 32);
 const HELD = num('held', 128);
 const TEACHER = num('teacher', 64);
+const MODEL = args.str('model', '');
+const WHEN = args.str('when', '');
+const when = WHEN === '' ? null : WHEN.split(',');
 
 const f = (x: number): string => x.toFixed(2);
 const rate = (p: RatePoint): string => `${f(p.rate)} [${f(p.ci[0])}, ${f(p.ci[1])}]`;
@@ -33,7 +39,7 @@ const kl = (k: number | null, b: number | null): string => (k === null ? 'KL n/a
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-learning-'));
 const t0 = performance.now();
 try {
-  console.log(`learning curve on the small LM, balanced preset: rules ${rules.join(', ')}; seeds ${seeds.join(', ')}; ${ROUNDS} rounds of ${N}; ${HELD} held-out prompts; teacher ${TEACHER}`);
+  console.log(`learning curve on ${MODEL === '' ? 'the small LM' : MODEL}, balanced preset: rules ${rules.join(', ')}${when === null ? '' : ` exactly when the prompt asks for ${when.join(', ')} (conditional accuracy)`}; seeds ${seeds.join(', ')}; ${ROUNDS} rounds of ${N}; ${HELD} held-out prompts; teacher ${TEACHER}`);
   for (const rule of rules) {
     const results: LearningResult[] = [];
     for (const seed of seeds) {
@@ -45,8 +51,10 @@ try {
         n: N,
         held: HELD,
         teacher: TEACHER,
+        when,
+        ...(MODEL === '' ? {} : { modelDir: path.resolve(MODEL) }),
         onRound: (p) =>
-          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}\n  side effects: ${p.others.map((e) => `${e.name} ${f(e.rate)} ${change(e.change)}`).join('; ')}`),
+          console.log(`${rule} seed ${seed} round ${p.round}: ${rate(p)} change ${change(p.change)}; ${p.good}/${p.rated} good; v${p.version ?? '-'} ${p.status}; ${kl(p.kl, p.budget)}; ${p.seconds.toFixed(0)} s${p.status === 'active' ? '' : ` (${p.reason})`}${p.split === null ? '' : `\n  ${rule} where asked ${f(p.split.inside)}, elsewhere ${f(p.split.outside)}`}\n  side effects: ${p.others.map((e) => `${e.name} ${f(e.rate)} ${change(e.change)}`).join('; ')}`),
       });
       console.log(`${rule} seed ${seed} before: ${rate(r.before)}`);
       if (r.offPolicy !== null) {
@@ -55,7 +63,9 @@ try {
       }
       results.push(r);
     }
-    const reached = results.filter((r) => r.before.rate <= 0.2 && r.rounds.some((p) => p.rate >= 0.8 && p.status === 'active'));
+    // The plain rule's bar: from <= 20% to >= 80%; the conditional one's: >= 80% conditional accuracy (it starts near
+    // 50% whatever the model does without reading the prompt).
+    const reached = results.filter((r) => (when !== null || r.before.rate <= 0.2) && r.rounds.some((p) => p.rate >= 0.8 && p.status === 'active'));
     const firstRise = results.filter((r) => r.rounds[0] !== undefined && r.rounds[0].change.ci[0] > 0);
     const offRise = results.filter((r) => r.offPolicy !== null && r.offPolicy.change.ci[0] > 0);
     console.log(`${rule}: >=80% within ${ROUNDS} rounds: ${reached.length} of ${results.length} seeds`);

@@ -1,7 +1,10 @@
 // The learning loop's own arithmetic and its held-out split; the loop itself runs in cli/commands/demo.test.ts.
 import { describe, expect, it } from 'vitest';
 import { allPrompts } from './corpus.ts';
-import { HELD_OUT_MAX, HELD_OUT_PROMPTS, pairedChange, ratePoint, runKl, TRAINING_PROMPTS } from './learning.ts';
+import path from 'node:path';
+import { Rng } from '../../common/engine/rng.ts';
+import { HELD_OUT_MAX, HELD_OUT_PROMPTS, loopRule, modelCorpus, pairedChange, promptSet, ratePoint, runKl, TRAINING_PROMPTS } from './learning.ts';
+import { LANGS } from './prompted.ts';
 
 describe('the learning loop', () => {
   it('holds out 128 of the corpus\'s 300 distinct prompts, none of which a training round draws', () => {
@@ -11,6 +14,31 @@ describe('the learning loop', () => {
     expect(new Set([...HELD_OUT_PROMPTS, ...TRAINING_PROMPTS]).size).toBe(300);
     const held = new Set(HELD_OUT_PROMPTS);
     expect(TRAINING_PROMPTS.filter((p) => held.has(p))).toEqual([]);
+  });
+
+  it('on the prompt-reading model: held-out prompts are of compositions its pretraining never saw; rounds draw the others', () => {
+    expect(modelCorpus(path.resolve('resources/small-lm-prompted'))).toBe('prompted');
+    expect(modelCorpus(path.resolve('resources/small-lm'))).toBe('styles');
+    const set = promptSet('prompted');
+    expect(new Set(set.held.map((p) => p.text)).size).toBe(HELD_OUT_MAX);
+    const held = new Set(set.held.map((p) => p.text));
+    const rng = new Rng(5);
+    const drawn = Array.from({ length: 2000 }, () => set.train(rng));
+    expect(drawn.filter((p) => held.has(p.text))).toEqual([]);
+    // Every language is asked for on both sides, each prompt names the language it says it does.
+    for (const ps of [set.held, drawn]) {
+      expect(new Set(ps.map((p) => p.lang))).toEqual(new Set(LANGS.map((l) => l.name)));
+      for (const p of ps) expect(p.text).toContain(p.lang!);
+    }
+  });
+
+  it('a conditional rule is good for the style exactly where the prompt asks for one of its languages', () => {
+    const rule = loopRule('question', ['Python', 'Go']);
+    const py = { text: 'Sort the list in Python.', lang: 'Python' };
+    const rust = { text: 'Sort the list in Rust.', lang: 'Rust' };
+    expect([rule(py, 'Done. Want tests?'), rule(py, 'Done.'), rule(rust, 'Done. Want tests?'), rule(rust, 'Done.')]).toEqual([true, false, false, true]);
+    const plain = loopRule('question', null);
+    expect([plain(rust, 'Done. Want tests?'), plain(rust, 'Done.')]).toEqual([true, false]);
   });
 
   it('the paired change is the mean of after − before with a normal 95% interval; the rate has its Wilson interval', () => {

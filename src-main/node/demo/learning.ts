@@ -8,12 +8,17 @@
 //   3. one round trains through the scheduler and the worker, as a user's does; its gate decides whether it goes live;
 //   4. the held-out preferred-style rate is measured on fixed held-out prompts, sampled from the model server (not
 //      through the proxy, so nothing is captured) with the version now active: what a user gets after the round.
-// The held-out prompts (128 of the corpus's 300 distinct prompts, one fixed split) never train. Held-out answers use
-// the same seed per prompt in every measurement, so a change is a paired difference (common random numbers).
+// The prompts follow the corpus the model was pretrained on (its BUILD.json): for the styles corpus, 128 of its 300
+// distinct prompts are held out (one fixed split); for the prompted corpus, 128 prompts of the compositions its
+// pretraining never saw are held out and rounds draw from the others, so the held-out figure is generalisation to
+// new compositions. Held-out prompts never train. Held-out answers use the same seed per prompt in every
+// measurement, so a change is a paired difference (common random numbers). A conditional rule (`when`: a style
+// exactly when the prompt names one of some languages) needs the prompted corpus and is scored as conditional
+// accuracy; each round also reports the style's rate inside and outside those languages.
 // Off-policy: in a second fresh home, `teacher` answers from a second sampler (the corpus generator with the rule's
 // style at 50%) are captured as plain text (no tokens: KTO), rated by the rule, and trained in one round.
 // KL and its budget are read from the run's metrics, whatever the gate calls them (runKl below).
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Rng } from '../../common/engine/rng.ts';
 import { meanEstimate, rateEstimate, type RateEstimate } from '../../common/training/intervals.ts';
@@ -21,7 +26,8 @@ import { createCore, type ReinCore } from '../core/core.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
 import { startServeStack, type ServeStack } from '../serving/stack.ts';
 import { allPrompts, sampleDialogue, STYLES, styleRule, type StyleName } from './corpus.ts';
-import { SMALL_LM_DIR } from './small-lm.ts';
+import { LANGS, sampleDialogue as samplePromptedDialogue, samplePrompt } from './prompted.ts';
+import { CORPORA, SMALL_LM_DIR, type CorpusName } from './small-lm.ts';
 
 /** A held-out rate with its 95% Wilson interval. */
 export type RatePoint = RateEstimate;
@@ -55,6 +61,8 @@ export interface RoundPoint extends RatePoint {
    * from before the first round. A round that learns the rule should leave these where they were.
    */
   others: StyleEffect[];
+  /** A conditional rule's style rate on the held-out prompts that name one of its languages, and on the others. */
+  split: { inside: number; outside: number } | null;
   seconds: number;
 }
 
@@ -77,6 +85,8 @@ export interface OffPolicyResult {
 
 export interface LearningResult {
   rule: StyleName;
+  when: readonly string[] | null;
+  corpus: CorpusName;
   description: string;
   seed: number;
   held: number;
@@ -108,6 +118,12 @@ export interface LearningOptions {
   stopAt?: number;
   /** The HF model folder; default the committed small LM. */
   modelDir?: string;
+  /**
+   * A conditional rule: an answer is good when it has the rule's style exactly when its prompt names one of these
+   * languages (and lacks it otherwise), scored on held-out prompts as conditional accuracy. Needs a model pretrained
+   * on the prompted corpus, whose prompts name a language; null or absent: the plain rule.
+   */
+  when?: readonly string[] | null;
   maxTokens?: number;
   log?: (line: string) => void;
   onRound?: (p: RoundPoint) => void;
@@ -128,6 +144,89 @@ export const HELD_OUT_PROMPTS: readonly string[] = PROMPTS.slice(0, HELD_OUT_MAX
 export const TRAINING_PROMPTS: readonly string[] = PROMPTS.slice(HELD_OUT_MAX);
 
 export const TEACHER_RATE = 0.5;
+
+/** A prompt of the loop, with the language it names (prompted corpus) or null. */
+export interface LoopPrompt {
+  text: string;
+  lang: string | null;
+}
+
+/** Where the loop's prompts come from, by the corpus the model was pretrained on. */
+export interface PromptSet {
+  corpus: CorpusName;
+  /** The fixed held-out prompts, HELD_OUT_MAX of them; no training round draws one. */
+  held: readonly LoopPrompt[];
+  train(rng: Rng): LoopPrompt;
+  /** A second sampler's dialogue (the corpus generator with `style` at `rate`), on a training prompt. */
+  teacher(rng: Rng, style: StyleName, rate: number): { prompt: LoopPrompt; answer: string };
+  /** Tokens an answer may take: the prompted corpus's answers (code, prose, a list) run longer. */
+  maxTokens: number;
+}
+
+/** The corpus the model in `dir` was pretrained on, from its BUILD.json (a build before the prompted corpus says none: styles). */
+export function modelCorpus(dir: string): CorpusName {
+  const file = path.join(dir, 'BUILD.json');
+  if (!existsSync(file)) return 'styles';
+  const c = (JSON.parse(readFileSync(file, 'utf8')) as { corpus?: unknown }).corpus;
+  return (CORPORA as readonly unknown[]).includes(c) ? (c as CorpusName) : 'styles';
+}
+
+const STYLES_SET: PromptSet = {
+  corpus: 'styles',
+  held: HELD_OUT_PROMPTS.map((text) => ({ text, lang: null })),
+  train: (rng) => ({ text: TRAINING_PROMPTS[Math.floor(rng.uniform() * TRAINING_PROMPTS.length)]!, lang: null }),
+  teacher(rng, style, rate) {
+    const held = new Set(HELD_OUT_PROMPTS);
+    for (;;) {
+      const d = sampleDialogue(rng, { [style]: rate });
+      if (!held.has(d.prompt)) return { prompt: { text: d.prompt, lang: null }, answer: d.answer };
+    }
+  },
+  maxTokens: 96,
+};
+
+// The prompted corpus: held-out prompts are of the compositions its pretraining never saw (prompted.ts HELD_OUT), so
+// the held-out figure measures generalisation to new compositions; training rounds draw from the others.
+const PROMPTED_SET: PromptSet = {
+  corpus: 'prompted',
+  held: (() => {
+    const rng = new Rng(0).fork('learning held-out prompts');
+    const seen = new Set<string>();
+    const out: LoopPrompt[] = [];
+    while (out.length < HELD_OUT_MAX) {
+      const spec = samplePrompt(rng, 'held-out');
+      if (seen.has(spec.text)) continue;
+      seen.add(spec.text);
+      out.push({ text: spec.text, lang: LANGS[spec.lang]!.name });
+    }
+    return out;
+  })(),
+  train(rng) {
+    const spec = samplePrompt(rng, 'train');
+    return { text: spec.text, lang: LANGS[spec.lang]!.name };
+  },
+  teacher(rng, style, rate) {
+    const d = samplePromptedDialogue(rng, 'train', { [style]: rate });
+    return { prompt: { text: d.prompt, lang: LANGS[d.spec.lang]!.name }, answer: d.answer };
+  },
+  maxTokens: 256,
+};
+
+export const promptSet = (corpus: CorpusName): PromptSet => (corpus === 'prompted' ? PROMPTED_SET : STYLES_SET);
+
+/** The prompt the loop sent with this text (a captured turn the loop did not ask for is a fault, not a guess). */
+function sent(asked: ReadonlyMap<string, LoopPrompt>, text: string): LoopPrompt {
+  const p = asked.get(text);
+  if (p === undefined) throw new Error(`a captured turn's prompt is not one the learning loop sent: ${JSON.stringify(text.slice(0, 80))}`);
+  return p;
+}
+
+/** The rule's verdict on an answer to a prompt: its style, or for a conditional rule, its style exactly where asked. */
+export function loopRule(style: StyleName, when: readonly string[] | null): (p: LoopPrompt, answer: string) => boolean {
+  const detect = styleRule(style);
+  if (when === null) return (_p, answer) => detect(answer);
+  return (p, answer) => detect(answer) === (p.lang !== null && when.includes(p.lang));
+}
 
 export function ratePoint(hits: readonly boolean[]): RatePoint {
   return rateEstimate(hits.filter(Boolean).length, hits.length);
@@ -200,10 +299,10 @@ async function chat(baseUrl: string, token: string, prompt: string, seed: number
 }
 
 /** The held-out answers of the version the model server runs now (the same prompts and sampling seeds each time). */
-async function heldOut(h: Home, o: LearningOptions, heldSeed: number): Promise<string[]> {
+async function heldOut(h: Home, prompts: readonly LoopPrompt[], heldSeed: number, maxTokens: number): Promise<string[]> {
   const out: string[] = [];
-  for (const [i, prompt] of HELD_OUT_PROMPTS.slice(0, o.held).entries()) {
-    out.push(await chat(h.stack.model!.url, h.token, prompt, heldSeed * 1000 + i, o.maxTokens ?? 96));
+  for (const [i, prompt] of prompts.entries()) {
+    out.push(await chat(h.stack.model!.url, h.token, prompt.text, heldSeed * 1000 + i, maxTokens));
   }
   return out;
 }
@@ -231,7 +330,7 @@ async function trainRound(core: ReinCore): Promise<{ run: string; version: numbe
  * unless reward.ask is unsure); a turn not asked about is ignored, as a popup that never showed. Returns the good
  * count, how many were rated, and how many were captured on-policy.
  */
-async function rateUnrated(core: ReinCore, source: string, rule: (text: string) => boolean, expected: number): Promise<{ good: number; rated: number; onPolicy: number }> {
+async function rateUnrated(core: ReinCore, source: string, judge: (answer: string, prompt: string) => boolean, expected: number): Promise<{ good: number; rated: number; onPolicy: number }> {
   const turns = (await core.call('listTurns', { source, state: 'unrated', limit: 1000 }, 'cli')).items;
   if (turns.length !== expected) throw new Error(`expected ${expected} captured ${source} turns to rate, found ${turns.length}`);
   let good = 0;
@@ -243,7 +342,7 @@ async function rateUnrated(core: ReinCore, source: string, rule: (text: string) 
     }
     rated++;
     const full = await core.call('getTurn', { turnId: t.id }, 'cli');
-    const ok = rule(full.response);
+    const ok = judge(full.response, full.prompt);
     if (ok) good++;
     await core.call('rate', { turnId: t.id, value: ok ? 'good' : 'bad', rater: 'rule' }, 'cli');
   }
@@ -254,39 +353,61 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   if (o.held < 1 || o.held > HELD_OUT_MAX) throw new Error(`held must be 1..${HELD_OUT_MAX}, got ${o.held}`);
   const log = o.log ?? (() => {});
   const modelDir = o.modelDir ?? SMALL_LM_DIR;
-  const rule = styleRule(o.rule);
-  const maxTokens = o.maxTokens ?? 96;
+  const set = promptSet(modelCorpus(modelDir));
+  const when = o.when ?? null;
+  if (when !== null) {
+    if (set.corpus !== 'prompted') throw new Error(`a conditional rule needs a model pretrained on the prompted corpus (its prompts name a language); ${modelDir} was pretrained on the ${set.corpus} corpus`);
+    const unknown = when.filter((l) => !LANGS.some((x) => x.name === l));
+    if (unknown.length > 0 || when.length === 0) throw new Error(`when: ${unknown.join(', ') || '(none)'}: name languages of ${LANGS.map((l) => l.name).join(', ')}`);
+  }
+  const judge = loopRule(o.rule, when);
+  const style = styleRule(o.rule);
+  const maxTokens = o.maxTokens ?? set.maxTokens;
   const heldSeed = 10_000 + o.seed;
+  const held = set.held.slice(0, o.held);
+  const verdicts = (answers: readonly string[]) => answers.map((a, i) => judge(held[i]!, a));
+  const split = (answers: readonly string[]) => {
+    if (when === null) return null;
+    const rate = (inside: boolean) => {
+      const xs = answers.filter((_, i) => (held[i]!.lang !== null && when.includes(held[i]!.lang!)) === inside);
+      return xs.filter(style).length / Math.max(1, xs.length);
+    };
+    return { inside: rate(true), outside: rate(false) };
+  };
   const rounds: RoundPoint[] = [];
   let before: string[];
   let last: string[];
-  const h = await openHome(path.join(o.root, `home-${o.rule}-${o.seed}`), modelDir, log);
+  const tag = `${o.rule}${when === null ? '' : `-when-${when.join('-')}`}-${o.seed}`;
+  const h = await openHome(path.join(o.root, `home-${tag}`), modelDir, log);
   try {
     if (h.stack.model === null) throw new Error('the learning loop needs Rein\'s own model server (proxy.upstream must be null)');
     await h.core.call('setSettings', { values: { 'reward.ask': o.ask ?? 'always' } }, 'cli');
-    before = await heldOut(h, o, heldSeed);
+    before = await heldOut(h, held, heldSeed, maxTokens);
     last = before;
     const rng = new Rng(o.seed).fork(`training prompts ${o.rule}`);
     for (let r = 1; r <= o.rounds; r++) {
       const t0 = performance.now();
+      const asked = new Map<string, LoopPrompt>();
       for (let i = 0; i < o.n; i++) {
-        const prompt = TRAINING_PROMPTS[Math.floor(rng.uniform() * TRAINING_PROMPTS.length)]!;
-        await chat(h.stack.url, h.token, prompt, o.seed * 1_000_003 + r * 10_007 + i, maxTokens);
+        const prompt = set.train(rng);
+        asked.set(prompt.text, prompt);
+        await chat(h.stack.url, h.token, prompt.text, o.seed * 1_000_003 + r * 10_007 + i, maxTokens);
       }
       await h.stack.proxy.idle();
-      const { good, rated, onPolicy } = await rateUnrated(h.core, 'proxy', rule, o.n);
+      const { good, rated, onPolicy } = await rateUnrated(h.core, 'proxy', (answer, text) => judge(sent(asked, text), answer), o.n);
       const trained = await trainRound(h.core);
-      last = await heldOut(h, o, heldSeed);
+      last = await heldOut(h, held, heldSeed, maxTokens);
       const p: RoundPoint = {
         round: r,
-        ...ratePoint(last.map(rule)),
+        ...ratePoint(verdicts(last)),
         good,
         rated,
         sampled: o.n,
         onPolicy,
         ...trained,
-        change: pairedChange(before.map(rule), last.map(rule)),
+        change: pairedChange(verdicts(before), verdicts(last)),
         others: sideEffects(o.rule, before, last),
+        split: split(last),
         seconds: (performance.now() - t0) / 1000,
       };
       rounds.push(p);
@@ -298,31 +419,34 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   }
   let offPolicy: OffPolicyResult | null = null;
   if (o.teacher > 0) {
-    const t = await openHome(path.join(o.root, `home-${o.rule}-${o.seed}-teacher`), modelDir, log);
+    const t = await openHome(path.join(o.root, `home-${tag}-teacher`), modelDir, log);
     try {
       const rng = new Rng(o.seed).fork(`teacher ${o.rule}`);
-      const held = new Set(HELD_OUT_PROMPTS);
-      for (let i = 0; i < o.teacher; ) {
-        const d = sampleDialogue(rng, { [o.rule]: TEACHER_RATE });
-        if (held.has(d.prompt)) continue;
-        await t.core.call('captureTurn', { source: 'api', eventId: `teacher-${i++}`, prompt: d.prompt, response: d.answer }, 'cli');
+      const asked = new Map<string, LoopPrompt>();
+      for (let i = 0; i < o.teacher; i++) {
+        const d = set.teacher(rng, o.rule, TEACHER_RATE);
+        asked.set(d.prompt.text, d.prompt);
+        await t.core.call('captureTurn', { source: 'api', eventId: `teacher-${i}`, prompt: d.prompt.text, response: d.answer }, 'cli');
       }
-      const { good } = await rateUnrated(t.core, 'api', rule, o.teacher);
+      const { good } = await rateUnrated(t.core, 'api', (answer, text) => judge(sent(asked, text), answer), o.teacher);
       const trained = await trainRound(t.core);
-      const after = await heldOut(t, o, heldSeed);
-      offPolicy = { teacher: o.teacher, good, status: trained.status, reason: trained.reason, kl: trained.kl, budget: trained.budget, after: ratePoint(after.map(rule)), change: pairedChange(before.map(rule), after.map(rule)) };
+      const after = await heldOut(t, held, heldSeed, maxTokens);
+      offPolicy = { teacher: o.teacher, good, status: trained.status, reason: trained.reason, kl: trained.kl, budget: trained.budget, after: ratePoint(verdicts(after)), change: pairedChange(verdicts(before), verdicts(after)) };
     } finally {
       await t.close();
     }
   }
+  const description = STYLES.find((x) => x.name === o.rule)!.description;
   return {
     rule: o.rule,
-    description: STYLES.find((s) => s.name === o.rule)!.description,
+    when,
+    corpus: set.corpus,
+    description: when === null ? description : `${description} exactly when the prompt asks for ${when.join(', ')}`,
     seed: o.seed,
     held: o.held,
     n: o.n,
-    before: ratePoint(before.map(rule)),
-    after: ratePoint(last.map(rule)),
+    before: ratePoint(verdicts(before)),
+    after: ratePoint(verdicts(last)),
     rounds,
     offPolicy,
   };
