@@ -225,6 +225,9 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const identity: Record<string, unknown> = { temperature: 1, top_p: 1, ...(up.kind === 'openai' ? {} : { top_k: 0, min_p: 0 }) };
   const sent: Record<string, unknown> = { ...identity, ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
   if (up.kind === 'vllm') sent.return_tokens_as_token_ids = true;
+  // Rein's own model server reports the ids it consumed (the agent's system prompt, tools, history and tool results
+  // rendered by the model's template): stored with the turn, they are the context a round trains its reply under.
+  if (up.kind === 'rein') sent.return_token_ids = true;
 
   const abort = abortWhenClientLeaves(res);
   let upRes: IncomingMessage;
@@ -448,6 +451,7 @@ async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Prom
     input.logprobs = seg.logprobs;
     input.adapterVersion = producer.version;
     input.policy = { modelId: producer.modelId, ...sampling, ...(producer.weights === undefined ? {} : { weights: producer.weights }) };
+    if (r.reader.promptIds !== null) input.promptIds = r.reader.promptIds;
   } else d.log(`rein proxy: the agent's answer is stored as off-policy text: ${'offPolicy' in seg ? seg.offPolicy : 'no producer'}`);
   if (turn.stepsOffPolicy !== null) d.log(`rein proxy: a step of the agent turn has no tokens: ${turn.stepsOffPolicy}`);
   await quietly();
