@@ -223,9 +223,12 @@ export interface SkippedTurn {
  * whose prompt fits whole trains with MIS-PO; everything else trains its text with KTO (a scale rating of 3, reward
  * 0, is neither desirable nor undesirable and trains nothing): a prompt cut from the left would condition π on a
  * context μ never saw. A correction adds the corrected text as desirable and the original as undesirable, whatever
- * the rating said. An agent turn with steps (a Claude tool turn) is text whatever it stores: the prompt, then its
- * assistant steps and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains
- * the steps and the answer and leaves the results as context. A turn that cannot be encoded (an id outside the
+ * the rating said. A turn that stores the ids its model server consumed (promptIds: an agent turn through the proxy,
+ * its system prompt, tools, history and tool results) is encoded from exactly them, so π is conditioned on what μ
+ * was; one whose ids and reply are longer than maxTokens is KTO on its reply after as much of them as fits. An agent
+ * turn with steps and no such ids (a Claude tool turn from the hooks) is text: the prompt, then its assistant steps
+ * and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains the steps and
+ * the answer and leaves the results as context. Each KTO sequence of a rating's own answer carries why (`why`). A turn that cannot be encoded (an id outside the
  * vocabulary, text that encodes to nothing, a template that cannot place an agent's steps) is skipped with its
  * reason and never stops the round. The MIS-PO advantages are set once every turn is encoded (onPolicyAdvantages).
  */
@@ -264,6 +267,8 @@ export function encodeRound(
         continue;
       }
       let why = offPolicyReason(t, o.modelId, o.baseWeights);
+      /** A context too long to train on-policy: its reply as text after as much of the server's own context as fits. */
+      let cutExact: ReturnType<typeof fit> = null;
       if (why === null) {
         checkIds(t.tokens!, tok, 'stored response');
         // The ids the model server consumed, where it reported them: π is conditioned on exactly the context μ was
@@ -283,13 +288,15 @@ export function encodeRound(
           continue;
         }
         // A context cut from the left would condition π on less than μ saw.
+        if (exact !== null) cutExact = f;
         why = `its ${exact === null ? 'prompt' : 'exact context'} (${promptIds.length} tokens) and reply (${t.tokens!.length}) are longer than the training sequence limit of ${o.maxTokens} tokens (training maxTokens)`;
       }
       if (t.reward === 0) {
         skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: 'a neutral (3 of 5) rating of off-policy text carries no preference' });
         continue;
       }
-      offPolicy(t.response, t.reward > 0, why);
+      if (cutExact !== null) sequences.push({ ...base, tokens: cutExact.tokens, start: cutExact.start, mask: cutExact.mask, kind: 'kto', mu: null, advantage: 0, desirable: t.reward > 0, why });
+      else offPolicy(t.response, t.reward > 0, why);
     } catch (e) {
       // Kept in the run's metrics with its reason; the rating stays visible and the round trains the rest.
       skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: (e as Error).message });
