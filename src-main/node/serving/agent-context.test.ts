@@ -61,7 +61,7 @@ afterAll(async () => {
 });
 
 /** One Claude-shaped turn through the proxy: the system prompt, the tools, a call and its result, then the answer. */
-async function agentTurn(prompt: string, system: string): Promise<{ inputTokens: number }> {
+async function agentTurn(prompt: string, system: string, result = 'a.txt\nb.txt'): Promise<{ inputTokens: number }> {
   const body = {
     model: 'small-lm',
     max_tokens: 12,
@@ -71,7 +71,7 @@ async function agentTurn(prompt: string, system: string): Promise<{ inputTokens:
     messages: [
       { role: 'user', content: prompt },
       { role: 'assistant', content: [{ type: 'tool_use', id: `toolu_${prompt.length}`, name: 'Bash', input: { command: 'ls' } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${prompt.length}`, content: 'a.txt\nb.txt' }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${prompt.length}`, content: result }] },
     ],
   };
   const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body) });
@@ -156,4 +156,15 @@ describe('an agent turn through the proxy and the model server', () => {
     expect(samples.offPolicy).toHaveLength(samples.kto);
     for (const o of samples.offPolicy) expect(o.why).toBe(o.ratingId === byTurn.get(old.turn!.id)!.ratingId ? before.why : long.why);
   }, 300_000);
+
+  it('is stored without its prompt ids when its request holds a secret the capture redacts from the text', async () => {
+    const key = `sk-ant-api03-${'a1B2'.repeat(12)}`;
+    await agentTurn('print the env file', SYSTEM, `ANTHROPIC_API_KEY=${key}`);
+    const page = await core.call('listTurns', { source: 'claude-code' }, 'test');
+    const t = await core.call('getTurn', { turnId: page.items[0]!.id }, 'test');
+    expect(t.prompt).toBe('print the env file');
+    expect(t.onPolicy).toBe(true);
+    expect(JSON.stringify(t.context)).not.toContain(key);
+    expect(core.store.promptIds.get(t.id)).toBeNull();
+  }, 60_000);
 });
