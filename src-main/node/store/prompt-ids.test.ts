@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Rng } from '../../common/engine/rng.ts';
+import { randomBytes } from 'node:crypto';
+import { FieldCipher } from './cipher.ts';
 import { PROMPT_CHUNK } from './prompt-ids.ts';
 import { Store } from './store.ts';
 
@@ -14,10 +16,10 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function open(): Store {
+function open(cipher: FieldCipher | null = null): Store {
   const dir = mkdtempSync(path.join(tmpdir(), 'rein-prompt-ids-'));
   dirs.push(dir);
-  return new Store(path.join(dir, 'rein.db'), () => 1_700_000_000_000);
+  return new Store(path.join(dir, 'rein.db'), () => 1_700_000_000_000, cipher);
 }
 
 const rng = new Rng(11);
@@ -71,6 +73,33 @@ describe('prompt ids in the store', () => {
       expect(store.promptIds.get(store.captureTurn(turn('s', short), 'test').turn.id)).toEqual(short);
       expect(store.promptIds.get(store.captureTurn(turn('w', whole), 'test').turn.id)).toEqual(whole);
       expect(store.promptIds.counts()).toEqual({ chunks: 2, ids: 10 + 2 * PROMPT_CHUNK, turns: 2 });
+    } finally {
+      store.close();
+    }
+  });
+
+  it('seals the chunks and tails with encryption at rest (still stored once), and reseals them with the turns', () => {
+    const cipher = new FieldCipher(new Map([[1, randomBytes(32)]]), 1);
+    const store = open(cipher);
+    try {
+      const prefix = ids(3 * PROMPT_CHUNK);
+      const a = [...prefix, ...ids(40)];
+      const b = [...prefix, ...ids(70)];
+      const ta = store.captureTurn(turn('a', a), 'test').turn.id;
+      const tb = store.captureTurn(turn('b', b), 'test').turn.id;
+      const raw = () => [...(store.db.prepare('SELECT ids AS v FROM prompt_chunks').all() as { v: Buffer }[]), ...(store.db.prepare('SELECT tail AS v FROM turn_prompts').all() as { v: Buffer }[])].map((r) => r.v);
+      const plainChunk = Buffer.from(new Uint32Array(prefix.slice(0, PROMPT_CHUNK)).buffer);
+      expect(raw()).toHaveLength(3 + 2);
+      expect(raw().some((v) => v.includes(plainChunk.subarray(0, 64)))).toBe(false);
+      expect(store.promptIds.get(ta)).toEqual(a);
+      expect(store.promptIds.get(tb)).toEqual(b);
+      store.resealAll(null);
+      expect(raw().some((v) => v.equals(plainChunk))).toBe(true);
+      expect(store.promptIds.get(tb)).toEqual(b);
+      store.cipher = cipher;
+      store.resealAll(cipher);
+      expect(raw().some((v) => v.includes(plainChunk.subarray(0, 64)))).toBe(false);
+      expect(store.promptIds.get(ta)).toEqual(a);
     } finally {
       store.close();
     }

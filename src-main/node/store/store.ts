@@ -195,6 +195,14 @@ export class Store implements Sql {
     return this.cipher === null ? text : this.cipher.seal(text);
   }
 
+  sealBytes(b: Buffer): Buffer {
+    return this.cipher === null ? b : this.cipher.seal(b.toString('base64'));
+  }
+
+  openBytes(b: Buffer): Buffer {
+    return isSealed(b) ? Buffer.from(this.openField(b), 'base64') : b;
+  }
+
   sealNullable(text: string | null): string | Buffer | null {
     return text === null ? null : this.seal(text);
   }
@@ -275,6 +283,11 @@ export class Store implements Sql {
     this.write(() => this.chats.resealAll((t) => (next === null ? t : next.seal(t))));
     // The signals' evidence (store/signals.ts), the same way.
     this.write(() => this.signals.resealAll((t) => (next === null ? t : next.seal(t))));
+    // The prompt ids (store/prompt-ids.ts), bytes sealed as base64 text.
+    this.write(() => this.promptIds.resealAll((b) => {
+      const plain = this.openBytes(b);
+      return next === null ? plain : next.seal(plain.toString('base64'));
+    }));
     this.cipher = next;
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
