@@ -64,6 +64,12 @@ export const CaptureTurnInput = z
     tokens: z.array(z.number().int().nonnegative()).max(1_000_000).optional(),
     /** Behaviour logprobs mu of `tokens`, same length. */
     logprobs: z.array(z.number().finite().max(0)).max(1_000_000).optional(),
+    /**
+     * The token ids the model server consumed before it sampled `tokens`: its whole rendered prompt (system prompt,
+     * tool declarations, history, tool results and the prompt), as it reported them (Rein's own model server does, on
+     * `return_token_ids`). A round conditions π on exactly these; without them it renders the chat again from the text.
+     */
+    promptIds: z.array(z.number().int().nonnegative().max(0xffff_ffff)).max(1_000_000).optional(),
     adapterVersion: z.number().int().nonnegative().optional(),
     /**
      * What `logprobs` are the logprobs of: the model (ratings' model id) that tokenised and sampled the reply, and
@@ -86,6 +92,10 @@ export const CaptureTurnInput = z
   .refine((t) => t.policy === undefined || t.tokens !== undefined, {
     message: 'policy describes tokens and logprobs, which are missing',
     path: ['policy'],
+  })
+  .refine((t) => t.promptIds === undefined || t.tokens !== undefined, {
+    message: 'promptIds are the context of tokens, which are missing',
+    path: ['promptIds'],
   })
   .refine((t) => t.tokens === undefined || t.tokens.length === t.logprobs?.length, {
     message: 'logprobs must have one entry per token',

@@ -224,6 +224,7 @@ function turnVerbs(c: VerbContext) {
       model: text.model,
       tokens: input.tokens === undefined ? null : encodeTokens(input.tokens),
       logprobs: input.logprobs === undefined ? null : encodeLogprobs(input.logprobs),
+      promptIds: input.promptIds ?? null,
       adapterVersion: input.adapterVersion ?? null,
       policy: text.policy === null ? null : JSON.stringify(text.policy),
       truncated: text.cut,

@@ -44,6 +44,8 @@ const SpoolLine = z.strictObject({
     model: z.string().nullable(),
     tokens: base64.nullable(),
     logprobs: base64.nullable(),
+    /** Absent in lines spooled before prompt ids were stored. */
+    promptIds: z.array(z.number().int().nonnegative()).nullable().optional(),
     adapterVersion: z.number().int().nonnegative().nullable(),
     policy: z.string().nullable(),
     truncated: z.boolean(),
@@ -70,7 +72,7 @@ function decode(line: string, cipher: FieldCipher | null): { turn: NewTurn; acto
   }
   const { actor, turn } = SpoolLine.parse(json);
   const bytes = (b: string | null) => (b === null ? null : Buffer.from(b, 'base64'));
-  return { actor, turn: { ...turn, tokens: bytes(turn.tokens), logprobs: bytes(turn.logprobs) } };
+  return { actor, turn: { ...turn, tokens: bytes(turn.tokens), logprobs: bytes(turn.logprobs), promptIds: turn.promptIds ?? null } };
 }
 
 /** A spool file's text, or null when there is none. */

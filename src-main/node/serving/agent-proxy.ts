@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { CaptureTurnInput } from '../../common/api.ts';
 import { ReinError } from '../../common/errors.ts';
+import { RedactBudget, redactSecrets } from '../../common/redact.ts';
 import type { Core } from '../core/types.ts';
 import { isJsonContentType, readRawBody } from '../capture-server/body.ts';
 import { agentTurn } from './agent-turn.ts';
@@ -225,6 +226,9 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   const identity: Record<string, unknown> = { temperature: 1, top_p: 1, ...(up.kind === 'openai' ? {} : { top_k: 0, min_p: 0 }) };
   const sent: Record<string, unknown> = { ...identity, ...p.agent.chat, model: mapped ?? p.model, stream: true, stream_options: { include_usage: true }, logprobs: true };
   if (up.kind === 'vllm') sent.return_tokens_as_token_ids = true;
+  // Rein's own model server reports the ids it consumed (the agent's system prompt, tools, history and tool results
+  // rendered by the model's template): stored with the turn, they are the context a round trains its reply under.
+  if (up.kind === 'rein') sent.return_token_ids = true;
 
   const abort = abortWhenClientLeaves(res);
   let upRes: IncomingMessage;
@@ -421,6 +425,20 @@ function spellsCalls(text: string, calls: readonly ReplyToolCall[]): boolean {
   return parsed.length === calls.length && parsed.every((c, i) => c.name === calls[i]!.name && sameJson(c.arguments, calls[i]!.arguments || '{}'));
 }
 
+/**
+ * Why a request's prompt ids must not be stored, or null. The ids spell the request as the model read it, where
+ * the turn's text is redacted at capture (store/scrub.ts): a request holding a secret the redaction would replace
+ * keeps its text only (and trains as text).
+ */
+function secretsIn(sent: Record<string, unknown>): string | null {
+  try {
+    const found = Object.keys(redactSecrets(JSON.stringify([sent.messages ?? null, sent.tools ?? null]), new RedactBudget()).found);
+    return found.length === 0 ? null : `its request holds secrets (${found.join(', ')}) that the ids would keep`;
+  } catch (e) {
+    return `its request could not be checked for secrets: ${(e as Error).message}`;
+  }
+}
+
 async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Promise<void>): Promise<void> {
   await quietly();
   const r = { ...facts, reader: facts.reader ?? readCopy(facts.copy!) };
@@ -448,6 +466,11 @@ async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Prom
     input.logprobs = seg.logprobs;
     input.adapterVersion = producer.version;
     input.policy = { modelId: producer.modelId, ...sampling, ...(producer.weights === undefined ? {} : { weights: producer.weights }) };
+    if (r.reader.promptIds !== null) {
+      const secrets = secretsIn(r.sent);
+      if (secrets === null) input.promptIds = r.reader.promptIds;
+      else d.log(`rein proxy: the agent turn is stored without its prompt ids: ${secrets}`);
+    }
   } else d.log(`rein proxy: the agent's answer is stored as off-policy text: ${'offPolicy' in seg ? seg.offPolicy : 'no producer'}`);
   if (turn.stepsOffPolicy !== null) d.log(`rein proxy: a step of the agent turn has no tokens: ${turn.stepsOffPolicy}`);
   await quietly();

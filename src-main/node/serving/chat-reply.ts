@@ -32,6 +32,8 @@ export class ChatReplyReader {
    */
   logprobsComplete = true;
   promptTokens: number | null = null;
+  /** The prompt's ids as the upstream consumed them (`prompt_token_ids`, on `return_token_ids`), or null. */
+  promptIds: number[] | null = null;
   completionTokens: number | null = null;
   /**
    * False once the reply passed what is kept of it for its capture (upstream-limit.ts CaptureBudget): its events are
@@ -60,6 +62,9 @@ export class ChatReplyReader {
   private read(obj: unknown, field: 'delta' | 'message'): ReplyEvent[] {
     if (!isObj(obj)) return [];
     if (typeof obj.model === 'string' && this.model === null) this.model = obj.model;
+    if (this.promptIds === null && Array.isArray(obj.prompt_token_ids) && obj.prompt_token_ids.every((t) => Number.isInteger(t) && (t as number) >= 0)) {
+      this.promptIds = obj.prompt_token_ids as number[];
+    }
     if (isObj(obj.usage)) {
       if (typeof obj.usage.prompt_tokens === 'number') this.promptTokens = obj.usage.prompt_tokens;
       if (typeof obj.usage.completion_tokens === 'number') this.completionTokens = obj.usage.completion_tokens;

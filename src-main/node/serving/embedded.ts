@@ -198,7 +198,8 @@ interface Gen {
   /** Per position, the `top` most probable tokens (empty lists when none were asked for). */
   tops: Top[];
   finish: 'stop' | 'length';
-  promptTokens: number;
+  /** The prompt's ids as llama.cpp consumed them (promptIds: the chat template and tokenizer the trainer uses). */
+  prompt: number[];
 }
 
 /** The GGUF loaded in llama.cpp, one context per adapter version, and the queue that runs one generation at a time. */
@@ -375,7 +376,7 @@ async function handle(g: LoadedModel, token: string, port: number, req: Incoming
 }
 
 /** Samples a reply; stops early (finish 'length') once `gone` says the client has left, so a dropped request does not hold the queue. */
-async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer, promptTokens: number) => void, gone: () => boolean): Promise<Gen> {
+async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken: (id: number, lp: number, tops: Top, producer: Producer, prompt: readonly number[]) => void, gone: () => boolean): Promise<Gen> {
   const { core, tok, stops, contextSize, hfDir, log, weights } = g;
   const modelId = activeModelId(core);
   // `model: "rein@v3"` or `"rein@base"` asks for one version (the chat's version picker, the arena); any other name
@@ -415,12 +416,12 @@ async function generate(g: LoadedModel, chat: ChatRequest, top: number, onToken:
       ids.push(id);
       logprobs.push(sampled.logprob);
       tops.push(alts);
-      onToken(id, sampled.logprob, alts, producer, prompt.length);
+      onToken(id, sampled.logprob, alts, producer, prompt);
       if (stops.has(id)) {
         finish = 'stop';
-        return { producer, ids, logprobs, tops, finish, promptTokens: prompt.length };
+        return { producer, ids, logprobs, tops, finish, prompt };
       }
-      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish, promptTokens: prompt.length };
+      if (ids.length >= maxTokens || gone()) return { producer, ids, logprobs, tops, finish, prompt };
       input = [[id as Token, { generateNext: { logits: true } }]];
     }
   } finally {
@@ -478,7 +479,11 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
   const callId = (i: number) => `call_rein_${id.slice(-8)}_${i}`;
   const toolCalls = (calls: { name: string; arguments: string }[]) =>
     calls.map((c, i) => ({ index: i, id: callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } }));
-  const usage = (g: Gen) => ({ prompt_tokens: g.promptTokens, completion_tokens: g.ids.length, total_tokens: g.promptTokens + g.ids.length });
+  const usage = (g: Gen) => ({ prompt_tokens: g.prompt.length, completion_tokens: g.ids.length, total_tokens: g.prompt.length + g.ids.length });
+  // vLLM's `return_token_ids` (its chat completions API): the prompt's ids as the model consumed them, in
+  // `prompt_token_ids` of a whole reply and of a stream's first chunk. The proxy stores them with an agent's turn, so
+  // a round conditions π on exactly the context μ was sampled under (training/data.ts).
+  const withIds = (chat as { return_token_ids?: unknown }).return_token_ids === true;
   let left = false;
   res.on('close', () => (left = !res.writableFinished));
   const gone = () => left || m.closing();
@@ -489,7 +494,11 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
       const reading = withTools ? new ToolCallStream(family) : plainText();
       let calls = 0;
       const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-      const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => send({ id, object: 'chat.completion.chunk', created, model: modelName, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
+      let first: { prompt_token_ids: readonly number[] } | null = null;
+      const chunk = (delta: unknown, logprobs: unknown, finish: string | null) => {
+        send({ id, object: 'chat.completion.chunk', created, model: modelName, ...first, choices: [{ index: 0, delta, logprobs, finish_reason: finish }] });
+        first = null;
+      };
       /** The pieces as chunks: text as `content`, with the token's logprobs on the first; each call whole. */
       const write = (pieces: StreamPiece[], lps: unknown) => {
         let text = '';
@@ -501,12 +510,13 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
           chunk({ tool_calls: [{ index: i, id: callId(i), type: 'function', function: { name: p.call.name, arguments: p.call.arguments } }] }, withLp ? { content: [] } : null, null);
         }
       };
-      const g = await generate(m, chat, top, (tid, lp, alts, producer, promptTokens) => {
+      const g = await generate(m, chat, top, (tid, lp, alts, producer, prompt) => {
         sofar.push(tid);
         if (!started) {
           started = true;
           // The prompt's size before the first token: an Anthropic stream names it in message_start (agent-proxy.ts).
-          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer), [PROMPT_TOKENS_HEADER]: String(promptTokens) });
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...producerHeaders(producer), [PROMPT_TOKENS_HEADER]: String(prompt.length) });
+          if (withIds) first = { prompt_token_ids: prompt };
         }
         const full = textOf(sofar);
         // A split UTF-8 character waits for its rest.
@@ -530,6 +540,7 @@ async function chatCompletions(m: LoadedModel, req: IncomingMessage, res: Server
         object: 'chat.completion',
         created,
         model: modelName,
+        ...(withIds ? { prompt_token_ids: g.prompt } : {}),
         choices: [{ index: 0, message, logprobs: withLp ? { content: g.ids.map((t, i) => entry(t, g.logprobs[i]!, g.tops[i]!)) } : null, finish_reason: parsed.calls.length > 0 ? 'tool_calls' : g.finish }],
         usage: usage(g),
       }),

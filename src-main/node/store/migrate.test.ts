@@ -16,6 +16,8 @@ import * as m0006 from './migrations/0006-parked-ratings.ts';
 import { CHATS_Q } from './chats.ts';
 import * as m0007 from './migrations/0007-signals.ts';
 import { SIGNALS_Q } from './signals.ts';
+import * as m0008 from './migrations/0008-prompt-ids.ts';
+import { PROMPT_IDS_Q } from './prompt-ids.ts';
 import { Q } from './store.ts';
 
 const dirs: string[] = [];
@@ -299,6 +301,31 @@ describe('migration 0007-signals', () => {
     // Deleting the later turn (the evidence) or the answer takes the signal with it.
     db.prepare('DELETE FROM turns WHERE id = 2').run();
     expect(db.prepare('SELECT count(*) AS n FROM signals').get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe('migration 0008-prompt-ids', () => {
+  it('adds the prompt-id tables beside the turns it finds, gone with the turn, read from their indexes', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    const before = [m0001, m0002, m0003, m0004, m0005, m0006, m0007];
+    expect(migrate(db, before)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    db.prepare(`INSERT INTO turns (source, event_id, created_at, prompt, response) VALUES ('claude-code', 'e1', 1, 'p', 'r')`).run();
+    expect(migrate(db, [...before, m0008])).toEqual([8]);
+    expect(db.prepare('SELECT count(*) AS n FROM turns').get()).toEqual({ n: 1 });
+    const hash = Buffer.alloc(32, 7);
+    db.prepare('INSERT INTO prompt_chunks (hash, ids) VALUES (?, ?)').run(hash, Buffer.alloc(8));
+    db.prepare('INSERT INTO turn_prompts (turn_id, length, chunk, tail) VALUES (1, 3, 2, ?)').run(Buffer.alloc(4));
+    db.prepare('INSERT INTO turn_prompt_chunks (turn_id, pos, hash) VALUES (1, 0, ?)').run(hash);
+    // A listed chunk must exist; a short hash or a partial id is refused.
+    expect(() => db.prepare('INSERT INTO turn_prompt_chunks (turn_id, pos, hash) VALUES (1, 1, ?)').run(Buffer.alloc(32, 9))).toThrow(/FOREIGN KEY/);
+    expect(() => db.prepare('INSERT INTO prompt_chunks (hash, ids) VALUES (?, ?)').run(Buffer.alloc(31), Buffer.alloc(4))).toThrow(/CHECK/);
+    expect(() => db.prepare('INSERT INTO prompt_chunks (hash, ids) VALUES (?, ?)').run(Buffer.alloc(32, 1), Buffer.alloc(3))).toThrow(/CHECK/);
+    expect(plan(db, PROMPT_IDS_Q.chunksOf, 1)).toMatch(/SEARCH p USING PRIMARY KEY \(turn_id=\?\)/);
+    expect(plan(db, PROMPT_IDS_Q.orphan, hash, hash)).toMatch(/turn_prompt_chunks_hash/);
+    db.prepare('DELETE FROM turns WHERE id = 1').run();
+    expect(db.prepare('SELECT (SELECT count(*) FROM turn_prompts) + (SELECT count(*) FROM turn_prompt_chunks) AS n').get()).toEqual({ n: 0 });
     db.close();
   });
 });

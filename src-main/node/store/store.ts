@@ -18,6 +18,7 @@ import { Rounds } from './rounds.ts';
 import { Runs } from './runs.ts';
 import { RewardModels } from './reward.ts';
 import { Signals } from './signals.ts';
+import { PromptIds } from './prompt-ids.ts';
 import type { Sql } from './sql.ts';
 import {
   ratingView,
@@ -42,6 +43,8 @@ export interface NewTurn {
   model: string | null;
   tokens: Buffer | null;
   logprobs: Buffer | null;
+  /** The ids the model server consumed before it sampled `tokens` (CaptureTurnInput.promptIds), or null. */
+  promptIds?: number[] | null;
   adapterVersion: number | null;
   /** JSON of CaptureTurnInput.policy, or null. */
   policy: string | null;
@@ -150,6 +153,8 @@ export class Store implements Sql {
   readonly chats: Chats;
   /** What the user did after each answer, the evidence of weak labels (store/signals.ts). */
   readonly signals: Signals;
+  /** The exact prompt ids of turns, their shared chunks stored once (store/prompt-ids.ts). */
+  readonly promptIds: PromptIds;
 
   /** Encryption at rest (cipher.ts): null when it is off; fields sealed earlier still need it to open. */
   cipher: FieldCipher | null;
@@ -167,6 +172,7 @@ export class Store implements Sql {
     this.rewardModels = new RewardModels(this);
     this.chats = new Chats(this);
     this.signals = new Signals(this);
+    this.promptIds = new PromptIds(this);
   }
 
   close(): void {
@@ -187,6 +193,14 @@ export class Store implements Sql {
   /** The text to store in a sealed column: an AES-GCM blob when encryption is on, else the text. */
   seal(text: string): string | Buffer {
     return this.cipher === null ? text : this.cipher.seal(text);
+  }
+
+  sealBytes(b: Buffer): Buffer {
+    return this.cipher === null ? b : this.cipher.seal(b.toString('base64'));
+  }
+
+  openBytes(b: Buffer): Buffer {
+    return isSealed(b) ? Buffer.from(this.openField(b), 'base64') : b;
   }
 
   sealNullable(text: string | null): string | Buffer | null {
@@ -269,6 +283,11 @@ export class Store implements Sql {
     this.write(() => this.chats.resealAll((t) => (next === null ? t : next.seal(t))));
     // The signals' evidence (store/signals.ts), the same way.
     this.write(() => this.signals.resealAll((t) => (next === null ? t : next.seal(t))));
+    // The prompt ids (store/prompt-ids.ts), bytes sealed as base64 text.
+    this.write(() => this.promptIds.resealAll((b) => {
+      const plain = this.openBytes(b);
+      return next === null ? plain : next.seal(plain.toString('base64'));
+    }));
     this.cipher = next;
     this.db.exec('VACUUM');
     this.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -364,6 +383,7 @@ export class Store implements Sql {
         t.truncated ? 1 : 0,
       );
       if (inserted !== undefined) {
+        if (t.promptIds != null) this.promptIds.put(inserted.id, t.promptIds);
         this.audit(actor, 'captureTurn', `turn:${inserted.id}`, { source: t.source, eventId: t.eventId, truncated: t.truncated });
         return { turn: this.mustTurnSummary(inserted.id), created: true };
       }
@@ -430,7 +450,9 @@ export class Store implements Sql {
     return this.write(() => {
       const live = this.stmt<RatingRow>('SELECT * FROM ratings WHERE turn_id = ? AND undone_at IS NULL').all(id);
       for (const r of live) this.emaRemove(r, 'delete');
+      const chunks = this.promptIds.hashesOf(id);
       const deleted = this.stmt('DELETE FROM turns WHERE id = ?').run(id).changes > 0;
+      this.promptIds.dropOrphans(chunks);
       if (deleted) this.audit(actor, 'deleteTurn', `turn:${id}`, { ratings: live.map((r) => r.id) });
       return { deleted, modelIds: [...new Set(live.map((r) => r.model_id))] };
     });

@@ -210,7 +210,7 @@ describe('a round encodes', () => {
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
-        // An agent's steps were sampled by the agent, whatever tokens the turn stores for its answer.
+        // An agent turn without the ids the server consumed: the context its answer was sampled in is not known.
         [
           'an agent turn with steps',
           { source: CLAUDE_SOURCE, context: [{ role: 'assistant', type: 'tool_use', name: 'Read', content: '{}' }, { role: 'tool', content: 'x' }], tokens: response, logprobs: mu, policy },
@@ -228,6 +228,48 @@ describe('a round encodes', () => {
       // The cut prompt still trains, as text within the budget.
       expect(sequences[3]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
       expect(Array.from(sequences[0]!.mu!)).toEqual(mu);
+    } finally {
+      core.close();
+    }
+  });
+
+  it("an agent turn with the server's prompt ids: MIS-PO under exactly them; KTO with its reason when they do not fit, are missing, or came from other weights", async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'exact') }) });
+    try {
+      const reply = tok.encode('Done: both files listed.');
+      const mu = reply.map(() => -0.25);
+      const weights = 'a'.repeat(64);
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1, weights };
+      // A system prompt, tools and history the turn's text does not keep: 300 ids the server consumed.
+      const context = tok.encode('<|im_start|>system\n' + 'Use the tools. '.repeat(120)).slice(0, 300);
+      const steps = [{ role: 'assistant', type: 'tool_use', name: 'Bash', content: '{"command":"ls"}' }, { role: 'tool', type: 'tool_result', content: 'a.txt' }];
+      const cases: [string, Record<string, unknown>][] = [
+        ['with ids', { promptIds: context, policy }],
+        ['without ids', { policy }],
+        ['other weights', { promptIds: context, policy: { ...policy, weights: 'b'.repeat(64) } }],
+      ];
+      for (const [name, extra] of cases) {
+        const { turn } = await core.call('captureTurn', { source: CLAUDE_SOURCE, eventId: name, prompt: 'list the files', context: steps, response: 'Done: both files listed.', tokens: reply, logprobs: mu, ...extra }, 'test');
+        await core.call('rate', { turnId: turn!.id, value: 'good' }, 'test');
+      }
+      const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { replayRatio: 0, heldoutFraction: 0, gateTurns: 0, seed: 1, lineageRuns: new Set() });
+      const fits = encodeRound(turns, tok, { ...opts, baseWeights: weights, maxTokens: 512 });
+      expect(fits.skipped).toEqual([]);
+      expect(fits.sequences.map((q) => [q.kind, q.why ?? null])).toEqual([
+        ['mispo', null],
+        ['kto', "the model server's prompt ids (the agent's system prompt, tools and history) are not stored with the turn"],
+        ['kto', expect.stringMatching(/^sampled from other weights than the training base's/)],
+      ]);
+      const q = fits.sequences[0]!;
+      expect(q.tokens).toEqual([...context, ...reply]);
+      expect(q.start).toBe(context.length);
+      expect(Array.from(q.mu!)).toEqual(mu);
+      // 300 context ids and the reply over a 256-token limit: KTO, its reply after the last ids of the context.
+      const long = encodeRound(turns.slice(0, 1), tok, { ...opts, baseWeights: weights, maxTokens: 256 }).sequences[0]!;
+      expect(long.kind).toBe('kto');
+      expect(long.why).toBe(`its exact context (300 tokens) and reply (${reply.length}) are longer than the training sequence limit of 256 tokens (training maxTokens)`);
+      expect(long.tokens).toEqual([...context, ...reply].slice(-256));
+      expect(long.start).toBe(256 - reply.length);
     } finally {
       core.close();
     }

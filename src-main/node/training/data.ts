@@ -34,11 +34,18 @@ export interface RatedTurn {
   logprobs: number[] | null;
   /** What `logprobs` are the logprobs of (migration 0002), or null when unknown. */
   policy: TurnPolicy | null;
+  /**
+   * The ids the model server consumed before it sampled `tokens`: the whole rendered prompt, system prompt, tool
+   * declarations, history and tool results included (migration 0008). Absent or null: not stored (a turn from before
+   * they were, or from a server that does not report them); the prompt is rendered again from the stored text.
+   */
+  promptIds?: number[] | null;
   createdAt: number;
 }
 
 
-export function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
+/** A rated turn for a round; `store` loads its stored prompt ids (store/prompt-ids.ts). */
+export function toTurn(r: RatedTurnRow, role: SampleRole, store: Pick<Store, 'promptIds'>): RatedTurn {
   return {
     ratingId: r.rating_id,
     turnId: r.turn_id,
@@ -52,6 +59,7 @@ export function toTurn(r: RatedTurnRow, role: SampleRole): RatedTurn {
     tokens: decodeTokens(r.tokens),
     logprobs: decodeLogprobs(r.logprobs),
     policy: r.policy === null ? null : (JSON.parse(r.policy) as TurnPolicy),
+    promptIds: r.tokens === null ? null : store.promptIds.get(r.turn_id),
     createdAt: r.created_at,
   };
 }
@@ -93,15 +101,15 @@ export async function selectRound(
     heldoutCount(pending.length, o.heldoutFraction),
     rng,
   );
-  const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending'));
-  const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout'));
+  const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending', store));
+  const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout', store));
   const seen = older.filter((r) => o.lineageRuns.has(r.run_id!));
   const unseen = older.filter((r) => !o.lineageRuns.has(r.run_id!));
   const nReplay = Math.min(seen.length, Math.round(train.length * o.replayRatio));
   const pool = seen.slice();
   const replay: RatedTurn[] = [];
-  for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay'));
-  const heldOlder = unseen.slice(Math.max(0, unseen.length - o.gateTurns)).map((r) => toTurn(r, 'heldout'));
+  for (let i = 0; i < nReplay; i++) replay.push(toTurn(pool.splice(Math.floor(rng.uniform() * pool.length), 1)[0]!, 'replay', store));
+  const heldOlder = unseen.slice(Math.max(0, unseen.length - o.gateTurns)).map((r) => toTurn(r, 'heldout', store));
   return withMappedRewards(store, [...train, ...replay, ...heldPending, ...heldOlder]);
 }
 
@@ -166,6 +174,8 @@ export interface TrainSequence {
   advantage: number;
   /** KTO: desirable (good, or a correction) or undesirable. */
   desirable: boolean;
+  /** KTO of a rating's own answer: why it does not train on-policy (offPolicyReason, or the length budget); null for MIS-PO and a correction's pair. */
+  why?: string | null;
 }
 
 /** Whether the turn holds the agent's own steps between its prompt and its answer (they train with it, masked). */
@@ -219,9 +229,10 @@ export function offPolicyReason(t: RatedTurn, modelId: string, baseWeights: stri
     return `sampled from other weights than the training base's (${shortWeightsId(t.policy.weights)}, the base is ${shortWeightsId(baseWeights)}): a quantized or otherwise different file of ${modelId} was served`;
   }
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
-  // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt and tool
-  // declarations, which the turn does not keep: π here would be conditioned on less than μ was.
-  if (STEPS_AFTER_PROMPT.has(t.source)) return "the agent's system prompt and tools are not stored with the turn";
+  // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt, tool
+  // declarations and history, which its text does not keep: π is conditioned on what μ was only through the ids the
+  // model server consumed (promptIds), stored with the turn since migration 0008.
+  if (STEPS_AFTER_PROMPT.has(t.source) && (t.promptIds ?? null) === null) return "the model server's prompt ids (the agent's system prompt, tools and history) are not stored with the turn";
   return null;
 }
 
@@ -241,9 +252,12 @@ export interface SkippedTurn {
  * whose prompt fits whole trains with MIS-PO; everything else trains its text with KTO (a scale rating of 3, reward
  * 0, is neither desirable nor undesirable and trains nothing): a prompt cut from the left would condition π on a
  * context μ never saw. A correction adds the corrected text as desirable and the original as undesirable, whatever
- * the rating said. An agent turn with steps (a Claude tool turn) is text whatever it stores: the prompt, then its
- * assistant steps and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains
- * the steps and the answer and leaves the results as context. A turn that cannot be encoded (an id outside the
+ * the rating said. A turn that stores the ids its model server consumed (promptIds: an agent turn through the proxy,
+ * its system prompt, tools, history and tool results) is encoded from exactly them, so π is conditioned on what μ
+ * was; one whose ids and reply are longer than maxTokens is KTO on its reply after as much of them as fits. An agent
+ * turn with steps and no such ids (a Claude tool turn from the hooks) is text: the prompt, then its assistant steps
+ * and tool calls with their results, then the answer (ReinTokenizer.encodeAgentTurn); its mask trains the steps and
+ * the answer and leaves the results as context. Each KTO sequence of a rating's own answer carries why (`why`). A turn that cannot be encoded (an id outside the
  * vocabulary, text that encodes to nothing, a template that cannot place an agent's steps) is skipped with its
  * reason and never stops the round. The MIS-PO advantages are set once every turn is encoded (onPolicyAdvantages).
  */
@@ -266,41 +280,52 @@ export function encodeRound(
     const msgs = turnMessages(t);
     // The text of a turn with KTO: the chat as it happened, the response (or `text`) trains. An agent turn's steps
     // are part of what it is judged on: they train too, and only the tool results between them are masked.
-    const offPolicy = (text: string, desirable: boolean): void => {
+    const offPolicy = (text: string, desirable: boolean, why: string | null): void => {
       const e = hasSteps(t) ? tok.encodeAgentTurn(t.prompt, t.context, text) : { ...tok.encodeTurn(msgs, text), mask: null };
       checkIds(e.promptIds, tok, 'prompt');
       checkIds(e.responseIds, tok, 'response');
       const f = e.mask !== null ? fitAgent(e.promptIds, e.responseIds, e.mask, o.maxTokens) : fit(e.promptIds, e.responseIds, e.responseIds.map(() => 1), o.maxTokens);
       if (f === null) throw new BadInputError('the response encodes to no tokens');
       if (!f.mask.includes(1)) throw new BadInputError(`no trained token is left within the length budget of ${o.maxTokens} tokens`);
-      sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'kto', mu: null, advantage: 0, desirable });
+      sequences.push({ ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'kto', mu: null, advantage: 0, desirable, why });
     };
     try {
       if (t.correction !== null) {
-        offPolicy(t.correction, true);
-        offPolicy(t.response, false);
+        offPolicy(t.correction, true, null);
+        offPolicy(t.response, false, null);
         continue;
       }
-      // An agent turn's steps were sampled by the agent's model, not ours: its stored μ (if any) is not theirs.
-      if (!hasSteps(t) && offPolicyReason(t, o.modelId, o.baseWeights) === null) {
+      let why = offPolicyReason(t, o.modelId, o.baseWeights);
+      /** A context too long to train on-policy: its reply as text after as much of the server's own context as fits. */
+      let cutExact: ReturnType<typeof fit> = null;
+      if (why === null) {
         checkIds(t.tokens!, tok, 'stored response');
-        const promptIds = tok.encodeChat(msgs, { addGenerationPrompt: true });
-        checkIds(promptIds, tok, 'prompt');
+        // The ids the model server consumed, where it reported them: π is conditioned on exactly the context μ was
+        // sampled under (an agent's system prompt, tools, history and tool results included), and the trained span
+        // is the reply the server sampled after them. Else the chat rendered again from the stored text, as the
+        // model server renders it (serving/prompt.ts).
+        const exact = t.promptIds ?? null;
+        const promptIds = exact ?? tok.encodeChat(msgs, { addGenerationPrompt: true });
+        checkIds(promptIds, tok, exact === null ? 'prompt' : 'stored prompt');
         const f = fit(promptIds, t.tokens!, t.tokens!.map(() => 1), o.maxTokens);
         if (f === null) throw new BadInputError('no tokens left after fitting the length budget');
         if (!f.promptCut) {
           const mu = Float64Array.from(t.logprobs!.slice(0, f.tokens.length - f.start));
-          const seq: TrainSequence = { ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: 0, desirable: t.reward > 0 };
+          const seq: TrainSequence = { ...base, tokens: f.tokens, start: f.start, mask: f.mask, kind: 'mispo', mu, advantage: 0, desirable: t.reward > 0, why: null };
           sequences.push(seq);
           rewards.set(seq, t.reward);
           continue;
         }
+        // A context cut from the left would condition π on less than μ saw.
+        if (exact !== null) cutExact = f;
+        why = `its ${exact === null ? 'prompt' : 'exact context'} (${promptIds.length} tokens) and reply (${t.tokens!.length}) are longer than the training sequence limit of ${o.maxTokens} tokens (training maxTokens)`;
       }
       if (t.reward === 0) {
         skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: 'a neutral (3 of 5) rating of off-policy text carries no preference' });
         continue;
       }
-      offPolicy(t.response, t.reward > 0);
+      if (cutExact !== null) sequences.push({ ...base, tokens: cutExact.tokens, start: cutExact.start, mask: cutExact.mask, kind: 'kto', mu: null, advantage: 0, desirable: t.reward > 0, why });
+      else offPolicy(t.response, t.reward > 0, why);
     } catch (e) {
       // Kept in the run's metrics with its reason; the rating stays visible and the round trains the rest.
       skipped.push({ ratingId: t.ratingId, turnId: t.turnId, why: (e as Error).message });

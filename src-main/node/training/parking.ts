@@ -22,7 +22,7 @@ export interface Parking {
 
 export async function parkUnencodable(store: Store, modelId: string, tok: ReinTokenizer, o: Parameters<typeof encodeRound>[2]): Promise<Parking> {
   const rows = store.rounds.ratedTurns(modelId, 'untrained');
-  const turns = await withMappedRewards(store, rows.map((r) => toTurn(r, 'pending')));
+  const turns = await withMappedRewards(store, rows.map((r) => toTurn(r, 'pending', store)));
   const verdicts = rows.map((r, i) => {
     const { sequences, skipped } = encodeRound([turns[i]!], tok, o);
     return { ratingId: r.rating_id, was: r.parked, why: sequences.length > 0 ? null : (skipped[0]?.why ?? 'it gives no training sequence') };

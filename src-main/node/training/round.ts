@@ -89,7 +89,8 @@ export interface RoundMetrics {
    * pending: the pending ratings this round trains (the held-out ones excluded); heldout: the ratings the gate scored
    * (pending ones held out, and older ones unseen by the lineage); drawn: the ids of the ratings that gave a gradient.
    */
-  samples: { pending: number; replay: number; heldout: number; pseudo: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[] };
+  /** offPolicy: the trained ratings whose own answer is KTO text, each with why it is not MIS-PO (data.ts offPolicyReason, or the length limit). */
+  samples: { pending: number; replay: number; heldout: number; pseudo: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[]; offPolicy: { ratingId: number; why: string }[] };
   /**
    * The reward baseline (data.ts onPolicyAdvantages): how many on-policy ratings train and their mean reward; each
    * meets the mean of the others.
@@ -350,6 +351,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
       kto: trainSeqs.filter((s) => s.kind === 'kto').length,
       drawn: [...t.drawn].sort((a, b) => a - b),
       skipped: p.skipped,
+      offPolicy: trainSeqs.flatMap((s) => (s.kind === 'kto' && s.why != null && s.ratingId > 0 ? [{ ratingId: s.ratingId, why: s.why }] : [])),
     },
     baseline: p.baseline,
     advantages: advantageStats(trainSeqs),
@@ -447,6 +449,7 @@ function pseudoLabelled(store: Store, modelId: string, weight: number): RatedTur
       tokens: null,
       logprobs: null,
       policy: null,
+      promptIds: null,
       createdAt: t.createdAt,
     };
   });

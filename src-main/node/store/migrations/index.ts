@@ -6,6 +6,7 @@ import * as m0004 from './0004-reward-models.ts';
 import * as m0005 from './0005-chats.ts';
 import * as m0006 from './0006-parked-ratings.ts';
 import * as m0007 from './0007-signals.ts';
+import * as m0008 from './0008-prompt-ids.ts';
 
 export interface Migration {
   version: number;
@@ -13,4 +14,4 @@ export interface Migration {
   sql: string;
 }
 
-export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006, m0007];
+export const MIGRATIONS: readonly Migration[] = [m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008];
