@@ -79,6 +79,12 @@ export const SETTINGS = {
     'training',
     'Your own reward mapping: a JavaScript function (rating, turn) => reward from -1 to 1, with rating.kind, score, reward (the default), tags, comment, correction and turn.source, length. It runs sandboxed and is tried on your recent ratings before it is saved; without one (null), the default applies: Good +1, Bad -1, a score s as (s-3)/2.',
   ),
+  'training.implicit': def(
+    z.enum(['off', 'confirm-only', 'weighted']),
+    'confirm-only',
+    'training',
+    'Weak labels: what Rein reads from your reactions to an answer (your next message, a re-ask, Esc), shown on the card and the popup to confirm (Y), flip (F) or dismiss (D). `off`: none is offered, and none trains. `confirm-only`: only a label you confirm or flip trains, as the rating you gave. `weighted`: an unconfirmed label also trains, at its confidence × 0.5 of a rating\'s weight (at most half a click), once per version lineage; it never overrides a rating of the same answer, and the eval gate and every held-out figure use your ratings only.',
+  ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
   'training.matchLlamaCpp': def(
     z.boolean(),
