@@ -5,12 +5,9 @@
 // the signals stay as evidence, and nothing is offered or confirmed.
 import type { Actor, VerbOutputs, VerbParsed } from '../../common/api.ts';
 import { ConflictError, NotFoundError } from '../../common/errors.ts';
-import { explainLabel, readSignals } from '../../common/implicit/reader.ts';
+import { explainLabel, implicitRater, readSignals } from '../../common/implicit/reader.ts';
 import { readSettings } from '../store/settings.ts';
 import type { Store } from '../store/store.ts';
-
-/** The rater of a rating made by confirming a weak label: `implicit:<rule>`, or `implicit-flipped:<rule>`. */
-export const implicitRater = (rule: string, flipped: boolean): string => `${flipped ? 'implicit-flipped' : 'implicit'}:${rule}`;
 
 export function implicitVerbs(store: Store, rate: (input: VerbParsed<'rate'>, actor: Actor) => VerbOutputs['rate']) {
   const off = (): boolean => readSettings(store)['training.implicit'] === 'off';
