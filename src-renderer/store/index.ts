@@ -50,6 +50,7 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
     client.on('turnCaptured', (turn) => {
       s().applyTurn(turn);
       s().enqueue(turn);
+      s().reloadWeakBefore(turn);
       void s().loadStatus();
     }),
     client.on('turnUpdated', (turn) => {
