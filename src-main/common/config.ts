@@ -83,7 +83,7 @@ export const SETTINGS = {
     z.enum(['off', 'confirm-only', 'weighted']),
     'confirm-only',
     'training',
-    'Weak labels: what Rein reads from your reactions to an answer (your next message, a re-ask, Esc), shown on the card and the popup to confirm (Y), flip (F) or dismiss (D). `off`: none is offered, and none trains. `confirm-only`: only a label you confirm or flip trains, as the rating you gave. `weighted`: an unconfirmed label also trains, at its confidence × 0.5 of a rating\'s weight (at most half a click), once per version lineage; it never overrides a rating of the same answer, and the eval gate and every held-out figure use your ratings only.',
+    'Weak labels: what Rein reads from your reaction to an answer (your next message in the session, a re-ask, Esc), offered on the card and the popup to confirm (Y), flip (F) or dismiss (D). `off`: no label is read, offered or trained (ratings you made earlier by confirming one stay ratings). `confirm-only`: a label trains only once you confirm or flip it, as the rating you gave. `weighted`: also, each round trains the unconfirmed labels the card would offer, at the label\'s confidence × 0.5 of a rating\'s weight (at most half a click), until a round that trained it goes live; they do not count toward training.threshold, never override a rating of the same answer, and are never held out: the eval gate and every held-out figure use your ratings only.',
   ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
   'training.matchLlamaCpp': def(

@@ -163,5 +163,24 @@ describe('training.implicit', () => {
     } finally {
       core.close();
     }
+    // Weak labels alone: they train, but the gate has no rating to score the candidate on, so it never goes live.
+    const only = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'weak-only') }) });
+    try {
+      await only.call('setSettings', { values: { 'model.active': modelDir, 'training.auto': false, 'training.preset': 'custom', 'training.custom': { steps: 2 }, 'training.implicit': 'weighted' } }, 'test');
+      await say(only, 'o1', 'make the parser accept trailing commas');
+      await say(only, 'o1', "no, that's wrong, the test still fails");
+      const { runId } = await only.call('startTraining', {}, 'test');
+      await only.scheduler.idle();
+      const run = (await only.call('listRuns', {}, 'test')).find((r) => r.id === runId)!;
+      const m = run.metrics as RoundMetrics;
+      expect(m.weak).toMatchObject({ labels: 1, drawn: 1 });
+      expect(m.samples.heldout).toBe(0);
+      expect(m.gate.heldout).toBe(0);
+      const [adapter] = await only.call('listAdapters', {}, 'test');
+      expect(adapter).toMatchObject({ status: 'rejected' });
+      expect(adapter!.reason).toMatch(/no held-out rated turn/);
+    } finally {
+      only.close();
+    }
   });
 });
