@@ -166,7 +166,7 @@ export function weakLabelled(store: Store, lineage: ReadonlySet<number>): WeakSa
 
 /** What a round's metrics say of the weak labels it trained (RoundMetrics.weak). */
 export interface WeakMetrics {
-  /** labels: how many the round selected; drawn: how many of them gave a gradient; meanWeight: over the selected. */
+  /** labels: how many the round selected; drawn: how many of them trained (gave a gradient), at meanWeight on average. */
   labels: number;
   drawn: number;
   meanWeight: number | null;

@@ -435,8 +435,9 @@ function noContrast(b: RoundBaseline): string {
 
 function weakMetrics(weak: readonly WeakSample[], drawn: ReadonlySet<number>): WeakMetrics {
   const turns = weak.map((w) => ({ turnId: w.turn.turnId, value: w.label.value, rule: w.label.rule, confidence: w.label.confidence, weight: w.weight, drawn: drawn.has(w.turn.turnId) }));
-  const meanWeight = turns.length === 0 ? null : turns.reduce((a, w) => a + w.weight, 0) / turns.length;
-  return { labels: turns.length, drawn: turns.filter((w) => w.drawn).length, meanWeight, turns };
+  const trained = turns.filter((w) => w.drawn);
+  const meanWeight = trained.length === 0 ? null : trained.reduce((a, w) => a + w.weight, 0) / trained.length;
+  return { labels: turns.length, drawn: trained.length, meanWeight, turns };
 }
 
 function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantages'] {
