@@ -10,6 +10,7 @@ import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { advantage, roundBaselines } from '../../common/rewards.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
+import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { readSignals, type WeakLabel } from '../../common/implicit/reader.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { RatedTurnRow } from '../store/rounds.ts';
@@ -176,6 +177,29 @@ export interface WeakMetrics {
 function weakOfRun(metrics: unknown): WeakMetrics['turns'] {
   const w = (metrics as { weak?: { turns?: unknown } } | null)?.weak?.turns;
   return Array.isArray(w) ? (w as WeakMetrics['turns']) : [];
+}
+
+/**
+ * Each sequence's KTO weight: its class weight (ktoClassWeights) times its magnitude: a rating's |r| (a 4 of 5 weighs
+ * half a 5), 1 for a correction (an explicit judgement), pseudoLabelWeight for a reward-model label (ratingId < 0), and
+ * a weak label's confidence × WEAK_LABEL_FACTOR (its |reward|: weakLabelled). The class weights are counted without
+ * the weak labels, so training on them (training.implicit weighted) never changes what a rating or a reward-model
+ * label weighs, and a weak label weighs at most WEAK_LABEL_FACTOR of a rating of its class.
+ */
+export function ktoWeights(
+  seqs: readonly TrainSequence[],
+  turnOf: ReadonlyMap<number, RatedTurn>,
+  o: { pseudoLabelWeight: number; ktoDesirable: number; ktoUndesirable: number },
+): Map<TrainSequence, number> {
+  const counted = seqs.filter((s) => s.kind === 'kto' && s.role !== 'weak');
+  const lambda = ktoClassWeights(counted.filter((s) => s.desirable).length, counted.filter((s) => !s.desirable).length, o);
+  return new Map(
+    seqs.map((s) => {
+      const t = turnOf.get(s.ratingId)!;
+      const magnitude = t.role === 'weak' ? Math.abs(t.reward) : s.ratingId < 0 ? o.pseudoLabelWeight : t.correction !== null ? 1 : Math.abs(t.reward);
+      return [s, (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude];
+    }),
+  );
 }
 
 /** Fisher-Yates over 0..n-1 with a seeded stream. */

@@ -17,7 +17,6 @@ import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
-import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
 import { chooseDevice } from '../engine/device.ts';
 import type { DeviceChoice } from '../../common/system.ts';
@@ -25,7 +24,7 @@ import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
-import { encodeRound, lineageRuns, selectRound, shuffle, weakLabelled, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence, type WeakMetrics, type WeakSample } from './data.ts';
+import { encodeRound, ktoWeights, lineageRuns, selectRound, shuffle, weakLabelled, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence, type WeakMetrics, type WeakSample } from './data.ts';
 import { evaluateGate, targetDirection } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
@@ -257,18 +256,9 @@ async function train(p: Prepared): Promise<Trained> {
     checkCancel();
   }
   const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
-  // KTO's class weights from this round's counts, times each rating's magnitude |r| (a 4 of 5 weighs half a 5); a
-  // correction is an explicit judgement and weighs 1.
-  const kto = trainSeqs.filter((s) => s.kind === 'kto');
-  const lambda = ktoClassWeights(kto.filter((s) => s.desirable).length, kto.filter((s) => !s.desirable).length, cfg);
   const turnOf = new Map([...p.turns, ...p.pseudo, ...p.weak.map((w) => w.turn)].map((t) => [t.ratingId, t]));
-  const stepSeqs = trainSeqs.map((s): StepSequence & Pick<TrainSequence, 'ratingId' | 'role'> => {
-    const t = turnOf.get(s.ratingId)!;
-    // A reward-model label weighs reward.pseudoLabelWeight (at most 0.5) of a user's rating, a weak label its
-    // confidence × WEAK_LABEL_FACTOR (its reward is ± that weight: data.ts weakLabelled).
-    const magnitude = t.role === 'weak' ? Math.abs(t.reward) : s.ratingId < 0 ? p.settings['reward.pseudoLabelWeight'] : t.correction !== null ? 1 : Math.abs(t.reward);
-    return { ...s, ref: refs.get(s)!, ktoWeight: (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude };
-  });
+  const weights = ktoWeights(trainSeqs, turnOf, { ...cfg, pseudoLabelWeight: p.settings['reward.pseudoLabelWeight'] });
+  const stepSeqs = trainSeqs.map((s): StepSequence & Pick<TrainSequence, 'ratingId' | 'role'> => ({ ...s, ref: refs.get(s)!, ktoWeight: weights.get(s)! }));
   const rng = new Rng(cfg.seed + 7919 * p.o.runId);
   let order: number[] = [];
   const drawn = new Set<number>();

@@ -13,7 +13,7 @@ import { writeTinyModel } from '../engine/tiny.ts';
 import { resolveHome } from '../home.ts';
 import type { RoundMetrics } from './round.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
-import { selectRound, WEAK_LABEL_FACTOR, weakLabelled } from './data.ts';
+import { ktoWeights, selectRound, WEAK_LABEL_FACTOR, weakLabelled, type RatedTurn, type SampleRole, type TrainSequence } from './data.ts';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'rein-weak-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -116,6 +116,28 @@ describe('training.implicit', () => {
     } finally {
       core.close();
     }
+  });
+
+  it('a weak label weighs its confidence × 0.5 of a rating of its class, and never changes what a rating weighs', () => {
+    const o = { pseudoLabelWeight: 0, ktoDesirable: 1, ktoUndesirable: 1 };
+    let id = 0;
+    const make = (role: SampleRole, reward: number): [TrainSequence, RatedTurn] => {
+      id++;
+      const ratingId = role === 'weak' ? -id : id;
+      const turn: RatedTurn = { ratingId, turnId: id, role, source: 'claude-code', reward, correction: null, context: [], prompt: 'p', response: 'r', tokens: null, logprobs: null, policy: null, createdAt: id };
+      return [{ ratingId, role, tokens: [1, 2], start: 1, mask: [1], kind: 'kto', mu: null, advantage: 0, desirable: reward > 0 }, turn];
+    };
+    const ratings = [make('pending', 1), make('pending', 1), make('pending', -1), make('replay', 0.5)];
+    // Many weak Good labels: counted as a class they would shrink every Good rating's weight.
+    const weak = Array.from({ length: 6 }, () => make('weak', 0.9 * WEAK_LABEL_FACTOR));
+    const turnOf = new Map([...ratings, ...weak].map(([s, t]) => [s.ratingId, t]));
+    const alone = ktoWeights(ratings.map(([s]) => s), turnOf, o);
+    const mixed = ktoWeights([...ratings, ...weak].map(([s]) => s), turnOf, o);
+    for (const [s] of ratings) expect(mixed.get(s)).toBe(alone.get(s));
+    const goodRating = alone.get(ratings[0]![0])!;
+    for (const [s] of weak) expect(mixed.get(s)).toBeCloseTo(goodRating * 0.45, 12);
+    // A scale 4 of 5 (|r| 0.5) and the Bad rating keep their own weights too.
+    expect(mixed.get(ratings[3]![0])).toBeCloseTo(goodRating * 0.5, 12);
   });
 
   it('a weighted round through the scheduler and worker trains them and counts them in its metrics; the gate scores ratings only', { timeout: 300_000 }, async () => {
