@@ -151,6 +151,27 @@ export async function openApp(o: { serve?: Parameters<typeof startServe>[0]; pro
   return { serve, browser, context, page };
 }
 
+/**
+ * The tray popup in its own browser context at 420×640: the Electron popup is the renderer at ?window=popup, and here it
+ * runs in Chromium like the main window. Returns once its event stream answers (a turn captured before that reaches it
+ * only as a waiting one); its errors go into `problems`.
+ */
+export async function openPopupPage(app: App, problems: string[]): Promise<Page> {
+  const other = await app.browser.newContext({ viewport: { width: 420, height: 640 } });
+  const p = await other.newPage();
+  p.setDefaultTimeout(10_000);
+  p.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
+  p.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(`popup console: ${m.text()}`);
+  });
+  const url = app.serve.openUrl;
+  const hash = url.indexOf('#');
+  const live = p.waitForResponse((r) => r.url().includes('/api/events'));
+  await p.goto(`${url.slice(0, hash)}?window=popup${url.slice(hash)}`);
+  await live;
+  return p;
+}
+
 /** Closes the page's browser and stops the server, which must exit cleanly (0). */
 export async function closeApp(app: App | undefined): Promise<void> {
   await app?.context.close();

@@ -6,7 +6,7 @@
 // Every check reads the STORED rating through the core's API. Screenshots go to e2e/artifacts/surface-*.png.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openTab } from './harness.ts';
+import { artifactPath, axeViolations, checkScreens, closeApp, openApp, openPopupPage, openTab } from './harness.ts';
 import type { App, ServeChild } from './harness.ts';
 
 let app: App;
@@ -45,22 +45,7 @@ async function capture(over: Record<string, unknown> = {}): Promise<number> {
 const stored = async (turnId: number) => (await serve.call('getTurn', { turnId })).rating;
 const card = () => page.getByTestId('rating-card');
 
-async function openPopup(): Promise<Page> {
-  const other = await app.browser.newContext({ viewport: { width: 420, height: 640 } });
-  const p = await other.newPage();
-  p.setDefaultTimeout(10_000);
-  p.on('pageerror', (e) => problems.push(`popup pageerror: ${e.message}`));
-  p.on('console', (m) => {
-    if ((m.type() === 'error' || m.type() === 'warning') && !m.text().startsWith('Failed to load resource')) problems.push(`popup console: ${m.text()}`);
-  });
-  // The Electron tray popup is the renderer at ?window=popup; here it runs in Chromium like the main window.
-  const hash = serve.openUrl.indexOf('#');
-  // Live once its event stream answers: a turn captured before that reaches it only as a waiting one.
-  const live = p.waitForResponse((r) => r.url().includes('/api/events'));
-  await p.goto(`${serve.openUrl.slice(0, hash)}?window=popup${serve.openUrl.slice(hash)}`);
-  await live;
-  return p;
-}
+const openPopup = () => openPopupPage(app, problems);
 
 describe('the main window card', () => {
   it('offers score, correction, tags and a comment, and key 2 stores them with the Bad', async () => {

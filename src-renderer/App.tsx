@@ -45,16 +45,15 @@ function useRatingKeys(withPopup: boolean) {
         void s.undo(where);
         return;
       }
-      // Y, F, D answer the card's weak label (components/WeakLabel.tsx), when it shows one.
+      const turn = where === 'popup' ? selectPopupTurn(s) : where === 'card' ? selectCurrentTurn(s) : null;
+      // Y, F, D answer the weak label of the card's or the popup's turn (components/WeakLabel.tsx), when it shows one.
       const weakAction = KEY_TO_WEAK[e.key.toLowerCase() as keyof typeof KEY_TO_WEAK];
-      const card = where === 'card' ? selectCurrentTurn(s) : null;
-      if (weakAction && card && card.rating === null && s.weak[card.id]) {
+      if (weakAction && turn && turn.rating === null && s.weak[turn.id]) {
         e.preventDefault();
-        void s.answerWeak(card.id, weakAction);
+        void s.answerWeak(turn.id, weakAction);
         return;
       }
       const value = KEY_TO_RATING[e.key as keyof typeof KEY_TO_RATING];
-      const turn = where === 'popup' ? selectPopupTurn(s) : where === 'card' ? selectCurrentTurn(s) : null;
       if (!value || !turn) return;
       e.preventDefault();
       // Pressing the rating the card already shows changes nothing, unless words were typed to go with it.

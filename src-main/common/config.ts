@@ -79,6 +79,12 @@ export const SETTINGS = {
     'training',
     'Your own reward mapping: a JavaScript function (rating, turn) => reward from -1 to 1, with rating.kind, score, reward (the default), tags, comment, correction and turn.source, length. It runs sandboxed and is tried on your recent ratings before it is saved; without one (null), the default applies: Good +1, Bad -1, a score s as (s-3)/2.',
   ),
+  'training.implicit': def(
+    z.enum(['off', 'confirm-only', 'weighted']),
+    'confirm-only',
+    'training',
+    'Weak labels: what Rein reads from your reaction to an answer (your next message in the session, a re-ask, Esc), offered on the card and the popup to confirm (Y), flip (F) or dismiss (D). `off`: no label is read, offered or trained (ratings you made earlier by confirming one stay ratings). `confirm-only`: a label trains only once you confirm or flip it, as the rating you gave. `weighted`: also, each round trains the unconfirmed labels the card would offer, at the label\'s confidence × 0.5 of a rating\'s weight (at most half a click), until a round that trained it goes live; they do not count toward training.threshold, never override a rating of the same answer, and are never held out: the eval gate and every held-out figure use your ratings only.',
+  ),
   'training.onlyWhenIdle': def(z.boolean(), false, 'training', 'Wait until the computer is idle before training.'),
   'training.matchLlamaCpp': def(
     z.boolean(),

@@ -1,4 +1,4 @@
-// The weak label on the Rate card: "Rein read this as Bad because you wrote: '…'", with one key each to confirm it
+// The weak label on the Rate card and the popup: "Rein read this as Bad because you wrote: '…'", with one key each to confirm it
 // (Y), flip it (F) or dismiss it (D). Never a rating by itself: confirming or flipping is the user's rating.
 import { useEffect } from 'react';
 import { useShallow } from 'zustand/shallow';
@@ -19,14 +19,16 @@ export function WeakLabel(props: { turnId: number; rated: boolean }) {
     void load(turnId);
   }, [turnId, load]);
   if (weak === null || rated) return null;
+  // The buttons say which rating each one gives: "Confirm" alone leaves a new user guessing.
+  const [as, other] = weak.value === 'good' ? ['Good', 'Bad'] : ['Bad', 'Good'];
   return (
     <div className={`weak-label ${weak.value}`} data-testid="weak-label" role="group" aria-label="Rein's reading of your reaction">
       <p>{weak.explanation}</p>
       <button type="button" onClick={() => void answer(turnId, 'confirm')}>
-        Confirm <kbd>Y</kbd>
+        Confirm {as} <kbd>Y</kbd>
       </button>
       <button type="button" onClick={() => void answer(turnId, 'flip')}>
-        Flip <kbd>F</kbd>
+        Flip to {other} <kbd>F</kbd>
       </button>
       <button type="button" className="link" onClick={() => void answer(turnId, 'dismiss')}>
         Dismiss <kbd>D</kbd>

@@ -1,7 +1,8 @@
 // The popup: one captured turn asking for Good or Bad, in its own small Electron window near the tray (the headless
 // web UI has no popup: its Rate screen is the one rating surface). Keys 1 and 2 rate it and U undoes (App's key
 // handler), the rating controls are the card's (a score, correction, tags and comment go with whichever rating), and
-// closing it (or the timeout) counts the turn as ignored. Answers that waited before it opened can be rated here too.
+// closing it (or the timeout) counts the turn as ignored. What the user wrote next in the same session shows as the
+// card's weak label (Y confirms, F flips, D dismisses). Answers that waited before it opened can be rated here too.
 import { useEffect, useRef, useState } from 'react';
 import { useShallow } from 'zustand/shallow';
 import { CrossIcon } from '../components/icons.tsx';
@@ -11,6 +12,7 @@ import { selectDraftTyped } from '../store/rating.ts';
 import { selectFullTurn } from '../store/ratings.ts';
 import { Exchange } from '../components/Exchange.tsx';
 import { RatingControls } from '../components/RatingControls.tsx';
+import { WeakLabel } from '../components/WeakLabel.tsx';
 import { PopupEmpty } from './PopupEmpty.tsx';
 
 /**
@@ -97,6 +99,7 @@ export function PopupCard() {
       <div className="popup-text">
         <Exchange turn={turn} compact />
       </div>
+      <WeakLabel turnId={turn.id} rated={turn.rating !== null} />
       <RatingControls turnId={turn.id} rating={turn.rating} where="popup" answer={answer} />
       <p className="popup-foot" aria-live="polite">
         {error ? (

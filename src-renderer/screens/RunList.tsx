@@ -3,7 +3,7 @@ import type { RunView } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
 import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
-import { fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns } from '../store/training.ts';
+import { fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns, weakSentence } from '../store/training.ts';
 
 /** The KL budget a round ran with (its stored config), for a round the gate never scored. */
 function configBudget(run: RunView): number | null {
@@ -52,6 +52,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const gate = gateSentence(m.gate, props.accepted);
   const rejected = rejectionWords(m.gate, props.accepted);
   const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
+  const weak = weakSentence(m.weak);
   return (
     <li className="run" data-run-id={run.id}>
       <div className="run-head">
@@ -81,6 +82,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.samples.pending} new ratings, {m.samples.replay} replayed, {m.samples.heldout} held out
           {m.trainSeconds !== undefined && ` · ${m.trainSeconds.toFixed(1)} s`}
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
+          {weak !== null && <span data-testid="run-weak"> · {weak}</span>}
         </p>
       )}
       {m.device !== undefined && (

@@ -25,6 +25,7 @@ const TITLES: Record<string, string> = {
   'training.custom': 'Custom preset fields',
   'training.device': 'Where training runs (CPU or GPU)',
   'training.rewardMapper': 'Reward mapper',
+  'training.implicit': 'Train on labels read from your reactions',
   'training.onlyWhenIdle': 'Train only while the computer is idle',
   'training.matchLlamaCpp': 'Train on what llama.cpp computes (GGUF bases)',
   'training.keepQuantized': 'Keep 4- and 8-bit weights quantized while training (GGUF bases)',

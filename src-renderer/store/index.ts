@@ -50,6 +50,7 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
     client.on('turnCaptured', (turn) => {
       s().applyTurn(turn);
       s().enqueue(turn);
+      s().reloadWeakBefore(turn);
       void s().loadStatus();
     }),
     client.on('turnUpdated', (turn) => {
@@ -81,6 +82,8 @@ export function connectEvents(store: ReinStore, client: ReinClient): () => void 
     }),
     client.on('settingsChanged', (changed) => {
       s().applySettings(changed);
+      // training.implicit off reads no label (core/implicit.ts): the labels on screen are read again.
+      if ('training.implicit' in changed) for (const id of Object.keys(s().weak)) void s().loadWeak(Number(id));
       void s().loadStatus();
     }),
   ];

@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { deviceSentence, gateSentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords } from './training.ts';
+import { deviceSentence, gateSentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords, weakSentence } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -216,6 +216,15 @@ describe('ratings history', () => {
 });
 
 describe('training and adapters', () => {
+  it('says how many unconfirmed weak labels a round trained and at what weight, and nothing when none did', () => {
+    const weak = { labels: 3, drawn: 2, meanWeight: 0.4375, turns: [] };
+    expect(weakSentence(runMetrics({ metrics: { weak } }).weak)).toBe('2 unconfirmed weak labels trained, at weight 0.44 on average (a rating weighs 1)');
+    expect(weakSentence({ labels: 1, drawn: 1, meanWeight: 0.45 })).toBe('1 unconfirmed weak label trained, at weight 0.45 on average (a rating weighs 1)');
+    expect(weakSentence({ labels: 0, drawn: 0, meanWeight: null })).toBeNull();
+    // A run recorded before weak labels trained.
+    expect(weakSentence(runMetrics({ metrics: {} }).weak)).toBeNull();
+  });
+
   it('says where a round trained, and why auto stayed on the CPU', () => {
     const metrics = { device: { requested: 'auto', provider: 'cpu', adapter: 'AMD EPYC', reason: "no GPU provider passed its probe (webgpu: Failed to get a WebGPU adapter: No supported adapters)" } };
     expect(deviceSentence(runMetrics({ metrics }).device)).toBe('Trained on the CPU (AMD EPYC): no GPU could be used.');

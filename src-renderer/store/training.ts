@@ -119,6 +119,18 @@ interface RunMetrics {
   trainSeconds?: number;
   samples?: { pending: number; replay: number; heldout: number };
   device?: DeviceChoice;
+  /** Unconfirmed weak labels the round trained (training.implicit weighted; training/data.ts WeakMetrics). */
+  weak?: { labels: number; drawn: number; meanWeight: number | null };
+}
+
+/**
+ * What a round trained from reactions nobody confirmed (training.implicit weighted), in words, so they are not taken
+ * for ratings: "2 unconfirmed weak labels trained, at weight 0.43 on average (a rating weighs 1)". Null when none did.
+ */
+export function weakSentence(weak: RunMetrics['weak']): string | null {
+  if (!weak || weak.drawn === 0 || weak.meanWeight === null) return null;
+  const n = weak.drawn === 1 ? '1 unconfirmed weak label' : `${weak.drawn} unconfirmed weak labels`;
+  return `${n} trained, at weight ${weak.meanWeight.toFixed(2)} on average (a rating weighs 1)`;
 }
 
 /** Where a round trained, in words: "on webgpu (adapter)", and with `auto` on the CPU, why no GPU was used. */

@@ -311,6 +311,11 @@ export interface WeakSlice {
   /** The last confirm, flip or dismiss that failed, by turn id. */
   weakError: { turnId: number; message: string } | null;
   loadWeak: (turnId: number) => Promise<void>;
+  /**
+   * A turn was captured: its prompt may be a reaction to an earlier answer of the same session and agent (the core
+   * stores it as that answer's signal), so the label of each such answer already asked about is read again.
+   */
+  reloadWeakBefore: (turn: TurnSummary) => void;
   /** Confirm rates the turn as the label says, flip the other way (both through the core's rate); dismiss drops it. */
   answerWeak: (turnId: number, action: 'confirm' | 'flip' | 'dismiss') => Promise<void>;
 }

@@ -548,6 +548,15 @@ function pick(r: { value: WeakValue; confidence: number }): { value: WeakValue; 
   return { value: r.value, confidence: r.confidence };
 }
 
+/** The rater of a rating made by confirming a weak label: `implicit:<rule>`, or `implicit-flipped:<rule>`. */
+export const implicitRater = (rule: string, flipped: boolean): string => `${flipped ? 'implicit-flipped' : 'implicit'}:${rule}`;
+
+/** The rule and whether it was flipped, when `rater` is implicitRater's; null for any other rater (a click, `/rl`, a script). */
+export function parseImplicitRater(rater: string): { rule: string; flipped: boolean } | null {
+  const m = /^(implicit|implicit-flipped):(.+)$/u.exec(rater);
+  return m === null ? null : { rule: m[2]!, flipped: m[1] === 'implicit-flipped' };
+}
+
 /** The sentence the card and the popup show: "Rein read this as Bad because you wrote: 'that's wrong'". */
 export function explainLabel(label: WeakLabel): string {
   const as = label.value === 'good' ? 'Good' : 'Bad';

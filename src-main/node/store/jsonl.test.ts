@@ -113,6 +113,49 @@ describe('JSONL export and import', () => {
     expect(body(file2)).toBe(body(file));
   });
 
+  it('marks what came from a reaction: a confirmed weak label is a rating with source implicit, an unconfirmed one a weakLabel record that imports as no rating', async () => {
+    const a = newCore();
+    const say = async (session: string, n: number, prompt: string): Promise<number> =>
+      (await a.call('captureTurn', { source: 'claude-code', session, eventId: `${session}:${n}`, prompt, response: `answer ${n}` }, 'hook')).turn!.id;
+    const confirmed = await say('w1', 1, 'make the parser accept trailing commas');
+    await say('w1', 2, "no, that's wrong, the test still fails");
+    const flipped = await say('w2', 1, 'rename getUser');
+    await say('w2', 2, 'perfect, thanks');
+    const open = await say('w3', 1, 'add a retry loop');
+    await say('w3', 2, 'nope, still broken sk-proj-4fQ9xZ2mLw8RtY1uVb7NcK3pHs6DgJ0a');
+    const clicked = await say('w4', 1, 'add pagination');
+    await say('w4', 2, 'that is wrong, page 2 repeats page 1');
+    await a.call('confirmWeakLabel', { turnId: confirmed }, 'test');
+    await a.call('confirmWeakLabel', { turnId: flipped, flip: true }, 'test');
+    await a.call('rate', { turnId: clicked, value: 'good' }, 'test');
+    const file = path.join(tmp(), 'weak.jsonl');
+    expect(await a.call('exportData', { path: file }, 'cli')).toMatchObject({ ratings: 3 });
+    const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const rating = (turnId: number) => lines.find((l) => l.type === 'rating' && l.turnId === turnId);
+    expect(rating(confirmed)).toMatchObject({
+      kind: 'bad',
+      rater: 'implicit:says-wrong',
+      source: 'implicit',
+      implicit: { rule: 'says-wrong', flipped: false, confidence: 0.9, quote: "no, that's wrong", evidence: "no, that's wrong, the test still fails" },
+    });
+    expect(rating(flipped)).toMatchObject({ kind: 'bad', source: 'implicit', implicit: { rule: 'praise', flipped: true, evidence: 'perfect, thanks' } });
+    expect((rating(flipped)!.implicit as { confidence: number }).confidence).toBeGreaterThan(0);
+    // The user's own rating is explicit, even where a label was there to confirm.
+    expect(rating(clicked)).toMatchObject({ kind: 'good', source: 'explicit', implicit: null });
+    // The unconfirmed label: its own record, marked implicit, redacted like any text; never a rating.
+    const weak = lines.filter((l) => l.type === 'weakLabel');
+    expect(weak).toEqual([
+      { type: 'weakLabel', turnId: open, source: 'implicit', value: 'bad', rule: expect.any(String), confidence: expect.any(Number), quote: expect.any(String), evidence: expect.stringContaining('nope, still broken'), signal: 'followup' },
+    ]);
+    expect(weak[0]!.evidence).not.toContain('sk-proj-4fQ9');
+    expect(rating(open)).toBeUndefined();
+    const b = newCore();
+    expect(await b.call('importData', { path: file }, 'cli')).toMatchObject({ ratings: 3, bad: 0 });
+    const raters = (await b.call('listRatings', { limit: 100 }, 'test')).items.map((r) => r.rater);
+    expect(raters).toHaveLength(3);
+    expect(raters).toEqual(expect.arrayContaining(['implicit-flipped:praise', 'implicit:says-wrong']));
+  });
+
   it('caps and redacts every free-text field of an imported turn and rating, as a capture does (issue #21 item 9)', async () => {
     const key = 'sk-proj-4fQ9xZ2mLw8RtY1uVb7NcK3pHs6DgJ0a';
     const turn = {

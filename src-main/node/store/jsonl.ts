@@ -1,5 +1,7 @@
 // Export to JSONL and import back. One record per line: a header carrying the schema version, then
-// {"type":"turn"}, {"type":"run"} and {"type":"rating"} records. Import validates the whole file before
+// {"type":"turn"}, {"type":"run"}, {"type":"rating"} and {"type":"weakLabel"} records. A rating says whether the user
+// gave it (`source: "explicit"`) or confirmed a label Rein read from their reaction (`"implicit"`, with the rule, its
+// confidence and the words); a weakLabel record is a label nobody confirmed, so nobody takes it for a rating. Import validates the whole file before
 // writing anything, skips turns already present (by source + event id) together with their ratings,
 // remaps turn, run and rating ids, and writes everything in one transaction.
 import path from 'node:path';
@@ -9,6 +11,8 @@ import { ContextMessageSchema, TurnPolicy } from '../../common/api.ts';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { rewardOf } from '../../common/rewards.ts';
 import { redact } from '../../common/redact.ts';
+import { parseImplicitRater, readSignals } from '../../common/implicit/reader.ts';
+import { SIGNAL_KINDS, type SignalKind } from '../../common/implicit/signals.ts';
 import type { FieldCipher } from './cipher.ts';
 import { decodeLogprobs, decodeTokens, encodeLogprobs, encodeTokens } from './codec.ts';
 import { scrubRating, scrubTurn } from './scrub.ts';
@@ -83,12 +87,37 @@ const RatingRecord = z.strictObject({
   createdAt: z.number().int(),
   undoneAt: z.number().int().nullable(),
   runId: z.number().int().positive().nullable(),
+  /** Since weak labels: `implicit` when the rating confirms (or flips) a label read from the user's reaction. */
+  source: z.enum(['explicit', 'implicit']).optional(),
+  implicit: z
+    .strictObject({ rule: z.string().min(1), flipped: z.boolean(), confidence: z.number().min(0).max(1).nullable(), quote: z.string().nullable(), evidence: z.string().nullable() })
+    .nullable()
+    .optional(),
 });
 
-const Record_ = z.discriminatedUnion('type', [TurnRecord, RunRecord, RatingRecord]);
+/**
+ * A weak label no one confirmed (common/implicit/reader.ts): read at export time from the turn's signals that are not
+ * dismissed, for a turn without a live rating. It is no rating: import reads it and stores nothing (the signals it
+ * was read from are not exported).
+ */
+const WeakLabelRecord = z.strictObject({
+  type: z.literal('weakLabel'),
+  turnId: z.number().int().positive(),
+  source: z.literal('implicit'),
+  value: z.enum(['good', 'bad']),
+  rule: z.string().min(1),
+  confidence: z.number().min(0).max(1),
+  /** The words (or event) that fired the rule, and the whole signal they came from. */
+  quote: z.string(),
+  evidence: z.string(),
+  signal: z.enum(SIGNAL_KINDS as [SignalKind, ...SignalKind[]]),
+});
+
+const Record_ = z.discriminatedUnion('type', [TurnRecord, RunRecord, RatingRecord, WeakLabelRecord]);
 type TurnRecord = z.infer<typeof TurnRecord>;
 type RunRecord = z.infer<typeof RunRecord>;
 type RatingRecord = z.infer<typeof RatingRecord>;
+type WeakLabelRecord = z.infer<typeof WeakLabelRecord>;
 
 /**
  * Every string of a stored JSON value redacted, keys included. An export redacts all its text again (issue #19): a
@@ -191,6 +220,7 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
             line(rec);
           }
           for (const r of store.stmt<RatingRow>('SELECT * FROM ratings ORDER BY id').iterate()) {
+            const implicit = implicitOf(store, r);
             const rec: RatingRecord = {
               type: 'rating',
               id: r.id,
@@ -206,9 +236,21 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
               createdAt: r.created_at,
               undoneAt: r.undone_at,
               runId: r.run_id,
+              source: implicit === null ? 'explicit' : 'implicit',
+              implicit,
             };
             line(rec);
             ratings++;
+          }
+          // Unconfirmed weak labels, as the reader reads them now (the card offers those at or above its threshold).
+          for (const { turn_id: turnId } of store.stmt<{ turn_id: number }>('SELECT DISTINCT turn_id FROM signals WHERE dismissed_at IS NULL ORDER BY turn_id').iterate()) {
+            if (store.liveRating(turnId) !== null) continue;
+            const signals = store.signals.ofTurn(turnId);
+            const label = readSignals(signals);
+            const from = signals.find((x) => x.id === label?.signalId);
+            if (label === null || from === undefined) continue;
+            const rec: WeakLabelRecord = { type: 'weakLabel', turnId, source: 'implicit', value: label.value, rule: label.rule, confidence: label.confidence, quote: redact(label.quote), evidence: redact(from.evidence), signal: from.kind };
+            line(rec);
           }
         })();
         flush();
@@ -218,6 +260,21 @@ export function exportJsonl(store: Store, file: string, actor: Actor): { path: s
       { mode: 0o600, fsync: true },
     );
   }
+}
+
+/**
+ * What an export says of a rating made by confirming a weak label (rater implicit:<rule>): the rule, whether the user
+ * flipped it, and the confidence, quote and signal text of the label as the turn's signals still read; null for a
+ * rating the user gave themselves.
+ */
+function implicitOf(store: Store, r: RatingRow): RatingRecord['implicit'] {
+  const rater = parseImplicitRater(r.rater);
+  if (rater === null) return null;
+  const signals = store.signals.ofTurn(r.turn_id);
+  const label = readSignals(signals, 0);
+  const same = label !== null && label.rule === rater.rule ? label : null;
+  const from = signals.find((x) => x.id === same?.signalId);
+  return { ...rater, confidence: same?.confidence ?? null, quote: same === null ? null : redact(same.quote), evidence: from === undefined ? null : redact(from.evidence) };
 }
 
 /** Why a file could not be written, in words; the system's own message (it names a temporary file) otherwise. */
@@ -332,6 +389,7 @@ function parseFile(file: string, cipher: FieldCipher | null): { turns: TurnRecor
     lineOf.set(rec, lineNo);
     if (rec.type === 'turn') turns.push(rec);
     else if (rec.type === 'run') runs.push(rec);
+    else if (rec.type === 'weakLabel') return;
     else {
       const expected = rewardOf(rec.kind === 'scale' ? (rec.scale ?? 0) : rec.kind).reward;
       if (expected !== rec.value) return badLine(lineNo, `value: ${rec.value} does not match ${rec.kind} ${rec.scale ?? ''}`.trim());

@@ -10,6 +10,8 @@ import { BadInputError } from '../../common/errors.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { advantage, roundBaselines } from '../../common/rewards.ts';
 import { heldoutCount } from '../../common/training/estimate.ts';
+import { ktoClassWeights } from '../../common/training/objectives.ts';
+import { readSignals, type WeakLabel } from '../../common/implicit/reader.ts';
 import { decodeLogprobs, decodeTokens } from '../store/codec.ts';
 import type { RatedTurnRow } from '../store/rounds.ts';
 import type { Store } from '../store/store.ts';
@@ -18,7 +20,8 @@ import { STEPS_AFTER_PROMPT, turnMessages } from '../../common/sources.ts';
 import { roundRewards } from './reward-mapper.ts';
 import { shortWeightsId } from '../model-files/weights-id.ts';
 
-export type SampleRole = 'pending' | 'replay' | 'heldout';
+/** weak: an unconfirmed weak label (training.implicit weighted), trained as text at a lower weight, never held out. */
+export type SampleRole = 'pending' | 'replay' | 'heldout' | 'weak';
 
 export interface RatedTurn {
   ratingId: number;
@@ -143,6 +146,97 @@ export function heldoutIndices(values: readonly number[], nHeld: number, rng: Rn
     }
   }
   return new Set(strata.flatMap((g, k) => g.slice(0, take[k])));
+}
+
+/**
+ * An unconfirmed weak label's weight per unit of the reader's confidence (training.implicit weighted): a label read at
+ * confidence c trains at c × WEAK_LABEL_FACTOR of an explicit rating's weight (1), so at most half a click. Half, because
+ * the reader's precision on follow-ups written after its rules were frozen is 0.935 with a 95% interval down to about
+ * 0.79 (docs/implicit-feedback.md), and a wrong label then pushes the model the wrong way at full strength in its
+ * batch; it is the same ceiling as the reward model's own labels (reward.pseudoLabelWeight, at most 0.5).
+ */
+export const WEAK_LABEL_FACTOR = 0.5;
+
+/** One unconfirmed weak label a round trains on: the turn (role weak, reward ±weight) and what the reader read. */
+export interface WeakSample {
+  turn: RatedTurn;
+  label: WeakLabel;
+  weight: number;
+}
+
+/**
+ * The weak labels a weighted round trains on (training.implicit weighted): those the card would offer now (an unrated
+ * answer, its signals not dismissed, a label at or above the reader's threshold) that no round of the lineage
+ * (lineageRuns) drew yet, so one trains once per line of versions, as a rating does. An answer with a rating of its own is
+ * never one of them: the rating alone speaks for it. They train as KTO text (no stored μ is used, so they never join the
+ * on-policy baseline), with ratingId −turnId, and are never held out or scored by the gate.
+ */
+export function weakLabelled(store: Store, lineage: ReadonlySet<number>): WeakSample[] {
+  const trained = new Set<number>();
+  for (const runId of lineage) for (const w of weakOfRun(store.runs.get(runId)?.metrics)) if (w.drawn) trained.add(w.turnId);
+  const out: WeakSample[] = [];
+  store.signals.suggested((turnId) => {
+    if (trained.has(turnId) || store.liveRating(turnId) !== null) return true;
+    const label = readSignals(store.signals.ofTurn(turnId));
+    if (label === null) return true;
+    const weight = label.confidence * WEAK_LABEL_FACTOR;
+    const t = store.getTurn(turnId);
+    const turn: RatedTurn = {
+      ratingId: -turnId,
+      turnId,
+      role: 'weak',
+      source: t.source,
+      reward: label.value === 'good' ? weight : -weight,
+      correction: null,
+      context: t.context,
+      prompt: t.prompt,
+      response: t.response,
+      tokens: null,
+      logprobs: null,
+      policy: null,
+      createdAt: t.createdAt,
+    };
+    out.push({ turn, label, weight });
+    return true;
+  });
+  return out;
+}
+
+/** What a round's metrics say of the weak labels it trained (RoundMetrics.weak). */
+export interface WeakMetrics {
+  /** labels: how many the round selected; drawn: how many of them trained (gave a gradient), at meanWeight on average. */
+  labels: number;
+  drawn: number;
+  meanWeight: number | null;
+  turns: { turnId: number; value: 'good' | 'bad'; rule: string; confidence: number; weight: number; drawn: boolean }[];
+}
+
+function weakOfRun(metrics: unknown): WeakMetrics['turns'] {
+  const w = (metrics as { weak?: { turns?: unknown } } | null)?.weak?.turns;
+  return Array.isArray(w) ? (w as WeakMetrics['turns']) : [];
+}
+
+/**
+ * Each sequence's KTO weight: its class weight (ktoClassWeights) times its magnitude: a rating's |r| (a 4 of 5 weighs
+ * half a 5), 1 for a correction (an explicit judgement), pseudoLabelWeight for a reward-model label (ratingId < 0), and
+ * a weak label's confidence × WEAK_LABEL_FACTOR (its |reward|: weakLabelled). The class weights are counted without
+ * the weak labels, so training on them (training.implicit weighted) never changes what a rating or a reward-model
+ * label weighs, and a weak label weighs at most WEAK_LABEL_FACTOR of a rating of its class.
+ */
+export function ktoWeights(
+  seqs: readonly TrainSequence[],
+  turnOf: ReadonlyMap<number, RatedTurn>,
+  o: { pseudoLabelWeight: number; ktoDesirable: number; ktoUndesirable: number },
+): Map<TrainSequence, number> {
+  const counted = seqs.filter((s) => s.kind === 'kto' && s.role !== 'weak');
+  const lambda = ktoClassWeights(counted.filter((s) => s.desirable).length, counted.filter((s) => !s.desirable).length, o);
+  return new Map(
+    seqs.map((s) => {
+      const t = turnOf.get(s.ratingId)!;
+      const magnitude = t.role === 'weak' ? Math.abs(t.reward) : s.ratingId < 0 ? o.pseudoLabelWeight : t.correction !== null ? 1 : Math.abs(t.reward);
+      return [s, (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude];
+    }),
+  );
 }
 
 /** Fisher-Yates over 0..n-1 with a seeded stream. */

@@ -17,7 +17,6 @@ import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
 import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
-import { ktoClassWeights } from '../../common/training/objectives.ts';
 import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
 import { chooseDevice } from '../engine/device.ts';
 import type { DeviceChoice } from '../../common/system.ts';
@@ -25,7 +24,7 @@ import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
-import { encodeRound, lineageRuns, selectRound, shuffle, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence } from './data.ts';
+import { encodeRound, ktoWeights, lineageRuns, selectRound, shuffle, weakLabelled, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence, type WeakMetrics, type WeakSample } from './data.ts';
 import { evaluateGate, targetDirection } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
@@ -92,6 +91,11 @@ export interface RoundMetrics {
   /** offPolicy: the trained ratings whose own answer is KTO text, each with why it is not MIS-PO (data.ts offPolicyReason, or the length limit). */
   samples: { pending: number; replay: number; heldout: number; pseudo: number; sequences: number; mispo: number; kto: number; drawn: number[]; skipped: { ratingId: number; why: string }[]; offPolicy: { ratingId: number; why: string }[] };
   /**
+   * Unconfirmed weak labels trained (training.implicit weighted; data.ts weakLabelled): each with its rule, confidence
+   * and weight. Never held out, never scored by the gate; empty unless the setting is weighted.
+   */
+  weak: WeakMetrics;
+  /**
    * The reward baseline (data.ts onPolicyAdvantages): how many on-policy ratings train and their mean reward; each
    * meets the mean of the others.
    */
@@ -136,6 +140,8 @@ interface Prepared {
   turns: RatedTurn[];
   /** Turns the popup did not ask about, labelled by the reward model (reward.pseudoLabelWeight > 0 only); ratingId is −turnId. */
   pseudo: RatedTurn[];
+  /** Unconfirmed weak labels (training.implicit weighted only); ratingId is −turnId. */
+  weak: WeakSample[];
   sequences: TrainSequence[];
   skipped: SkippedTurn[];
   trainSeqs: TrainSequence[];
@@ -155,6 +161,8 @@ interface Prepared {
 interface Trained {
   steps: RoundMetrics['steps'];
   drawn: Set<number>;
+  /** The turn ids of the weak labels drawn into a step. */
+  weakDrawn: Set<number>;
   tokensPerSecond: number;
   trainSeconds: number;
 }
@@ -208,24 +216,29 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
     }
     // An env-gated round's held-out set is env seeds (gateRound): every pending rating trains.
     const gateKind = runGateKind(run.config);
+    const lineage = lineageRuns(store, modelId, parent);
     const turns = await selectRound(store, modelId, {
       replayRatio,
       heldoutFraction: gateKind === 'env' ? 0 : cfg.heldoutFraction,
       gateTurns: gateKind === 'env' ? 0 : cfg.gateTurns,
       seed: cfg.seed + runId,
-      lineageRuns: lineageRuns(store, modelId, parent),
+      lineageRuns: lineage,
     });
     const { sequences, skipped, baseline } = encodeRound(turns, engine.tokenizer, encodeOpts);
-    // Reward-model labels train as KTO text (no stored μ), so they never join the on-policy baseline.
-    const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']);
-    const pseudoSeqs = encodeRound(pseudo, engine.tokenizer, encodeOpts).sequences;
+    // Weak labels and reward-model labels train as KTO text (no stored μ), so they never join the on-policy baseline,
+    // and only train: the held-out set is drawn above from ratings alone. The user's own reaction is better evidence
+    // than the reward model's guess, so an answer with a weak label gets no reward-model label.
+    const weak = settings['training.implicit'] === 'weighted' ? weakLabelled(store, lineage) : [];
+    const weakTurns = new Set(weak.map((w) => w.turn.turnId));
+    const pseudo = pseudoLabelled(store, modelId, settings['reward.pseudoLabelWeight']).filter((t) => !weakTurns.has(t.turnId));
+    const pseudoSeqs = encodeRound([...pseudo, ...weak.map((w) => w.turn)], engine.tokenizer, encodeOpts).sequences;
     const trainSeqs = [...sequences.filter((s) => s.role !== 'heldout'), ...pseudoSeqs];
     const heldSeqs = sequences.filter((s) => s.role === 'heldout');
     if (trainSeqs.length === 0) throw new ReinError('conflict', `run ${runId}: no rated turn to train on (${turns.length} selected, ${skipped.length} could not be encoded, ${parking.total} parked: see Ratings or \`rein ratings\`)`);
     const noDirection = trainSeqs.some((s) => targetDirection(s) !== 0) ? null : noContrast(baseline);
     checkCancel();
     const parentAdapter = parent === null ? null : structuredClone(adapter);
-    return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, sequences, skipped, trainSeqs, heldSeqs, baseline, noDirection, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
+    return { o, modelId, settings, dir, cfg, engine, device, objectives, turns, pseudo, weak, sequences, skipped, trainSeqs, heldSeqs, baseline, noDirection, adapter, parentAdapter, parent, gateKind, emit, checkCancel };
   } catch (e) {
     await objectives.dispose();
     await engine.close();
@@ -244,20 +257,13 @@ async function train(p: Prepared): Promise<Trained> {
     checkCancel();
   }
   const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
-  // KTO's class weights from this round's counts, times each rating's magnitude |r| (a 4 of 5 weighs half a 5); a
-  // correction is an explicit judgement and weighs 1.
-  const kto = trainSeqs.filter((s) => s.kind === 'kto');
-  const lambda = ktoClassWeights(kto.filter((s) => s.desirable).length, kto.filter((s) => !s.desirable).length, cfg);
-  const turnOf = new Map([...p.turns, ...p.pseudo].map((t) => [t.ratingId, t]));
-  const stepSeqs = trainSeqs.map((s): StepSequence & { ratingId: number } => {
-    const t = turnOf.get(s.ratingId)!;
-    // A reward-model label weighs reward.pseudoLabelWeight (at most 0.5) of a user's rating.
-    const magnitude = s.ratingId < 0 ? p.settings['reward.pseudoLabelWeight'] : t.correction !== null ? 1 : Math.abs(t.reward);
-    return { ...s, ref: refs.get(s)!, ktoWeight: (s.desirable ? lambda.desirable : lambda.undesirable) * magnitude };
-  });
+  const turnOf = new Map([...p.turns, ...p.pseudo, ...p.weak.map((w) => w.turn)].map((t) => [t.ratingId, t]));
+  const weights = ktoWeights(trainSeqs, turnOf, { ...cfg, pseudoLabelWeight: p.settings['reward.pseudoLabelWeight'] });
+  const stepSeqs = trainSeqs.map((s): StepSequence & Pick<TrainSequence, 'ratingId' | 'role'> => ({ ...s, ref: refs.get(s)!, ktoWeight: weights.get(s)! }));
   const rng = new Rng(cfg.seed + 7919 * p.o.runId);
   let order: number[] = [];
   const drawn = new Set<number>();
+  const weakDrawn = new Set<number>();
   const nextBatch = (): StepSequence[] => {
     const out: StepSequence[] = [];
     const b = Math.min(cfg.batchSize, stepSeqs.length);
@@ -266,6 +272,7 @@ async function train(p: Prepared): Promise<Trained> {
       if (order.length === 0) order = shuffle(stepSeqs.length, rng);
       const s = stepSeqs[order.pop()!]!;
       if (s.ratingId > 0) drawn.add(s.ratingId);
+      else if (s.role === 'weak') weakDrawn.add(-s.ratingId);
       out.push(s);
     }
     return out;
@@ -292,7 +299,7 @@ async function train(p: Prepared): Promise<Trained> {
     });
   }
   const trainSeconds = (performance.now() - t0) / 1000;
-  return { steps, drawn, tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9), trainSeconds };
+  return { steps, drawn, weakDrawn, tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9), trainSeconds };
 }
 
 interface GateOutcome {
@@ -353,6 +360,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
       skipped: p.skipped,
       offPolicy: trainSeqs.flatMap((s) => (s.kind === 'kto' && s.why != null && s.ratingId > 0 ? [{ ratingId: s.ratingId, why: s.why }] : [])),
     },
+    weak: weakMetrics(p.weak, t.weakDrawn),
     baseline: p.baseline,
     advantages: advantageStats(trainSeqs),
     steps: t.steps,
@@ -415,6 +423,13 @@ function noContrast(b: RoundBaseline): string {
   const r = b.meanReward!;
   const kind = r === 1 ? ' (all Good)' : r === -1 ? ' (all Bad)' : '';
   return `no contrast: the round's ${b.ratings} trained ratings all have reward ${r > 0 ? '+' : ''}${Number(r.toPrecision(3))}${kind}, so each meets a baseline equal to its own reward and has no direction; ${after}`;
+}
+
+function weakMetrics(weak: readonly WeakSample[], drawn: ReadonlySet<number>): WeakMetrics {
+  const turns = weak.map((w) => ({ turnId: w.turn.turnId, value: w.label.value, rule: w.label.rule, confidence: w.label.confidence, weight: w.weight, drawn: drawn.has(w.turn.turnId) }));
+  const trained = turns.filter((w) => w.drawn);
+  const meanWeight = trained.length === 0 ? null : trained.reduce((a, w) => a + w.weight, 0) / trained.length;
+  return { labels: turns.length, drawn: trained.length, meanWeight, turns };
 }
 
 function advantageStats(seqs: readonly TrainSequence[]): RoundMetrics['advantages'] {
