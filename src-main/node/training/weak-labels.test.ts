@@ -93,8 +93,10 @@ describe('training.implicit', () => {
       // The held-out set and every rating a round selects are the user's ratings: no weak label among them, even
       // when all of the pending ones are held out.
       const selected = await selectRound(store, model, { replayRatio: 0, heldoutFraction: 1, gateTurns: 64, seed: 1, lineageRuns: new Set() });
-      // 11 ratings (10 of other answers, one over a Bad label), all but one held out (heldoutCount keeps one to train).
-      expect(selected.filter((t) => t.role === 'heldout')).toHaveLength(heldoutCount(11, 1));
+      // 11 ratings (10 of other answers, one over a Bad label), all held out but one of each reward sign (the split
+      // keeps one of each sign to train: heldoutIndices).
+      const signs = new Set(selected.map((t) => Math.sign(t.reward))).size;
+      expect(selected.filter((t) => t.role === 'heldout')).toHaveLength(Math.min(heldoutCount(11, 1), 11 - signs));
       expect(selected).toHaveLength(11);
       expect(selected.every((t) => t.ratingId > 0 && t.role !== 'weak')).toBe(true);
       expect(selected.map((t) => t.turnId)).not.toContain(bad);
