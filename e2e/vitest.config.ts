@@ -11,6 +11,9 @@ export default defineConfig({
     globalSetup: ['e2e/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // A UI answer polled for (expect.poll) may take more than vitest's default second when the two cores are busy
+    // (a failed export's message came later than that once under a load average of 10).
+    expect: { poll: { timeout: 10_000 } },
     pool: 'forks',
     // One browser and one server at a time: two cores on the CI machine.
     maxWorkers: 1,
