@@ -157,6 +157,30 @@ export function heldoutIndices(values: readonly number[], nHeld: number, rng: Rn
  */
 export const WEAK_LABEL_FACTOR = 0.5;
 
+/**
+ * An unrated answer with a label that is not the user's rating (a weak label, a reward-model label): it trains as
+ * text (KTO; no stored μ is used), under ratingId −turnId, which no rating has.
+ */
+export function labelledText(store: Pick<Store, 'getTurn'>, turnId: number, role: SampleRole, reward: number): RatedTurn {
+  const t = store.getTurn(turnId);
+  return {
+    ratingId: -turnId,
+    turnId,
+    role,
+    source: t.source,
+    reward,
+    correction: null,
+    context: t.context,
+    prompt: t.prompt,
+    response: t.response,
+    tokens: null,
+    logprobs: null,
+    policy: null,
+    promptIds: null,
+    createdAt: t.createdAt,
+  };
+}
+
 /** One unconfirmed weak label a round trains on: the turn (role weak, reward ±weight) and what the reader read. */
 export interface WeakSample {
   turn: RatedTurn;
@@ -180,22 +204,7 @@ export function weakLabelled(store: Store, lineage: ReadonlySet<number>): WeakSa
     const label = readSignals(store.signals.ofTurn(turnId));
     if (label === null) return true;
     const weight = label.confidence * WEAK_LABEL_FACTOR;
-    const t = store.getTurn(turnId);
-    const turn: RatedTurn = {
-      ratingId: -turnId,
-      turnId,
-      role: 'weak',
-      source: t.source,
-      reward: label.value === 'good' ? weight : -weight,
-      correction: null,
-      context: t.context,
-      prompt: t.prompt,
-      response: t.response,
-      tokens: null,
-      logprobs: null,
-      policy: null,
-      createdAt: t.createdAt,
-    };
+    const turn = labelledText(store, turnId, 'weak', label.value === 'good' ? weight : -weight);
     out.push({ turn, label, weight });
     return true;
   });

@@ -24,7 +24,7 @@ import { loadPeftAdapter } from '../engine/peft.ts';
 import type { ReinHome } from '../home.ts';
 import type { Store } from '../store/store.ts';
 import { readSettings } from '../store/settings.ts';
-import { encodeRound, ktoWeights, lineageRuns, selectRound, shuffle, weakLabelled, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence, type WeakMetrics, type WeakSample } from './data.ts';
+import { encodeRound, ktoWeights, labelledText, lineageRuns, selectRound, shuffle, weakLabelled, type RatedTurn, type RoundBaseline, type SkippedTurn, type TrainSequence, type WeakMetrics, type WeakSample } from './data.ts';
 import { evaluateGate, targetDirection } from './gate.ts';
 import { rewardGate, rewardGateBlocks, type RewardGateMetrics } from './reward/gate.ts';
 import { turnMessages as messagesOf } from '../../common/sources.ts';
@@ -449,23 +449,5 @@ function pseudoLabelled(store: Store, modelId: string, weight: number): RatedTur
   if (weight <= 0) return [];
   const rm = store.rewardModels.latest(modelId);
   if (rm === null) return [];
-  return store.rewardModels.unaskedPredictions(rm.id).map(({ turnId, p }) => {
-    const t = store.getTurn(turnId);
-    return {
-      ratingId: -turnId,
-      turnId,
-      role: 'pending',
-      source: t.source,
-      reward: p > 0.5 ? 1 : -1,
-      correction: null,
-      context: t.context,
-      prompt: t.prompt,
-      response: t.response,
-      tokens: null,
-      logprobs: null,
-      policy: null,
-      promptIds: null,
-      createdAt: t.createdAt,
-    };
-  });
+  return store.rewardModels.unaskedPredictions(rm.id).map(({ turnId, p }) => labelledText(store, turnId, 'pending', p > 0.5 ? 1 : -1));
 }
