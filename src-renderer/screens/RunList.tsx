@@ -3,7 +3,7 @@ import type { RunView } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
 import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
-import { fmtSmall, gateSentence, rejectionWords, runMetrics, selectRuns, weakSentence } from '../store/training.ts';
+import { fmtSmall, gateSentence, policySentence, rejectionWords, runMetrics, selectRuns, weakSentence } from '../store/training.ts';
 
 /** The KL budget a round ran with (its stored config), for a round the gate never scored. */
 function configBudget(run: RunView): number | null {
@@ -53,6 +53,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const rejected = rejectionWords(m.gate, props.accepted);
   const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
   const weak = weakSentence(m.weak);
+  const policy = policySentence(m.samples);
   return (
     <li className="run" data-run-id={run.id}>
       <div className="run-head">
@@ -84,6 +85,23 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
           {weak !== null && <span data-testid="run-weak"> · {weak}</span>}
         </p>
+      )}
+      {policy !== null && (
+        <div className="muted small" data-testid="run-policy">
+          {policy.sentence}
+          {policy.reasons.length > 0 && (
+            <details className="device-why">
+              <summary>Why as text?</summary>
+              <ul className="small">
+                {policy.reasons.map((r) => (
+                  <li key={r.why}>
+                    {r.count} × {r.why}
+                  </li>
+                ))}
+              </ul>
+            </details>
+          )}
+        </div>
       )}
       {m.device !== undefined && (
         <div className="muted small" data-testid="run-device">

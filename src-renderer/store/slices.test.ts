@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { deviceSentence, gateSentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords, weakSentence } from './training.ts';
+import { deviceSentence, gateSentence, policySentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords, weakSentence } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -223,6 +223,21 @@ describe('training and adapters', () => {
     expect(weakSentence({ labels: 0, drawn: 0, meanWeight: null })).toBeNull();
     // A run recorded before weak labels trained.
     expect(weakSentence(runMetrics({ metrics: {} }).weak)).toBeNull();
+  });
+
+  it('says how many sequences trained on-policy and as text, and why ratings trained as text, each reason once with its count', () => {
+    const ids = 'the model server\'s prompt ids (the agent\'s system prompt, tools and history) are not stored with the turn';
+    const long = 'its exact context (284 tokens) and reply (12) are longer than the training sequence limit of 200 tokens (training maxTokens)';
+    const samples = { pending: 4, replay: 0, heldout: 1, mispo: 1, kto: 3, offPolicy: [{ ratingId: 3, why: long }, { ratingId: 4, why: ids }, { ratingId: 5, why: ids }] };
+    expect(policySentence(runMetrics({ metrics: { samples } }).samples)).toEqual({
+      sentence: '1 trained on-policy (MIS-PO), 3 as text (KTO)',
+      reasons: [
+        { why: ids, count: 2 },
+        { why: long, count: 1 },
+      ],
+    });
+    // A run recorded before the counts were kept says nothing rather than "0 on-policy".
+    expect(policySentence({ pending: 4, replay: 0, heldout: 1 })).toBeNull();
   });
 
   it('says where a round trained, and why auto stayed on the CPU', () => {

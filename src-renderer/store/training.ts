@@ -117,7 +117,8 @@ interface RunMetrics {
   gate?: GateMetrics;
   tokensPerSecond?: number;
   trainSeconds?: number;
-  samples?: { pending: number; replay: number; heldout: number };
+  /** mispo/kto: training sequences of each kind; offPolicy: trained ratings whose answer was text, with why (round.ts). */
+  samples?: { pending: number; replay: number; heldout: number; mispo?: number; kto?: number; offPolicy?: { ratingId: number; why: string }[] };
   device?: DeviceChoice;
   /** Unconfirmed weak labels the round trained (training.implicit weighted; training/data.ts WeakMetrics). */
   weak?: { labels: number; drawn: number; meanWeight: number | null };
@@ -131,6 +132,18 @@ export function weakSentence(weak: RunMetrics['weak']): string | null {
   if (!weak || weak.drawn === 0 || weak.meanWeight === null) return null;
   const n = weak.drawn === 1 ? '1 unconfirmed weak label' : `${weak.drawn} unconfirmed weak labels`;
   return `${n} trained, at weight ${weak.meanWeight.toFixed(2)} on average (a rating weighs 1)`;
+}
+
+/**
+ * How a round trained, in words: "12 trained on-policy (MIS-PO), 3 as text (KTO)", and why ratings trained as text,
+ * each reason once with its count, most common first. Null for a run recorded before the counts were kept.
+ */
+export function policySentence(samples: RunMetrics['samples']): { sentence: string; reasons: { why: string; count: number }[] } | null {
+  if (samples?.mispo === undefined || samples.kto === undefined) return null;
+  const counts = new Map<string, number>();
+  for (const o of samples.offPolicy ?? []) counts.set(o.why, (counts.get(o.why) ?? 0) + 1);
+  const reasons = [...counts].map(([why, count]) => ({ why, count })).sort((a, b) => b.count - a.count || a.why.localeCompare(b.why));
+  return { sentence: `${samples.mispo} trained on-policy (MIS-PO), ${samples.kto} as text (KTO)`, reasons };
 }
 
 /** Where a round trained, in words: "on webgpu (adapter)", and with `auto` on the CPU, why no GPU was used. */
