@@ -268,6 +268,12 @@ describe('settings, errors beside the control, and consent', () => {
     if ((await dialog.count()) > 0) await dialog.getByRole('button', { name: 'Keep training' }).click();
     await expect.poll(async () => (await serve.call('listAdapters', {})).length, { timeout: 180_000, interval: 500 }).toBe(1);
     expect((await serve.call('listRuns', {}))[0]!.status).not.toBe('cancelled');
+    // The Rounds list says how the round trained; these ratings are of text captured without μ, so KTO, and why.
+    const policy = page.getByTestId('run-policy').first();
+    await expect.poll(() => policy.textContent()).toMatch(/^\d+ trained on-policy \(MIS-PO\), [1-9]\d* as text \(KTO\)Why as text\?/);
+    await policy.getByText('Why as text?').click();
+    await expect.poll(() => policy.locator('li').first().textContent()).toMatch(/^\d+ × \S/);
+    await shots('run-policy');
   }, 240_000);
 
   it('Versions: moving forward is not called a roll back; Retrain asks with a measured estimate and shows its failure on the row', async () => {
