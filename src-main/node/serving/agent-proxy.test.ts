@@ -18,6 +18,7 @@ import { producerResolver } from './producer.ts';
 import { startProxyServer } from './proxy.ts';
 import type { ProxyServer } from './proxy.ts';
 import { startAgentUpstream, TOOL_MARKER, TOOL_OUTPUT } from './test-utils/fake-agent-upstream.ts';
+import { interruptEvidence } from './upstream.ts';
 import type { AgentUpstream } from './test-utils/fake-agent-upstream.ts';
 
 const TOKEN = 'b'.repeat(64);
@@ -152,6 +153,38 @@ describe('POST /v1/messages (Anthropic Messages)', () => {
 
     // The same final request again (a client's retry) stores nothing new.
     await (await post('/v1/messages', second)).arrayBuffer();
+    await onlyTurn();
+  });
+
+  it('Esc while the answer streams: the answer as far as it came is stored with an interrupt signal; a call being written is not', async () => {
+    await proxy.close();
+    await upstream.close();
+    upstream = await startAgentUpstream({ encode: (t) => tok.encode(t), pieceOf: (id) => tok.decode([id]), chunkDelayMs: 40 });
+    const up = upstream;
+    proxy = await startProxyServer({ core, token: TOKEN, port: 0, upstream: () => ({ baseUrl: up.url, kind: 'openai' }), vocab: () => tok, producer: producerResolver(core), log: (l) => logs.push(l) });
+    const leaveAfter = async (body: unknown, until: RegExp): Promise<void> => {
+      const ac = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${proxy.port}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TOKEN }, body: JSON.stringify(body), signal: ac.signal });
+      const reader = res.body!.getReader();
+      let seen = '';
+      while (!until.test(seen)) seen += new TextDecoder().decode((await reader.read()).value);
+      ac.abort();
+      await new Promise((r) => setTimeout(r, 40 * 30));
+      await proxy.idle();
+    };
+    await leaveAfter({ ...first, messages: [{ role: 'user', content: 'Explain why the build fails on the second step of the pipeline.' }] }, /"text_delta"/);
+    const t = await onlyTurn();
+    const whole = upstream.replies[0]!.text;
+    expect(t).toMatchObject({ source: 'claude-code', session: 'sess-claude-1', prompt: 'Explain why the build fails on the second step of the pipeline.', onPolicy: true });
+    expect(t.response.length).toBeGreaterThan(0);
+    expect(t.response.length).toBeLessThan(whole.length);
+    expect(whole.startsWith(t.response)).toBe(true);
+    expect(tok.decode(t.tokens!)).toBe(t.response);
+    const { signals } = await core.call('turnSignals', { turnId: t.id }, 'test');
+    expect(signals).toMatchObject([{ kind: 'interrupt', evidence: interruptEvidence(t.tokens!.length) }]);
+
+    // A tool call's text is held back until it is whole: the client saw nothing of it, and nothing more is stored.
+    await leaveAfter(first, /message_start/);
     await onlyTurn();
   });
 

@@ -23,7 +23,7 @@ import { mapTokens } from './tokens.ts';
 import { parseToolCalls } from './toolcalls.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, interruptEvidence, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, PROMPT_TOKENS_HEADER, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 import type { Sampling, Upstream } from './upstream.ts';
 
 export type AgentWire = 'anthropic' | 'responses';
@@ -304,7 +304,33 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
     upRes.on('error', () => resolve(false));
     upRes.on('close', () => resolve(false));
   });
-  if (abort.signal.aborted) return;
+  const facts = (): ReplyFacts => {
+    const version = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
+    const modelHeader = upRes.headers[MODEL_ID_HEADER];
+    const own = up.kind === 'rein' && version !== null && typeof modelHeader === 'string' && modelHeader !== '';
+    const weights = parseWeights(upRes.headers[WEIGHTS_HEADER]);
+    return {
+      wire: wireName,
+      parsed: p,
+      sent,
+      kind: up.kind,
+      reader: copy === null ? reader : null,
+      copy,
+      ids: [...client.ids.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id),
+      headerProducer: own ? { modelId: modelHeader, version: version!, ...(weights === null ? {} : { weights }) } : null,
+      headerSampling: own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null,
+      upstreamModel: mapped,
+    };
+  };
+  if (abort.signal.aborted) {
+    // The user stopped the answer as it streamed (Esc in Claude Code or Codex): stored as far as it had come, with an
+    // `interrupt` signal (proxy.ts `interrupted`). A reply not streamed was shown nothing.
+    if (copy !== null && isSse && copy.raw.length > 0) {
+      const r = facts();
+      d.enqueue((quietly) => captureAgent(d, r, quietly, true));
+    }
+    return;
+  }
   if (!ended) {
     const why = tooBig()?.message ?? 'the upstream model server closed the connection before its reply ended';
     if (p.stream) res.end(client.error(502, why));
@@ -324,22 +350,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   if (p.stream) await endStream(res, client.end(reader));
   else sendJson(res, 200, JSON.stringify(client.whole(reader)));
 
-  const version = ((v) => (typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : null))(upRes.headers[ADAPTER_VERSION_HEADER]);
-  const modelHeader = upRes.headers[MODEL_ID_HEADER];
-  const own = up.kind === 'rein' && version !== null && typeof modelHeader === 'string' && modelHeader !== '';
-  const weights = parseWeights(upRes.headers[WEIGHTS_HEADER]);
-  const reply: ReplyFacts = {
-    wire: wireName,
-    parsed: p,
-    sent,
-    kind: up.kind,
-    reader: copy === null ? reader : null,
-    copy,
-    ids: [...client.ids.entries()].sort((a, b) => a[0] - b[0]).map(([, id]) => id),
-    headerProducer: own ? { modelId: modelHeader, version: version!, ...(weights === null ? {} : { weights }) } : null,
-    headerSampling: own ? parseSampling(upRes.headers[SAMPLING_HEADER]) : null,
-    upstreamModel: mapped,
-  };
+  const reply = facts();
   d.enqueue((quietly) => captureAgent(d, reply, quietly));
 }
 
@@ -439,9 +450,12 @@ function secretsIn(sent: Record<string, unknown>): string | null {
   }
 }
 
-async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Promise<void>): Promise<void> {
+/** `interrupted`: the client left while the answer streamed; it is stored as far as it had come. */
+async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Promise<void>, interrupted = false): Promise<void> {
   await quietly();
   const r = { ...facts, reader: facts.reader ?? readCopy(facts.copy!) };
+  // A call the client was handed before it left is a step of a turn not yet answered; a step never became a turn.
+  if (interrupted && (r.ids.length > 0 || r.reader.content === '')) return;
   const { seg, producer, sampling } = await segmentOf(d, r, quietly);
   if (r.ids.length > 0) {
     // A step: kept for the answer that ends the turn.
@@ -460,6 +474,7 @@ async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Prom
     response: r.reader.content,
     model: r.reader.model ?? r.parsed.model,
     ...(session === undefined ? {} : { session }),
+    ...(interrupted ? { interrupted: interruptEvidence(r.reader.entries.length || null) } : {}),
   };
   if ('tokens' in seg && producer !== null && sampling !== null) {
     input.tokens = seg.tokens;

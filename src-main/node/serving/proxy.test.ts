@@ -15,7 +15,7 @@ import { tokenizerSourceDir } from '../engine/tiny.ts';
 import { loadTokenizer } from '../engine/tokenizer.ts';
 import type { ReinTokenizer } from '../engine/tokenizer.ts';
 import { producerResolver } from './producer.ts';
-import { startProxyServer } from './proxy.ts';
+import { CHAT_EVENT_HEADER, CHAT_SOURCE_HEADER, startProxyServer } from './proxy.ts';
 import { ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, SAMPLING_HEADER } from './upstream.ts';
 import type { ProxyOptions, ProxyServer } from './proxy.ts';
 import type { UpstreamKind } from './upstream.ts';
@@ -296,8 +296,8 @@ describe('capture proxy', () => {
     expect((await core.call('listTurns', {}, 'test')).total).toBe(0);
   });
 
-  it('a client that disconnects mid-stream stores nothing', async () => {
-    await setup('openai', 'openai', { chunkDelayMs: 20 });
+  it('a client that leaves mid-stream (Esc, Stop): the answer it was shown is stored, cut there, with an interrupt signal', async () => {
+    await setup('openai', 'openai', { chunkDelayMs: 40 });
     const ac = new AbortController();
     const res = await fetch(`${proxy!.url}/chat/completions`, {
       method: 'POST',
@@ -306,9 +306,34 @@ describe('capture proxy', () => {
       signal: ac.signal,
     });
     const reader = res.body!.getReader();
+    let seen = '';
+    while (!seen.includes('"content":"')) seen += new TextDecoder().decode((await reader.read()).value);
+    ac.abort();
+    await new Promise((r) => setTimeout(r, ids.length * 40 + 100));
+    const t = await storedTurn();
+    expect(t.response.length).toBeGreaterThan(0);
+    expect(t.response.length).toBeLessThan(REPLY.length);
+    expect(REPLY.startsWith(t.response)).toBe(true);
+    const { signals, label } = await core.call('turnSignals', { turnId: t.id }, 'test');
+    expect(signals).toMatchObject([{ kind: 'interrupt', evidence: expect.stringMatching(/^the client closed the stream after \d+ tokens? of the answer, before it ended$/) }]);
+    // An interrupt alone is too weak to suggest a label (the reader's threshold).
+    expect(label).toBeNull();
+  });
+
+  it('Rein\'s own chat stopped mid-stream stores nothing (it stops its own replies)', async () => {
+    await setup('openai', 'openai', { chunkDelayMs: 40 });
+    const ac = new AbortController();
+    const res = await fetch(`${proxy!.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, [CHAT_SOURCE_HEADER]: 'chat', [CHAT_EVENT_HEADER]: 'chat-stop-1' },
+      body: JSON.stringify(chat({ stream: true })),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
     await reader.read();
     ac.abort();
-    await new Promise((r) => setTimeout(r, ids.length * 20 + 100));
+    await new Promise((r) => setTimeout(r, ids.length * 40 + 100));
     await proxy!.idle();
     expect((await core.call('listTurns', {}, 'test')).total).toBe(0);
   });

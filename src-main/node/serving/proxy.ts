@@ -37,7 +37,7 @@ import { mapTokens } from './tokens.ts';
 import { CaptureBudget, limitReply, UPSTREAM_MAX_JSON_BYTES, UPSTREAM_MAX_STREAM_BYTES, type UpstreamTooLargeError } from './upstream-limit.ts';
 import type { VocabLike } from './tokens.ts';
 import type { Producer } from './producer.ts';
-import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
+import { abortWhenClientLeaves, ADAPTER_VERSION_HEADER, interruptEvidence, MODEL_ID_HEADER, parseSampling, parseWeights, pinnedSampling, SAMPLING_HEADER, WEIGHTS_HEADER } from './upstream.ts';
 import type { Sampling, Upstream, UpstreamKind } from './upstream.ts';
 
 /**
@@ -533,7 +533,8 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
   const mapped = typeof body.model === 'string' ? (opts.upstreamModel?.(body.model) ?? null) : null;
   const sent = mapped === null ? raw : Buffer.from(JSON.stringify({ ...body, model: mapped }));
 
-  // The client went away, before the upstream answered or during the reply: stop the upstream too, store nothing.
+  // The client went away, before the upstream answered or during the reply: stop the upstream too. Only an answer it
+  // was being shown is stored (interrupted, below).
   const abort = abortWhenClientLeaves(res);
   let upRes: IncomingMessage;
   try {
@@ -564,6 +565,12 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
     // Queued in the same tick as res.end(), so idle() covers it by the time the client has the whole reply.
     if (ok && !abort.signal.aborted) p.captures.enqueueJob((quietly) => capture(p, copy, quietly));
   };
+  // The client left while the answer streamed to it (Esc in Codex or Claude Code, Stop in a chat app): the answer as far
+  // as it went is stored, cut there, with an `interrupt` signal, the evidence of a weak label (common/implicit).
+  // Rein's own chat and arena stop their own replies and store nothing; a reply not streamed was shown nothing.
+  const interrupted = (): void => {
+    if (ok && isSse && abort.signal.aborted && copy.source === undefined && copy.raw.length > 0) p.captures.enqueueJob((quietly) => capture(p, copy, quietly, true));
+  };
 
   if (rewrite && isSse) {
     // Each event as it arrives, with its logprobs set to null in place (rewrite.ts).
@@ -576,7 +583,7 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
       for (const ev of split.push(chunk)) out += eventWithoutLogprobs(ev);
       if (out.length > 0 && !res.write(out)) holdFor(res, upRes);
     });
-    if (!(await upstreamEnded(upRes))) return cut(res, tooBig());
+    if (!(await upstreamEnded(upRes))) return abort.signal.aborted ? interrupted() : cut(res, tooBig());
     const rest = split.rest();
     if (rest.length > 0) res.write(eventWithoutLogprobs(rest));
     res.end();
@@ -606,7 +613,7 @@ async function chatCompletions(p: Proxy, req: IncomingMessage, res: ServerRespon
       if (!res.write(chunk)) holdFor(res, upRes);
       if (ok) keep(copy, chunk);
     });
-    if (!(await upstreamEnded(upRes))) return cut(res, tooBig(), isSse);
+    if (!(await upstreamEnded(upRes))) return abort.signal.aborted ? interrupted() : cut(res, tooBig(), isSse);
     res.end();
     ended();
   }
@@ -678,10 +685,13 @@ function replay(copy: ReplyCopy): ChoiceRecorder {
   return rec;
 }
 
-async function capture(p: Proxy, copy: ReplyCopy, quietly: () => Promise<void>): Promise<void> {
+/** `interrupted`: the client left while the reply streamed; each choice is stored as far as it had come, if anywhere. */
+async function capture(p: Proxy, copy: ReplyCopy, quietly: () => Promise<void>, interrupted = false): Promise<void> {
   const { opts, log } = p;
   await quietly();
-  const choices = replay(copy).recorded();
+  const choices = replay(copy)
+    .recorded()
+    .filter(([, rec]) => !interrupted || rec.content !== '');
   if (choices.length === 0) return;
   const parsed = ChatRequest.safeParse(copy.body);
   if (!parsed.success) {
@@ -711,6 +721,7 @@ async function capture(p: Proxy, copy: ReplyCopy, quietly: () => Promise<void>):
       response: rec.content,
       ...(copy.session === undefined ? {} : { session: copy.session }),
       ...(model === null ? {} : { model }),
+      ...(interrupted ? { interrupted: interruptEvidence(rec.entries.length || null) } : {}),
     };
     let offPolicy = t.offPolicyReason;
     if (offPolicy === null && producer === null) offPolicy = `which adapter produced model ${JSON.stringify(chat.model ?? first.model)} is unknown`;

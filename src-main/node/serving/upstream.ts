@@ -38,7 +38,7 @@ export interface Sampling {
 
 /**
  * An abort controller that fires when the client closes its connection before the reply is finished, so the upstream
- * request stops too and nothing is stored; `signal.aborted` tells the caller the client left.
+ * request stops too; `signal.aborted` tells the caller the client left.
  */
 export function abortWhenClientLeaves(res: ServerResponse): AbortController {
   const abort = new AbortController();
@@ -46,6 +46,14 @@ export function abortWhenClientLeaves(res: ServerResponse): AbortController {
     if (!res.writableFinished) abort.abort();
   });
   return abort;
+}
+
+/**
+ * The evidence of an `interrupt` signal the proxy saw itself: the client closed the stream of an answer before it
+ * ended (what Esc does in Codex and in Claude Code, and Stop in a chat app). `tokens`: how far the answer had come.
+ */
+export function interruptEvidence(tokens: number | null): string {
+  return `the client closed the stream ${tokens === null ? 'before the answer ended' : `after ${tokens} token${tokens === 1 ? '' : 's'} of the answer, before it ended`}`;
 }
 /**
  * The sampling a reply from another upstream was drawn with when its reported logprobs are μ, or why they are not.

@@ -15,6 +15,8 @@ export interface AgentUpstreamOptions {
   pieceOf: (id: number) => string;
   model?: string;
   headers?: Record<string, string>;
+  /** A pause before each token's chunk, as a model sampling it would take. */
+  chunkDelayMs?: number;
 }
 
 export interface AgentUpstream {
@@ -100,6 +102,8 @@ export async function startAgentUpstream(o: AgentUpstreamOptions): Promise<Agent
     for (const [i, tid] of ids.entries()) {
       const piece = o.pieceOf(tid);
       const lp = { content: [{ id: tid, token: piece, logprob: logprobs[i], bytes: Array.from(utf8.encode(piece)), top_logprobs: [] }] };
+      if (o.chunkDelayMs) await new Promise((r) => setTimeout(r, o.chunkDelayMs));
+      if (res.destroyed) return;
       // A call's text is held back by the server's tool parser: its tokens come with empty deltas.
       res.write(chunk(call === null ? { content: piece } : {}, { logprobs: lp }));
     }
