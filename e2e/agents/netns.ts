@@ -15,11 +15,12 @@ export function skipReason(): string | null {
   return null;
 }
 
-export function inNetns<T>(scenario: string, timeoutMs: number): Promise<{ result: T; stderr: string; ms: number }> {
+/** Runs `scenario` (with `args`) in a fresh network namespace and parses the JSON line it prints last. */
+export function inNetns<T>(scenario: string, timeoutMs: number, args: string[] = []): Promise<{ result: T; stderr: string; ms: number }> {
   const script = path.join(import.meta.dirname, scenario);
   return new Promise((resolve, reject) => {
     const t = performance.now();
-    const child = spawn('unshare', ['-n', 'bash', '-c', 'ip link set lo up && exec "$0" "$1"', process.execPath, script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn('unshare', ['-n', 'bash', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);

@@ -18,7 +18,8 @@ import type { Change, InstallEnv, Integration } from '../install/installer.ts';
 import { readState } from '../install/fs-safe.ts';
 import { readServerInfo } from '../capture-server/info.ts';
 import { resourceDir } from '../resources.ts';
-import { modelConfigJson } from '../model-files/base-model.ts';
+import { modelConfigJson, modelShape } from '../model-files/base-model.ts';
+import { resolveTrainingConfig } from '../../common/training/presets.ts';
 import { describeSource } from './model-discovery.ts';
 
 const INTEGRATIONS: Record<AgentId, Integration> = { claude: claudeIntegration, codex: codexIntegration, openclaw: openclawIntegration };
@@ -164,5 +165,27 @@ export function fitAgentContext(agent: 'claude' | 'codex', s: Settings, env: Nod
         `but reads past its trained length and answers poorly. \`rein model list\` shows the models you have; one trained on ${need} tokens or more holds the agent.`,
     );
   }
+  const limit = trainingLimit(s, env);
+  if (limit !== null && limit < AGENT_PROMPT_TOKENS[agent]) {
+    // training/data.ts encodeRound: a turn whose exact context is cut to fit trains its reply as text.
+    const fitIt =
+      agent === 'claude'
+        ? 'To train them on-policy, run Claude Code with its own prompt replaced (`claude --system-prompt "Answer briefly." --tools ""` sends about 700 tokens and no tool schemas), or raise the limit'
+        : 'To train them on-policy, raise the limit';
+    notes.push(
+      `${NAMES[agent]}'s prompt (about ${(AGENT_PROMPT_TOKENS[agent] / 1000).toFixed(1)}k tokens) is longer than the training limit of this model (${limit} tokens, training maxTokens), ` +
+        `so its turns train as text (KTO), not on-policy (MIS-PO). ${fitIt} (rein settings set training.preset=custom 'training.custom={"maxTokens":${need}}'; a longer limit makes each round slower).`,
+    );
+  }
   return { contextSize, notes };
+}
+
+/** The longest sequence a round of the active model trains (its preset's maxTokens); null when the model or the custom fields cannot be read. */
+function trainingLimit(s: Settings, env: NodeJS.ProcessEnv): number | null {
+  if (s['model.active'] === null) return null;
+  try {
+    return resolveTrainingConfig(s['training.preset'], modelShape(describeSource(s['model.active'], env).path), s['training.custom']).maxTokens;
+  } catch {
+    return null; // the round names what is wrong with the model or training.custom
+  }
 }
