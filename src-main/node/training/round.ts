@@ -15,7 +15,7 @@ import { Rng } from '../../common/engine/rng.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { modelLinearParams } from '../../common/engine/families/registry.ts';
 import { roundSteps } from '../../common/training/estimate.ts';
-import { resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
+import { EARLY_STOP_KL_SHARE, resolveTrainingConfig, type TrainingConfig } from '../../common/training/presets.ts';
 import { envGateDecision, gateDecision, type EnvGateMetrics, type GateMetrics } from '../../common/training/gate.ts';
 import { Engine, adapterParams, baseEngineOptions } from '../engine/engine.ts';
 import { chooseDevice } from '../engine/device.ts';
@@ -103,9 +103,11 @@ export interface RoundMetrics {
   /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
   /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0 beside the loss. */
-  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null; z0: number }[];
-  /** The steps this round ran: max(the preset's steps, ceil(epochs × trained sequences / batch)). */
+  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null; z0: number; klToParent: number | null }[];
+  /** The steps this round ran: max(the preset's steps, ceil(epochs × trained sequences / batch)), or fewer when it stopped early. */
   stepCount: number;
+  /** The round stopped before its last step: its batch's KL to the parent reached half the preset's KL budget (EARLY_STOP_KL_SHARE). */
+  stoppedEarly: { step: number; of: number; klToParent: number; limit: number } | null;
   tokensPerSecond: number;
   trainSeconds: number;
   gate: GateMetrics;
@@ -160,6 +162,7 @@ interface Prepared {
 
 interface Trained {
   steps: RoundMetrics['steps'];
+  stoppedEarly: RoundMetrics['stoppedEarly'];
   drawn: Set<number>;
   /** The turn ids of the weak labels drawn into a step. */
   weakDrawn: Set<number>;
@@ -250,16 +253,20 @@ async function train(p: Prepared): Promise<Trained> {
   const { engine, adapter, cfg, checkCancel } = p;
   // A round without a direction takes no step: its ratings would only be drawn into KL-only steps and used up.
   const trainSeqs = p.noDirection === null ? p.trainSeqs : [];
-  // The base (adapter off) never changes during a round: its logprobs are computed once per sequence.
+  // The base (adapter off) never changes during a round: its logprobs are computed once per sequence. So are the
+  // parent version's, which the early stop measures the KL to (the base's in a first round: the adapter starts at B = 0).
   const refs = new Map<TrainSequence, Float64Array>();
+  const parents = new Map<TrainSequence, Float64Array>();
   for (const s of trainSeqs) {
-    refs.set(s, await engine.logprobs(s.tokens, { start: s.start, adapter: null }));
+    const ref = await engine.logprobs(s.tokens, { start: s.start, adapter: null });
+    refs.set(s, ref);
+    parents.set(s, p.parentAdapter === null ? ref : await engine.logprobs(s.tokens, { start: s.start, adapter: p.parentAdapter }));
     checkCancel();
   }
   const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
   const turnOf = new Map([...p.turns, ...p.pseudo, ...p.weak.map((w) => w.turn)].map((t) => [t.ratingId, t]));
   const weights = ktoWeights(trainSeqs, turnOf, { ...cfg, pseudoLabelWeight: p.settings['reward.pseudoLabelWeight'] });
-  const stepSeqs = trainSeqs.map((s): StepSequence & Pick<TrainSequence, 'ratingId' | 'role'> => ({ ...s, ref: refs.get(s)!, ktoWeight: weights.get(s)! }));
+  const stepSeqs = trainSeqs.map((s): StepSequence & Pick<TrainSequence, 'ratingId' | 'role'> => ({ ...s, ref: refs.get(s)!, parent: parents.get(s)!, ktoWeight: weights.get(s)! }));
   const rng = new Rng(cfg.seed + 7919 * p.o.runId);
   let order: number[] = [];
   const drawn = new Set<number>();
@@ -281,11 +288,17 @@ async function train(p: Prepared): Promise<Trained> {
   const steps: RoundMetrics['steps'] = [];
   const state = newStepState();
   let tokens = 0;
+  let stoppedEarly: Trained['stoppedEarly'] = null;
+  const klLimit = cfg.klBudget * EARLY_STOP_KL_SHARE;
   const t0 = performance.now();
   for (let step = 1; step <= total; step++) {
     const m = await trainStep(engine, adapter, optimizer, p.objectives, nextBatch(), state, { maxGradNorm: cfg.maxGradNorm, checkCancel });
     tokens += m.tokens;
-    steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0 });
+    steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0, klToParent: m.klToParent });
+    if (m.klToParent !== null && m.klToParent >= klLimit && step < total) {
+      stoppedEarly = { step, of: total, klToParent: m.klToParent, limit: klLimit };
+      break;
+    }
     const elapsed = (performance.now() - t0) / 1000;
     p.emit({
       phase: 'training',
@@ -299,7 +312,7 @@ async function train(p: Prepared): Promise<Trained> {
     });
   }
   const trainSeconds = (performance.now() - t0) / 1000;
-  return { steps, drawn, weakDrawn, tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9), trainSeconds };
+  return { steps, stoppedEarly, drawn, weakDrawn, tokensPerSecond: tokens / Math.max(trainSeconds, 1e-9), trainSeconds };
 }
 
 interface GateOutcome {
@@ -365,6 +378,7 @@ function commit(p: Prepared, t: Trained, g: GateOutcome): RoundResult {
     advantages: advantageStats(trainSeqs),
     steps: t.steps,
     stepCount: t.steps.length,
+    stoppedEarly: t.stoppedEarly,
     tokensPerSecond: t.tokensPerSecond,
     trainSeconds: t.trainSeconds,
     gate: g.metrics,

@@ -36,6 +36,11 @@ export interface StepSequence {
   desirable: boolean;
   /** KTO: the term's weight, the class weight λ_D or λ_U (ktoClassWeights) times the rating's magnitude |r|. */
   ktoWeight: number;
+  /**
+   * The round's parent version's logprobs of the response tokens (the base's, `ref`, in a first round): the step
+   * then reports the policy's KL to it (klToParent), the measure the gate's budget bounds. Not part of the loss.
+   */
+  parent?: Float64Array;
 }
 
 /** What persists across a round's steps: KTO's last z0 and the base's logprobs of mismatched pairs (it never changes). */
@@ -58,6 +63,11 @@ export interface BatchGradient {
   ratio: { min: number; geoMean: number; max: number } | null;
   /** KTO's z0 used in this step. */
   z0: number;
+  /**
+   * Mean per-token k3 = (ρ − 1) − log ρ, ρ = π / π_parent, over the masked tokens of the sequences that carry
+   * `parent`, at the adapter as it was before this step (null when none carries it): the gate's KL estimator.
+   */
+  klToParent: number | null;
   /** dLoss/d tensor in the order of adapterParams: [A₀, B₀, A₁, B₁, …], float64. */
   grads: Float64Array[];
   tokens: number;
@@ -70,7 +80,21 @@ export interface StepMetrics {
   gradNorm: number;
   ratio: { min: number; geoMean: number; max: number } | null;
   z0: number;
+  klToParent: number | null;
   tokens: number;
+}
+
+/** Masked mean of k3 = (ρ − 1) − log ρ with log ρ = logp − parent (common/training/gate.ts estimates KL the same way). */
+function k3ToParent(logp: ArrayLike<number>, parent: Float64Array, mask: readonly number[]): { sum: number; n: number } {
+  let sum = 0;
+  let n = 0;
+  for (let i = 0; i < mask.length; i++) {
+    if (mask[i] !== 1) continue;
+    const lr = logp[i]! - parent[i]!;
+    sum += Math.expm1(lr) - lr;
+    n++;
+  }
+  return { sum, n };
 }
 
 function addInto(dst: Float64Array, src: ArrayLike<number>): void {
@@ -132,9 +156,16 @@ export async function batchGradient(
   let logSum = 0;
   let nTok = 0;
   let tokens = 0;
+  let klParentSum = 0;
+  let klParentN = 0;
   for (const s of batch) {
     checkCancel?.();
     const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
+      if (s.parent !== undefined) {
+        const k = k3ToParent(logp, s.parent, s.mask);
+        klParentSum += k.sum;
+        klParentN += k.n;
+      }
       if (s.kind === 'mispo') {
         if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
         for (let i = 0; i < logp.length; i++) {
@@ -164,7 +195,7 @@ export async function batchGradient(
     tokens += s.tokens.length;
   }
   const ratio = nTok === 0 ? null : { min: Math.exp(rMin), geoMean: Math.exp(logSum / nTok), max: Math.exp(rMax) };
-  return { loss, kl, clipFraction: nMispo > 0 ? clip / nMispo : 0, ratio, z0, grads, tokens };
+  return { loss, kl, clipFraction: nMispo > 0 ? clip / nMispo : 0, ratio, z0, klToParent: klParentN > 0 ? klParentSum / klParentN : null, grads, tokens };
 }
 
 /** One optimizer step: batchGradient, the global-norm clip (maxGradNorm 0 = off), AdamW on the adapter in place. */
@@ -185,5 +216,5 @@ export async function trainStep(
   const grads = g.grads.map((x) => Float32Array.from(x));
   const gradNorm = o.maxGradNorm > 0 ? clipGradNorm(grads, o.maxGradNorm) : 0;
   optimizer.step(grads);
-  return { loss: g.loss, kl: g.kl, clipFraction: g.clipFraction, gradNorm, ratio: g.ratio, z0: g.z0, tokens: g.tokens };
+  return { loss: g.loss, kl: g.kl, clipFraction: g.clipFraction, gradNorm, ratio: g.ratio, z0: g.z0, klToParent: g.klToParent, tokens: g.tokens };
 }
