@@ -3,7 +3,7 @@ import type { RunView } from '../../src-main/common/domain.ts';
 import { RunCurve } from '../components/charts.tsx';
 import { DeviceLine } from '../components/DeviceLine.tsx';
 import { useRein } from '../store/react.tsx';
-import { fmtSmall, gateSentence, policySentence, rejectionWords, runMetrics, selectRuns, weakSentence } from '../store/training.ts';
+import { fmtSmall, gateSentence, policySentence, rejectionWords, runMetrics, selectRuns, stoppedSentence, weakSentence } from '../store/training.ts';
 
 /** The KL budget a round ran with (its stored config), for a round the gate never scored. */
 function configBudget(run: RunView): number | null {
@@ -54,6 +54,7 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
   const when = new Date(run.startedAt ?? run.createdAt).toLocaleString();
   const weak = weakSentence(m.weak);
   const policy = policySentence(m.samples);
+  const stopped = stoppedSentence(m.stoppedEarly);
   return (
     <li className="run" data-run-id={run.id}>
       <div className="run-head">
@@ -84,6 +85,11 @@ function RunItem(props: { run: RunView; accepted: boolean | null }) {
           {m.trainSeconds !== undefined && ` · ${m.trainSeconds.toFixed(1)} s`}
           {m.tokensPerSecond !== undefined && ` · ${Math.round(m.tokensPerSecond)} tokens/s`}
           {weak !== null && <span data-testid="run-weak"> · {weak}</span>}
+        </p>
+      )}
+      {stopped !== null && (
+        <p className="muted small" data-testid="run-stopped">
+          {stopped}
         </p>
       )}
       {policy !== null && (

@@ -9,7 +9,7 @@ import { publishLines, selectActiveAdapter, servedSummary, versionMove } from '.
 import { createReinStore } from './index.ts';
 import { raisesPopup, selectAskReason, selectPopupTurn, selectQueueLength } from './popup.ts';
 import { DEFAULT_FILTERS, perDay, RATINGS_PAGE, ratingsQuery, selectRatingRows } from './ratings.ts';
-import { deviceSentence, gateSentence, policySentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords, weakSentence } from './training.ts';
+import { deviceSentence, gateSentence, policySentence, rejectionWords, runMetrics, selectLiveProgress, selectRewardWords, stoppedSentence, weakSentence } from './training.ts';
 
 // The popup's settings at their defaults (common/config.ts); the renderer may import only types from common.
 const defaultSettings = (): Settings =>
@@ -220,6 +220,10 @@ describe('training and adapters', () => {
     const weak = { labels: 3, drawn: 2, meanWeight: 0.4375, turns: [] };
     expect(weakSentence(runMetrics({ metrics: { weak } }).weak)).toBe('2 unconfirmed weak labels trained, at weight 0.44 on average (a rating weighs 1)');
     expect(weakSentence({ labels: 1, drawn: 1, meanWeight: 0.45 })).toBe('1 unconfirmed weak label trained, at weight 0.45 on average (a rating weighs 1)');
+    expect(stoppedSentence(runMetrics({ metrics: { stoppedEarly: { step: 27, of: 32, klToParent: 0.1000043, limit: 0.0966 } } }).stoppedEarly)).toBe(
+      'Stopped after step 27 of 32: the model had moved as far from the previous version as one round may (KL 0.100 a token; the stop is at 0.097, half the budget).',
+    );
+    expect(stoppedSentence(runMetrics({ metrics: { stoppedEarly: null } }).stoppedEarly)).toBeNull();
     expect(weakSentence({ labels: 0, drawn: 0, meanWeight: null })).toBeNull();
     // A run recorded before weak labels trained.
     expect(weakSentence(runMetrics({ metrics: {} }).weak)).toBeNull();

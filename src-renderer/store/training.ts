@@ -122,6 +122,18 @@ interface RunMetrics {
   device?: DeviceChoice;
   /** Unconfirmed weak labels the round trained (training.implicit weighted; training/data.ts WeakMetrics). */
   weak?: { labels: number; drawn: number; meanWeight: number | null };
+  /** The round stopped before its last step on its KL to the parent (round.ts). */
+  stoppedEarly?: { step: number; of: number; klToParent: number; limit: number } | null;
+}
+
+/**
+ * A round that stopped before its last step, in words: "Stopped after step 27 of 32: the model had moved as far from
+ * the previous version as one round may (KL 0.100 a token; the stop is at 0.097, half the budget)." Null when it ran
+ * every step.
+ */
+export function stoppedSentence(stopped: RunMetrics['stoppedEarly']): string | null {
+  if (!stopped) return null;
+  return `Stopped after step ${stopped.step} of ${stopped.of}: the model had moved as far from the previous version as one round may (KL ${stopped.klToParent.toFixed(3)} a token; the stop is at ${stopped.limit.toFixed(3)}, half the budget).`;
 }
 
 /**
