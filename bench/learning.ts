@@ -81,7 +81,9 @@ try {
       const at = r.rounds.findIndex((p) => p.rate >= 0.8 && p.status === 'active');
       const clicks = r.rounds.slice(0, at < 0 ? r.rounds.length : at + 1).reduce((a, p) => a + p.clicks, 0);
       const imp = r.rounds.map((p) => p.implicit).filter((x) => x !== null);
-      const weak = imp.length === 0 ? '' : `; weak labels over the rounds: ${imp.reduce((a, x) => a + x.labels, 0)} selected, ${imp.reduce((a, x) => a + x.agree, 0)} agree with the rule; reader ${imp.reduce((a, x) => a + x.readRight, 0)}/${imp.reduce((a, x) => a + x.read, 0)} right on ${imp.reduce((a, x) => a + x.followups, 0)} follow-ups`;
+      // Each follow-up gives at most one label, so the reader's counts are the distinct weak labels; a run's selection
+      // counts a label again when the round that drew it was rejected.
+      const weak = imp.length === 0 ? '' : `; ${imp.reduce((a, x) => a + x.followups, 0)} follow-ups, the reader labelled ${imp.reduce((a, x) => a + x.read, 0)}, ${imp.reduce((a, x) => a + x.readRight, 0)} of them as the rule judges; runs selected ${imp.reduce((a, x) => a + x.labels, 0)} weak labels (${imp.reduce((a, x) => a + x.agree, 0)} agreeing), repeats after a rejected round included`;
       console.log(`${rule} seed ${r.seed}: ${at < 0 ? `bar not reached, ${clicks} clicks in ${r.rounds.length} rounds` : `bar reached in round ${at + 1} after ${clicks} clicks`}${weak}`);
     }
     const reached = results.filter((r) => (when !== null || r.before.rate <= 0.2) && r.rounds.some((p) => p.rate >= 0.8 && p.status === 'active'));
