@@ -501,7 +501,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
         let confirmed = 0;
         if (confirm > 0) {
           const mine = new Set(left.map((t) => t.id));
-          for (const item of (await h.core.call('weakLabels', { limit: 1000 }, 'cli')).items) {
+          for (const item of (await h.core.call('weakLabels', { limit: 200 }, 'cli')).items) {
             if (!mine.has(item.turn.id) || userRng.uniform() >= confirm) continue;
             await h.core.call('confirmWeakLabel', { turnId: item.turn.id, flip: (item.label.value === 'good') !== truth.get(item.turn.id) }, 'cli');
             confirmed++;
