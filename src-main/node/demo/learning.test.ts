@@ -1,9 +1,12 @@
-// The learning loop's own arithmetic and its held-out split; the loop itself runs in cli/commands/demo.test.ts.
+// The learning loop's own arithmetic and its held-out split; the loop itself runs in cli/commands/demo.test.ts, and
+// here with follow-ups instead of some clicks (one short round on the small LM).
 import { describe, expect, it } from 'vitest';
 import { allPrompts } from './corpus.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Rng } from '../../common/engine/rng.ts';
-import { HELD_OUT_MAX, HELD_OUT_PROMPTS, loopRule, modelCorpus, pairedChange, promptSet, ratePoint, runKl, TRAINING_PROMPTS } from './learning.ts';
+import { HELD_OUT_MAX, HELD_OUT_PROMPTS, loopRule, modelCorpus, pairedChange, promptSet, ratePoint, runKl, runLearning, TRAINING_PROMPTS } from './learning.ts';
 import { LANGS } from './prompted.ts';
 
 describe('the learning loop', () => {
@@ -58,5 +61,25 @@ describe('the learning loop', () => {
     expect(runKl({ gate: { klToParent: 0.03, klFromBase: 0.2, klBudgetPerToken: 0.05 } })).toEqual({ kl: 0.03, budget: 0.05 });
     expect(runKl(null)).toEqual({ kl: null, budget: null });
     expect(runKl({ samples: {} })).toEqual({ kl: null, budget: null });
+  });
+
+  it('the simulated user\'s follow-ups reach training as weak labels through the proxy, signals and the reader (training.implicit weighted)', { timeout: 400_000 }, async () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'rein-learning-weak-'));
+    try {
+      const r = await runLearning({ root, rule: 'question', seed: 1, rounds: 1, n: 8, held: 4, teacher: 0, explicit: 0.5, implicit: 'weighted' });
+      const [p] = r.rounds;
+      // Half the answers are clicked; each of the other four gets a follow-up in its session through the proxy.
+      expect(p!).toMatchObject({ rated: 4, clicks: 4, sampled: 8 });
+      const w = p!.implicit!;
+      expect(w.followups).toBe(4);
+      // The run trained exactly the labels the reader gives the follow-ups the user wrote: they came through the
+      // product's capture path (core/signals.ts) and data.ts weakLabelled, not from the loop.
+      expect(w.read).toBeGreaterThan(0);
+      expect(w.labels).toBe(w.read);
+      expect(w.drawn).toBe(w.labels);
+      expect(w.agree).toBe(w.readRight);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

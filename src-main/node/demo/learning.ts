@@ -18,13 +18,24 @@
 // Off-policy: in a second fresh home, `teacher` answers from a second sampler (the corpus generator with the rule's
 // style at 50%) are captured as plain text (no tokens: KTO), rated by the rule, and trained in one round.
 // KL and its budget are read from the run's metrics, whatever the gate calls them (runKl below).
+// Implicit feedback (`explicit` < 1): the simulated user clicks Good or Bad on that share of a round's answers and,
+// on each of the others, writes a follow-up in the same session through the proxy, as a client does: a phrasing of the
+// weak-label reader's held-out split (common/implicit/fixtures/followups.jsonl, split test, never tuned on) that says
+// what the rule says of the answer. The proxy stores it as the session's next turn, core/signals.ts records it as a
+// `followup` signal, and the production reader labels it, so a weak label's error is the reader's on real phrasings.
+// With training.implicit weighted the round trains those labels (data.ts weakLabelled); `confirm` is the share of
+// labels the user confirms on the card (or flips, where the reader misread), each one a click.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Rng } from '../../common/engine/rng.ts';
 import { meanEstimate, rateEstimate, type RateEstimate } from '../../common/training/intervals.ts';
+import { DEFAULT_THRESHOLD, readText } from '../../common/implicit/reader.ts';
+import { parseCorpus } from '../../common/implicit/score.ts';
 import { createCore, type ReinCore } from '../core/core.ts';
 import { readOrCreateToken, resolveHome } from '../home.ts';
+import type { TurnSummary } from '../../common/domain.ts';
 import { startServeStack, type ServeStack } from '../serving/stack.ts';
+import { shuffle } from '../training/data.ts';
 import { allPrompts, sampleDialogue, STYLES, styleRule, type StyleName } from './corpus.ts';
 import { LANGS, sampleDialogue as samplePromptedDialogue, samplePrompt } from './prompted.ts';
 import { CORPORA, SMALL_LM_DIR, type CorpusName } from './small-lm.ts';
@@ -63,7 +74,25 @@ export interface RoundPoint extends RatePoint {
   others: StyleEffect[];
   /** A conditional rule's style rate on the held-out prompts that name one of its languages, and on the others. */
   split: { inside: number; outside: number } | null;
+  /** The user's clicks this round: explicit ratings and weak labels confirmed or flipped on the card. */
+  clicks: number;
+  /** The follow-ups of this round and the weak labels its run trained; null when every answer was rated (explicit 1). */
+  implicit: ImplicitPoint | null;
   seconds: number;
+}
+
+export interface ImplicitPoint {
+  /** Follow-ups written (one per answer not rated by a click). */
+  followups: number;
+  /** Of them, how many the reader labels at its threshold, and how many of those say what the rule says. */
+  read: number;
+  readRight: number;
+  /** Weak labels the user confirmed or flipped on the card (clicks; they train as ratings). */
+  confirmed: number;
+  /** The run's weak labels (its metrics' `weak`): selected, drawn into a step, and selected ones the rule agrees with. */
+  labels: number;
+  drawn: number;
+  agree: number;
 }
 
 export interface StyleEffect {
@@ -125,6 +154,12 @@ export interface LearningOptions {
    */
   when?: readonly string[] | null;
   maxTokens?: number;
+  /** The share of each round's answers the simulated user rates with a click (default 1); the others get a follow-up. */
+  explicit?: number;
+  /** The setting training.implicit for the run (absent: the product's default). */
+  implicit?: 'off' | 'confirm-only' | 'weighted';
+  /** The share of offered weak labels the user confirms (or flips where the reader misread) on the card; default 0. */
+  confirm?: number;
   log?: (line: string) => void;
   onRound?: (p: RoundPoint) => void;
 }
@@ -287,11 +322,14 @@ async function openHome(dir: string, modelDir: string, log: (line: string) => vo
   }
 }
 
-async function chat(baseUrl: string, token: string, prompt: string, seed: number, maxTokens: number): Promise<string> {
+type ChatMessage = { role: 'user' | 'assistant'; content: string };
+
+async function chat(baseUrl: string, token: string, prompt: string | ChatMessage[], seed: number, maxTokens: number, session?: string): Promise<string> {
+  const messages = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : prompt;
   const res = await fetch(`${baseUrl}/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ model: 'rein', messages: [{ role: 'user', content: prompt }], temperature: 1, top_p: 1, max_tokens: maxTokens, seed }),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...(session === undefined ? {} : { 'x-rein-session': session }) },
+    body: JSON.stringify({ model: 'rein', messages, temperature: 1, top_p: 1, max_tokens: maxTokens, seed }),
   });
   const body = (await res.json()) as { choices?: { message?: { content?: string } }[]; error?: { message?: string } };
   if (!res.ok) throw new Error(`POST ${baseUrl}/chat/completions: ${res.status} ${body.error?.message ?? ''}`);
@@ -316,23 +354,47 @@ export function sideEffects(rule: StyleName, before: readonly string[], after: r
 }
 
 /** Trains one round through the scheduler and the worker and reads what it did. */
-async function trainRound(core: ReinCore): Promise<{ run: string; version: number | null; status: string; reason: string | null; kl: number | null; budget: number | null }> {
+async function trainRound(core: ReinCore): Promise<{ run: string; version: number | null; status: string; reason: string | null; kl: number | null; budget: number | null; weak: RunWeak }> {
   const { runId } = await core.call('startTraining', {}, 'cli');
   await core.scheduler.idle();
   const run = (await core.call('listRuns', {}, 'cli')).find((r) => r.id === runId);
   if (run === undefined) throw new Error(`run ${runId} is missing after training`);
   const v = run.adapterVersion === null ? undefined : (await core.call('listAdapters', {}, 'cli')).find((a) => a.version === run.adapterVersion);
-  return { run: run.status, version: v?.version ?? null, status: v?.status ?? run.status, reason: v?.reason ?? (run.error === null ? null : String(run.error)), ...runKl(run.metrics) };
+  return { run: run.status, version: v?.version ?? null, status: v?.status ?? run.status, reason: v?.reason ?? (run.error === null ? null : String(run.error)), ...runKl(run.metrics), weak: runWeak(run.metrics) };
+}
+
+/** The weak labels a run trained, from its metrics (training/data.ts WeakMetrics); none when it says nothing of them. */
+export interface RunWeak {
+  drawn: number;
+  turns: { turnId: number; value: 'good' | 'bad' }[];
+}
+
+export function runWeak(metrics: unknown): RunWeak {
+  const w = (metrics as { weak?: { drawn?: unknown; turns?: unknown } } | null)?.weak;
+  const turns = Array.isArray(w?.turns) ? (w.turns as RunWeak['turns']) : [];
+  return { drawn: typeof w?.drawn === 'number' ? w.drawn : 0, turns };
+}
+
+/** The follow-ups of the reader's held-out split that say an answer was good, and those that say it was bad. */
+function heldOutFollowups(): { good: string[]; bad: string[] } {
+  const file = path.join(import.meta.dirname, '..', '..', 'common', 'implicit', 'fixtures', 'followups.jsonl');
+  const test = parseCorpus(readFileSync(file, 'utf8')).filter((l) => l.split === 'test');
+  return { good: test.filter((l) => l.label === 'good').map((l) => l.text), bad: test.filter((l) => l.label === 'bad').map((l) => l.text) };
+}
+
+/** The unrated turns of `source` that are not in `done`, as listTurns orders them; exactly `expected` of them, or a fault. */
+async function newTurns(core: ReinCore, source: string, done: ReadonlySet<number>, expected: number): Promise<TurnSummary[]> {
+  const turns = (await core.call('listTurns', { source, state: 'unrated', limit: 1000 }, 'cli')).items.filter((t) => !done.has(t.id));
+  if (turns.length !== expected) throw new Error(`expected ${expected} captured ${source} turns, found ${turns.length}`);
+  return turns;
 }
 
 /**
- * Rates every unrated turn of `source` by the rule, each one the core's rewardAsk says to ask about (all of them
- * unless reward.ask is unsure); a turn not asked about is ignored, as a popup that never showed. Returns the good
- * count, how many were rated, and how many were captured on-policy.
+ * Rates `turns` by the rule, each one the core's rewardAsk says to ask about (all of them unless reward.ask is
+ * unsure); a turn not asked about is ignored, as a popup that never showed. Returns the good count, how many were
+ * rated, and how many were captured on-policy.
  */
-async function rateUnrated(core: ReinCore, source: string, judge: (answer: string, prompt: string) => boolean, expected: number): Promise<{ good: number; rated: number; onPolicy: number }> {
-  const turns = (await core.call('listTurns', { source, state: 'unrated', limit: 1000 }, 'cli')).items;
-  if (turns.length !== expected) throw new Error(`expected ${expected} captured ${source} turns to rate, found ${turns.length}`);
+async function rateTurns(core: ReinCore, turns: readonly TurnSummary[], judge: (answer: string, prompt: string) => boolean): Promise<{ good: number; rated: number; onPolicy: number }> {
   let good = 0;
   let rated = 0;
   for (const t of turns) {
@@ -360,6 +422,11 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
     const unknown = when.filter((l) => !LANGS.some((x) => x.name === l));
     if (unknown.length > 0 || when.length === 0) throw new Error(`when: ${unknown.join(', ') || '(none)'}: name languages of ${LANGS.map((l) => l.name).join(', ')}`);
   }
+  const explicit = o.explicit ?? 1;
+  const confirm = o.confirm ?? 0;
+  if (!(explicit >= 0 && explicit <= 1)) throw new Error(`explicit must be 0..1 (the share of answers rated by a click), got ${o.explicit}`);
+  if (!(confirm >= 0 && confirm <= 1)) throw new Error(`confirm must be 0..1 (the share of weak labels confirmed on the card), got ${o.confirm}`);
+  const followups = explicit < 1 ? heldOutFollowups() : null;
   const judge = loopRule(o.rule, when);
   const style = styleRule(o.rule);
   const maxTokens = o.maxTokens ?? set.maxTokens;
@@ -377,25 +444,77 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   const rounds: RoundPoint[] = [];
   let before: string[];
   let last: string[];
-  const tag = `${o.rule}${when === null ? '' : `-when-${when.join('-')}`}-${o.seed}`;
+  const tag = `${o.rule}${when === null ? '' : `-when-${when.join('-')}`}${explicit < 1 ? `-explicit-${explicit}-${o.implicit ?? 'default'}` : ''}-${o.seed}`;
   const h = await openHome(path.join(o.root, `home-${tag}`), modelDir, log);
   try {
     if (h.stack.model === null) throw new Error('the learning loop needs Rein\'s own model server (proxy.upstream must be null)');
-    await h.core.call('setSettings', { values: { 'reward.ask': o.ask ?? 'always' } }, 'cli');
+    await h.core.call('setSettings', { values: { 'reward.ask': o.ask ?? 'always', ...(o.implicit === undefined ? {} : { 'training.implicit': o.implicit }) } }, 'cli');
     before = await heldOut(h, held, heldSeed, maxTokens);
     last = before;
     const rng = new Rng(o.seed).fork(`training prompts ${o.rule}`);
+    const userRng = new Rng(o.seed).fork(`simulated user ${o.rule}`);
+    // Turns the loop has dealt with (weak-labelled answers stay unrated), and what the rule says of each answer it
+    // left to a follow-up.
+    const done = new Set<number>();
+    const truth = new Map<number, boolean>();
     for (let r = 1; r <= o.rounds; r++) {
       const t0 = performance.now();
       const asked = new Map<string, LoopPrompt>();
       for (let i = 0; i < o.n; i++) {
         const prompt = set.train(rng);
         asked.set(prompt.text, prompt);
-        await chat(h.stack.url, h.token, prompt.text, o.seed * 1_000_003 + r * 10_007 + i, maxTokens);
+        await chat(h.stack.url, h.token, prompt.text, o.seed * 1_000_003 + r * 10_007 + i, maxTokens, followups === null ? undefined : `learning-${o.seed}-${r}-${i}`);
       }
       await h.stack.proxy.idle();
-      const { good, rated, onPolicy } = await rateUnrated(h.core, 'proxy', (answer, text) => judge(sent(asked, text), answer), o.n);
-      const trained = await trainRound(h.core);
+      const turns = await newTurns(h.core, 'proxy', done, o.n);
+      for (const t of turns) done.add(t.id);
+      const order = shuffle(turns.length, userRng);
+      const clicked = new Set(order.slice(0, Math.round(explicit * turns.length)));
+      const { good, rated } = await rateTurns(h.core, turns.filter((_, i) => clicked.has(i)), (answer, text) => judge(sent(asked, text), answer));
+      const onPolicy = turns.filter((t) => t.onPolicy).length;
+      let implicit: ImplicitPoint | null = null;
+      if (followups !== null) {
+        const left = turns.filter((_, i) => !clicked.has(i));
+        let read = 0;
+        let readRight = 0;
+        for (const [i, t] of left.entries()) {
+          const full = await h.core.call('getTurn', { turnId: t.id }, 'cli');
+          const ok = judge(sent(asked, full.prompt), full.response);
+          truth.set(t.id, ok);
+          const pool = ok ? followups.good : followups.bad;
+          const text = pool[Math.floor(userRng.uniform() * pool.length)]!;
+          const label = readText(text);
+          if (label !== null && label.confidence >= DEFAULT_THRESHOLD) {
+            read++;
+            if ((label.value === 'good') === ok) readRight++;
+          }
+          // The user's next message in the answer's session, through the proxy: one token of reply is enough, the
+          // follow-up's own answer is not part of the experiment (it is ignored below).
+          const history: ChatMessage[] = [{ role: 'user', content: full.prompt }, { role: 'assistant', content: full.response }, { role: 'user', content: text }];
+          await chat(h.stack.url, h.token, history, o.seed * 1_000_003 + r * 10_007 + 5_000 + i, 1, t.session ?? undefined);
+        }
+        await h.stack.proxy.idle();
+        for (const f of await newTurns(h.core, 'proxy', done, left.length)) {
+          done.add(f.id);
+          await h.core.call('ignoreTurn', { turnId: f.id }, 'cli');
+        }
+        let confirmed = 0;
+        if (confirm > 0) {
+          const mine = new Set(left.map((t) => t.id));
+          for (const item of (await h.core.call('weakLabels', { limit: 200 }, 'cli')).items) {
+            if (!mine.has(item.turn.id) || userRng.uniform() >= confirm) continue;
+            await h.core.call('confirmWeakLabel', { turnId: item.turn.id, flip: (item.label.value === 'good') !== truth.get(item.turn.id) }, 'cli');
+            confirmed++;
+          }
+        }
+        implicit = { followups: left.length, read, readRight, confirmed, labels: 0, drawn: 0, agree: 0 };
+      }
+      const { weak, ...trained } = await trainRound(h.core);
+      if (implicit !== null) {
+        implicit.labels = weak.turns.length;
+        implicit.drawn = weak.drawn;
+        implicit.agree = weak.turns.filter((w) => truth.get(w.turnId) === (w.value === 'good')).length;
+      }
       last = await heldOut(h, held, heldSeed, maxTokens);
       const p: RoundPoint = {
         round: r,
@@ -408,6 +527,8 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
         change: pairedChange(verdicts(before), verdicts(last)),
         others: sideEffects(o.rule, before, last),
         split: split(last),
+        clicks: rated + (implicit?.confirmed ?? 0),
+        implicit,
         seconds: (performance.now() - t0) / 1000,
       };
       rounds.push(p);
@@ -428,7 +549,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
         asked.set(d.prompt.text, d.prompt);
         await t.core.call('captureTurn', { source: 'api', eventId: `teacher-${i}`, prompt: d.prompt.text, response: d.answer }, 'cli');
       }
-      const { good } = await rateUnrated(t.core, 'api', (answer, text) => judge(sent(asked, text), answer), o.teacher);
+      const { good } = await rateTurns(t.core, await newTurns(t.core, 'api', new Set(), o.teacher), (answer, text) => judge(sent(asked, text), answer));
       const trained = await trainRound(t.core);
       const after = await heldOut(t, held, heldSeed, maxTokens);
       offPolicy = { teacher: o.teacher, good, status: trained.status, reason: trained.reason, kl: trained.kl, budget: trained.budget, after: ratePoint(verdicts(after)), change: pairedChange(verdicts(before), verdicts(after)) };
