@@ -34,22 +34,28 @@ afterAll(async () => {
 
 describe('chat and arena on the small LM', () => {
   it('streams a chat answer as chatToken events and stores it on-policy with its tokens, μ and version', { timeout: 120_000 }, async () => {
-    const pieces: string[] = [];
-    const off = core.on('chatToken', (e) => {
-      if (e.streamId === 's1') pieces.push(e.text);
-    });
-    const a = await core.call('chat', { messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: TRAINING_PROMPTS[0]! }], streamId: 's1', maxTokens: 48 }, 'test');
-    off();
+    // The small LM now and then samples its end-of-turn first: an empty answer, streamed as no piece, is stored like
+    // any other. Asked again until an answer runs to more than one piece; every answer is checked.
+    let pieces: string[] = [];
+    for (let attempt = 1; attempt <= 5 && pieces.length <= 1; attempt++) {
+      const streamId = `s${attempt}`;
+      pieces = [];
+      const off = core.on('chatToken', (e) => {
+        if (e.streamId === streamId) pieces.push(e.text);
+      });
+      const a = await core.call('chat', { messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: TRAINING_PROMPTS[0]! }], streamId, maxTokens: 48 }, 'test');
+      off();
+      expect(pieces.join('')).toBe(a.text);
+      expect(a).toMatchObject({ version: 0, onPolicy: true, note: null });
+      const t = await core.call('getTurn', { turnId: a.turnId! }, 'test');
+      expect(t.source).toBe('chat');
+      expect(t.response).toBe(a.text);
+      expect(t.adapterVersion).toBe(0);
+      expect(t.tokens!.length).toBe(t.logprobs!.length);
+      expect(t.tokens!.length).toBeGreaterThan(0);
+      expect(t.context).toEqual([{ role: 'system', content: 'You are terse.' }]);
+    }
     expect(pieces.length).toBeGreaterThan(1);
-    expect(pieces.join('')).toBe(a.text);
-    expect(a).toMatchObject({ version: 0, onPolicy: true, note: null });
-    const t = await core.call('getTurn', { turnId: a.turnId! }, 'test');
-    expect(t.source).toBe('chat');
-    expect(t.response).toBe(a.text);
-    expect(t.adapterVersion).toBe(0);
-    expect(t.tokens!.length).toBe(t.logprobs!.length);
-    expect(t.tokens!.length).toBeGreaterThan(0);
-    expect(t.context).toEqual([{ role: 'system', content: 'You are terse.' }]);
     // No trained version yet: the arena says so instead of comparing the base with itself.
     await expect(core.call('arenaStart', { prompt: 'hi' }, 'test')).rejects.toThrow(/no trained version is active/);
   });
