@@ -12,6 +12,7 @@
 import { BadInputError } from '../../common/errors.ts';
 import { clipGradNorm, type AdamW } from '../../common/engine/adamw.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
+import { k3 } from '../../common/training/gate.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ObjectiveRunner } from './objective-runner.ts';
 
@@ -84,14 +85,13 @@ export interface StepMetrics {
   tokens: number;
 }
 
-/** Masked mean of k3 = (ρ − 1) − log ρ with log ρ = logp − parent (common/training/gate.ts estimates KL the same way). */
+/** Sum and count of the gate's per-token k3 (common/training/gate.ts) of logp against parent over the masked tokens. */
 function k3ToParent(logp: ArrayLike<number>, parent: Float64Array, mask: readonly number[]): { sum: number; n: number } {
   let sum = 0;
   let n = 0;
   for (let i = 0; i < mask.length; i++) {
     if (mask[i] !== 1) continue;
-    const lr = logp[i]! - parent[i]!;
-    sum += Math.expm1(lr) - lr;
+    sum += k3(logp[i]! - parent[i]!);
     n++;
   }
   return { sum, n };
