@@ -4,6 +4,7 @@
 // good` or `/rl bad` from the same directory, a `rein train` round that trains them on-policy (MIS-PO), the version
 // the gate accepts served by the running `rein serve-model`, and the next turn stored under it with its μ.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { LOOP_PLAN } from './loop-plan.ts';
 import { inNetns, skipReason } from './netns.ts';
 
 interface StoredTurn {
@@ -39,14 +40,7 @@ interface Facts {
   serverLog: string;
 }
 
-const PLAN: [string, 'good' | 'bad'][] = [
-  ['Say hello.', 'good'],
-  ['Name a fruit.', 'bad'],
-  ['What is two plus two?', 'bad'],
-  ['Name a colour.', 'good'],
-  ['Say goodbye.', 'bad'],
-  ['Name an animal.', 'bad'],
-];
+const PLAN = LOOP_PLAN;
 
 const CLIENTS = [
   { agent: 'claude', name: 'Claude Code', source: 'claude-code', rater: 'claude-code /rl' },

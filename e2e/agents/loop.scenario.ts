@@ -14,6 +14,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { cleanup, freePort, REIN_BIN, ROOT, rein, run, sandbox, startRein, until } from './harness.ts';
+import { LOOP_PLAN } from './loop-plan.ts';
 
 const agent = process.argv[2] === 'codex' ? 'codex' : 'claude';
 const s = sandbox(`loop-${agent}`);
@@ -75,16 +76,8 @@ try {
   proxy.stderr!.on('data', (d: Buffer) => (proxyLog += d.toString('utf8')));
   await until('the proxy to answer', async () => (await fetch(`http://127.0.0.1:${proxyPort}/v1/models`, { headers: { authorization: `Bearer ${server.token}` } }).catch(() => null))?.ok, 120_000);
 
-  // 1-2. Six one-shot turns, each rated from the same directory with a one-shot /rl. The small LM's replies are mostly
-  // noise, and most are rated Bad; two Good give the round its contrast.
-  const plan: [string, 'good' | 'bad'][] = [
-    ['Say hello.', 'good'],
-    ['Name a fruit.', 'bad'],
-    ['What is two plus two?', 'bad'],
-    ['Name a colour.', 'good'],
-    ['Say goodbye.', 'bad'],
-    ['Name an animal.', 'bad'],
-  ];
+  // 1-2. Six one-shot turns, each rated from the same directory with a one-shot /rl (LOOP_PLAN).
+  const plan = LOOP_PLAN;
   let t = performance.now();
   const asked: unknown[] = [];
   const rated: unknown[] = [];
