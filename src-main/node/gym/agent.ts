@@ -5,8 +5,9 @@
 // What differs from LlamaGym, and why:
 // - Sampling goes through Rein's model server with the active adapter (backend.ts, session.ts), and every reply keeps
 //   its token ids and μ, the logprob of each token under the distribution it was actually drawn from (after
-//   temperature and top-p). That makes each step an on-policy turn: MIS-PO's ratio π/μ is an importance weight only
-//   against the true proposal.
+//   temperature and top-p). At the default temperature 1 and top-p 1 that makes each step an on-policy turn: MIS-PO's
+//   ratio π/μ is an importance weight only against the true proposal (a step drawn otherwise trains as KTO:
+//   training/data.ts samplingReason).
 // - Credit per step is the discounted return from that step, G_t = r_t + γ·G_{t+1}, not the episode's reward spread
 //   evenly over its turns: an action can only change the rewards after it (the policy-gradient theorem, Sutton &
 //   Barto §13.3), so crediting it with earlier rewards adds variance and no signal. Each step is stored as a turn

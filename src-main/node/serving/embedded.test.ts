@@ -63,7 +63,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 6, seed: 11, temperature: 0.8, ...extra });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 6, seed: 11, temperature: 1, ...extra });
 // The probe: asked before and after the round with the same prompt and seed, at temperature 0.7 and top_p 0.9.
 const PROMPTS = ['Name a colour.', 'Say hello to the team.', 'What is two plus two?', 'Fix the failing test.', 'Write one line.'];
 const MORE = (i: number) => chat(PROMPTS[i % PROMPTS.length]!, { seed: 100 + i, stream: i % 2 === 1 });
@@ -218,7 +218,7 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
       const r = await ask(MORE(i));
       expect(r.turn.onPolicy).toBe(true);
       expect(r.served).toEqual([]);
-      expect(maxDiff(r.turn.logprobs!, await engineMu(r.turn, null, 0.8, 1))).toBeLessThan(TOL);
+      expect(maxDiff(r.turn.logprobs!, await engineMu(r.turn, null, 1, 1))).toBeLessThan(TOL);
     }
     // OpenAI's bound on top_logprobs.
     const over = await fetch(`${ms.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ ...PROBE, top_logprobs: 21 }) });
@@ -258,11 +258,15 @@ describe('model server behind the proxy: chat, rate, train, serve the new versio
     await core.scheduler.idle();
     const run = (await core.call('listRuns', {}, 'test'))[0]!;
     expect(run.status, String(run.error)).toBe('succeeded');
-    const m = run.metrics as { samples: { pending: number; heldout: number; mispo: number }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
+    const m = run.metrics as { samples: { pending: number; heldout: number; mispo: number; offPolicy: { why: string }[] }; advantages: { positive: number; negative: number }; gate: { accuracy: number; kl: number; klBudget: number } };
     console.log(`round: ${JSON.stringify({ samples: m.samples, advantages: m.advantages, gate: m.gate })}`);
     // 3 of 16 held out (round(0.2 × 16)); they stay pending.
     expect([m.samples.pending, m.samples.heldout]).toEqual([13, 3]);
-    expect(m.samples.mispo).toBe(13);
+    // The turns sampled at temperature 1 train on-policy; the four probes (top_p 0.9) are the model's answers but not
+    // draws from π, so those the round trains are text (KTO), each with its reason (data.ts samplingReason).
+    expect(m.samples.offPolicy.length).toBeLessThanOrEqual(4);
+    for (const o of m.samples.offPolicy) expect(o.why).toMatch(/top_p 0\.9/);
+    expect(m.samples.mispo).toBe(13 - m.samples.offPolicy.length);
     expect(m.advantages.positive).toBeGreaterThan(0);
     expect(m.advantages.negative).toBeGreaterThan(0);
     const v = (await core.call('listAdapters', {}, 'test'))[0]!;

@@ -204,9 +204,13 @@ describe('a round encodes', () => {
     try {
       const response = tok.encode('Sure, here it is.');
       const mu = response.map(() => -0.5);
-      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 0.7, topP: 0.9 };
+      const policy = { modelId: DEFAULT_MODEL_ID, temperature: 1, topP: 1 };
       const cases: [string, Record<string, unknown>, string][] = [
         ['honest', { tokens: response, logprobs: mu, policy }, 'mispo'],
+        // The model's answers, but not draws from π (the model at temperature 1, untruncated): see samplingReason.
+        ['another temperature', { tokens: response, logprobs: mu, policy: { ...policy, temperature: 0.7 } }, 'kto'],
+        ['a top-p cut', { tokens: response, logprobs: mu, policy: { ...policy, topP: 0.9 } }, 'kto'],
+        ['greedy', { tokens: response, logprobs: response.map(() => 0), policy: { ...policy, temperature: 0 } }, 'kto'],
         ['no policy (a row from before migration 0002)', { tokens: response, logprobs: mu }, 'kto'],
         ['another model', { tokens: response, logprobs: mu, policy: { ...policy, modelId: '/models/other' } }, 'kto'],
         ['a prompt that must be cut', { prompt: 'word '.repeat(400), tokens: response, logprobs: mu, policy }, 'kto'],
@@ -225,8 +229,11 @@ describe('a round encodes', () => {
       const { sequences, skipped } = encodeRound(turns, tok, opts);
       expect(skipped).toEqual([]);
       expect(sequences.map((q) => q.kind)).toEqual(cases.map((c) => c[2]));
+      expect(sequences[1]!.why).toMatch(/temperature 0\.7, not 1/);
+      expect(sequences[2]!.why).toMatch(/top_p 0\.9: μ is 0 outside the nucleus/);
+      expect(sequences[3]!.why).toMatch(/decoded greedily/);
       // The cut prompt still trains, as text within the budget.
-      expect(sequences[3]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
+      expect(sequences[6]!.tokens.length).toBeLessThanOrEqual(opts.maxTokens);
       expect(Array.from(sequences[0]!.mu!)).toEqual(mu);
     } finally {
       core.close();

@@ -321,6 +321,10 @@ function fitAgent(promptIds: number[], responseIds: number[], mask: number[], ma
  * and the same conditioning: so the turn must name the model being trained (same id, so the same tokenizer), the
  * base's own weights where it names them (model-files/weights-id.ts), and the distribution its logprobs are of
  * (migration 0002; older rows do not say).
+ *
+ * The policy π that a round trains is the model's own distribution (temperature 1, no truncation), so μ must be that
+ * distribution too (samplingReason): a turn sampled at another temperature or with a top-p cut, or decoded greedily,
+ * trains as text (KTO) with the reason. Those are the model's answers, but not draws from π.
  */
 export function offPolicyReason(t: RatedTurn, modelId: string, baseWeights: string | null): string | null {
   if (t.tokens === null || t.logprobs === null || t.tokens.length === 0) return 'no stored tokens and logprobs';
@@ -332,10 +336,29 @@ export function offPolicyReason(t: RatedTurn, modelId: string, baseWeights: stri
     return `sampled from other weights than the training base's (${shortWeightsId(t.policy.weights)}, the base is ${shortWeightsId(baseWeights)}): a quantized or otherwise different file of ${modelId} was served`;
   }
   if (t.logprobs.length !== t.tokens.length) return `${t.logprobs.length} logprobs for ${t.tokens.length} tokens`;
+  const sampling = samplingReason(t.policy);
+  if (sampling !== null) return sampling;
   // An agent's turn through the proxy (serving/agent-proxy.ts) was sampled after the agent's system prompt, tool
   // declarations and history, which its text does not keep: π is conditioned on what μ was only through the ids the
   // model server consumed (promptIds), stored with the turn since migration 0008.
   if (STEPS_AFTER_PROMPT.has(t.source) && (t.promptIds ?? null) === null) return "the model server's prompt ids (the agent's system prompt, tools and history) are not stored with the turn";
+  return null;
+}
+
+/**
+ * Why a turn's sampling makes μ something other than π's own probability, or null at temperature 1 with no top-p cut.
+ * - Greedy decoding (temperature 0): μ is a point mass (the server reports log μ = 0), not a distribution.
+ * - A top-p cut: μ is 0 on the tokens outside the nucleus, which π can draw, so π/μ is no importance weight (μ must
+ *   cover π's support).
+ * - Another temperature: μ = softmax(z/T) covers π's support, but π/μ then differs from 1 before any training, by the
+ *   temperature alone; MIS-PO's clip and drift band read that as the policy having moved, and scale the turn down or
+ *   clip its tokens. Training π at the turn's temperature instead would teach the tempered model, not the one served
+ *   at temperature 1.
+ */
+export function samplingReason(p: { temperature: number; topP: number }): string | null {
+  if (p.temperature === 0) return 'decoded greedily (temperature 0): its logprobs are of a point mass, not of a distribution π can be weighed against';
+  if (p.topP < 1) return `sampled with top_p ${p.topP}: μ is 0 outside the nucleus, where π is not, so π/μ is no importance weight`;
+  if (p.temperature !== 1) return `sampled at temperature ${p.temperature}, not 1: μ is the tempered distribution, so π/μ would measure the temperature, not the update`;
   return null;
 }
 
