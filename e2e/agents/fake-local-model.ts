@@ -3,18 +3,36 @@
 // token's logprob and id as llama-server reports them. A chat whose human prompt holds TOOL_MARKER and that
 // declares a shell tool gets a call to that tool (its raw text `<tool_call>{…}</tool_call>` as the sampled tokens,
 // the parsed call in `delta.tool_calls`, as a tool-parsing server sends it); a chat whose model turn was followed by
-// a tool result gets "The tool printed: <the marker line>"; any other chat gets answerFor(prompt).
+// a tool result gets "The tool printed: <the marker line>"; a chat whose prompt holds SLOW_MARKER gets a long answer
+// streamed a piece every SLOW_PIECE_MS, stopping when the client leaves (for interrupting a client mid-answer); any
+// other chat gets answerFor(prompt).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerFor, TOOL_MARKER, TOOL_OUTPUT } from './fake-models.ts';
 import type { RecordedRequest } from './fake-models.ts';
 
 type Obj = Record<string, unknown>;
+
+/** A prompt holding this gets SLOW_ANSWER, streamed slowly: a client can be interrupted while it arrives. */
+export const SLOW_MARKER = 'walk me slowly through every step of the release checklist';
+const SLOW_PIECE_MS = 60;
+export interface SlowAnswer {
+  started: number;
+  sent: number;
+  total: number;
+  clientLeft: boolean;
+}
+export const SLOW_ANSWER = Array.from({ length: 40 }, (_, i) => `Step ${i + 1}: check the item, then note what you saw.`).join(' ');
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface LocalModel {
   url: string;
   requests: RecordedRequest[];
+  /**
+   * The latest slow answer: how many have started (`started`, counting this one), its pieces written so far, and whether
+   * its client left before the end (null: none started).
+   */
+  slow(): SlowAnswer | null;
   /** Chat requests only. */
   chats(): Obj[];
   close(): Promise<void>;
@@ -55,6 +73,7 @@ function script(body: Obj): { text: string; call: { name: string; arguments: str
   const prompt = users.flatMap((u) => u.split('\n')).filter((l) => !/^\s*</.test(l) && l.trim() !== '').at(-1) ?? '';
   const call = prompt.includes(TOOL_MARKER) ? shellCall(Array.isArray(body.tools) ? (body.tools as Obj[]) : []) : null;
   if (call !== null) return { text: `<tool_call>\n{"name": ${JSON.stringify(call.name)}, "arguments": ${call.arguments}}\n</tool_call>`, call };
+  if (prompt.includes(SLOW_MARKER)) return { text: SLOW_ANSWER, call: null };
   return { text: answerFor(prompt), call: null };
 }
 
@@ -68,6 +87,7 @@ export async function startLocalModel(): Promise<LocalModel> {
     return id;
   };
   let n = 0;
+  let slow: SlowAnswer | null = null;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -96,10 +116,28 @@ export async function startLocalModel(): Promise<LocalModel> {
       const send = (choice: Obj, extra: Obj = {}) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, choices: [{ index: 0, finish_reason: null, ...choice }], ...extra })}\n\n`);
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       send({ delta: { role: 'assistant', content: '' }, logprobs: null });
-      for (const [i, p] of pieces.entries()) {
+      const piece = (i: number, p: string) => {
         const lp = { content: [{ id: idOf(p), token: p, logprob: -(0.01 + 0.01 * (i % 5)), bytes: [...Buffer.from(p, 'utf8')], top_logprobs: [] }] };
         send({ delta: call === null ? { content: p } : {}, logprobs: lp });
+      };
+      if (text === SLOW_ANSWER) {
+        const state: SlowAnswer = { started: (slow?.started ?? 0) + 1, sent: 0, total: pieces.length, clientLeft: false };
+        slow = state;
+        res.on('close', () => (state.clientLeft = !res.writableFinished));
+        void (async () => {
+          for (const [i, p] of pieces.entries()) {
+            if (state.clientLeft) return;
+            piece(i, p);
+            state.sent = i + 1;
+            await new Promise((r) => setTimeout(r, SLOW_PIECE_MS));
+          }
+          if (state.clientLeft) return;
+          send({ delta: {}, finish_reason: 'stop' });
+          res.end('data: [DONE]\n\n');
+        })();
+        return;
       }
+      for (const [i, p] of pieces.entries()) piece(i, p);
       if (call !== null) send({ delta: { tool_calls: [{ index: 0, id: `call_local_${n}`, type: 'function', function: { name: call.name, arguments: call.arguments } }] } });
       send({ delta: {}, finish_reason: call === null ? 'stop' : 'tool_calls' });
       res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', model, choices: [], usage: { prompt_tokens: 100, completion_tokens: pieces.length, total_tokens: 100 + pieces.length } })}\n\n`);
@@ -114,6 +152,7 @@ export async function startLocalModel(): Promise<LocalModel> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    slow: () => (slow === null ? null : { ...slow }),
     chats: () => requests.filter((r) => r.method === 'POST' && r.url.startsWith('/v1/chat/completions')).map((r) => r.body as Obj),
     close: () =>
       new Promise<void>((resolve) => {
