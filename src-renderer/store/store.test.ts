@@ -272,7 +272,7 @@ describe('store', () => {
       'Round 3 was rejected by the eval gate, so the 8 ratings it trained on count as not trained: they are pending again. An automatic round waits for 10 new ratings.',
     );
     expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toBe('not trained (round 3 rejected)');
-    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toBe('not trained yet (held out to test round 3)');
+    expect(ratingRoundText(rating(1, 'good', { lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toBe('not trained yet (held out to test round 3; the next round trains it)');
     expect(ratingRoundText(rating(1, 'good', { runId: 2, lastRound: { runId: 2, role: 'trained', outcome: 'accepted' } }))).toBe('trained in round 2');
   });
 

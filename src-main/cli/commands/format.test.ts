@@ -33,7 +33,7 @@ describe('rein status and ratings', () => {
   it('say where each rating stands', () => {
     expect(formatRating(rating({ runId: 2, lastRound: { runId: 2, role: 'trained', outcome: 'accepted' } }))).toContain('trained in round 2');
     expect(formatRating(rating({ lastRound: { runId: 3, role: 'trained', outcome: 'rejected' } }))).toContain('not trained (round 3 rejected)');
-    expect(formatRating(rating({ lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toContain('not trained yet (held out to test round 3)');
+    expect(formatRating(rating({ lastRound: { runId: 3, role: 'heldout', outcome: 'accepted' } }))).toContain('not trained yet (held out to test round 3; the next round trains it)');
     expect(formatRating(rating({}))).toContain('not trained yet');
     expect(formatRating(rating({ parked: 'the response encodes to no tokens' }))).toContain('parked, not counted toward a round: the response encodes to no tokens');
   });

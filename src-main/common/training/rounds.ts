@@ -14,6 +14,7 @@ export function ratingRoundText(r: Pick<RatingView, 'runId' | 'lastRound' | 'par
   if (r.parked !== null) return `parked, not counted toward a round: ${r.parked}`;
   const l = r.lastRound;
   if (l === null) return 'not trained yet';
-  if (l.role === 'heldout') return `not trained yet (held out to test round ${l.runId})`;
+  // A rating is held out by one round at most (node/training/data.ts selectRound).
+  if (l.role === 'heldout') return `not trained yet (held out to test round ${l.runId}; the next round trains it)`;
   return l.outcome === 'rejected' ? `not trained (round ${l.runId} rejected)` : 'not trained yet';
 }

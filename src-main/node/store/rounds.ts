@@ -73,6 +73,16 @@ export class Rounds {
     );
   }
 
+  /** The model's untrained ratings that a round has already held out for its gate (run_samples role heldout). */
+  heldOutBefore(modelId: string): Set<number> {
+    const rows = this.sql
+      .stmt<{ rating_id: number }>(
+        `SELECT DISTINCT s.rating_id FROM run_samples s JOIN ratings r ON r.id = s.rating_id WHERE r.model_id = ? AND r.run_id IS NULL AND s.role = 'heldout'`,
+      )
+      .all(modelId);
+    return new Set(rows.map((r) => r.rating_id));
+  }
+
   /** The ids of the model's live ratings. */
   liveRatingIds(modelId: string): number[] {
     return this.sql.stmt<{ id: number }>('SELECT id FROM ratings WHERE model_id = ? AND undone_at IS NULL').all(modelId).map((r) => r.id);

@@ -53,6 +53,26 @@ describe('a round selects', () => {
     }
   });
 
+  it('a rating held out by an earlier round is never held out again: it trains in the next round', async () => {
+    const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'once') }) });
+    try {
+      const ids = await rated(core, Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'good' : 'bad')), 'o');
+      const opts = { replayRatio: 0, heldoutFraction: 0.5, gateTurns: 0, lineageRuns: new Set<number>() };
+      // An earlier round (rejected or not: the ratings are still pending) held out the first four.
+      const run = core.store.runs.insert({ modelId: DEFAULT_MODEL_ID, status: 'succeeded', trigger: 'manual', fromVersion: null }, 'system');
+      for (const id of ids.slice(0, 4)) core.store.runs.recordSample(run.id, id, 'heldout', null);
+      for (let seed = 1; seed <= 20; seed++) {
+        const turns = await selectRound(core.store, DEFAULT_MODEL_ID, { ...opts, seed });
+        const held = turns.filter((t) => t.role === 'heldout').map((t) => t.ratingId);
+        expect(held.filter((id) => ids.slice(0, 4).includes(id))).toEqual([]);
+        // round(0.5 × 10) = 5 would be held out; 6 have never been, and each sign keeps one to train: 4.
+        expect(held).toHaveLength(4);
+      }
+    } finally {
+      core.close();
+    }
+  });
+
   it('stratified by the sign of the reward: each sign holds out its share, and never all of its ratings', async () => {
     const core = createCore({ home: resolveHome({ REIN_HOME: path.join(root, 'strata') }) });
     try {

@@ -98,11 +98,20 @@ export async function selectRound(
   const older = store.rounds.ratedTurns(modelId, 'trained');
   const rng = new Rng(o.seed);
   // A seeded random subset, not the newest: the newest ratings would always wait a round, and a time split scores
-  // the candidate on a different distribution than it trained on when the user's habits drift.
-  const heldIdx = heldoutIndices(
-    pending.map((r) => r.value),
-    heldoutCount(pending.length, o.heldoutFraction),
-    rng,
+  // the candidate on a different distribution than it trained on when the user's habits drift. A rating is held out
+  // by one round at most: one that a round held out before (accepted or rejected) trains in this one, so no rating
+  // waits more than one round for the gate's sake, and the history can say when it trains ("held out to test round
+  // N; the next round trains it"). Fewer are held out when too few have never been.
+  const before = store.rounds.heldOutBefore(modelId);
+  const eligible = pending.flatMap((r, i) => (before.has(r.rating_id) ? [] : [i]));
+  const heldIdx = new Set(
+    [
+      ...heldoutIndices(
+        eligible.map((i) => pending[i]!.value),
+        Math.min(eligible.length, heldoutCount(pending.length, o.heldoutFraction)),
+        rng,
+      ),
+    ].map((k) => eligible[k]!),
   );
   const train = pending.filter((_, i) => !heldIdx.has(i)).map((r) => toTurn(r, 'pending', store));
   const heldPending = pending.filter((_, i) => heldIdx.has(i)).map((r) => toTurn(r, 'heldout', store));

@@ -74,7 +74,7 @@ describe('nothing is burned', () => {
       const ratings = (await core.call('listRatings', { limit: 100 }, 'test')).items;
       expect(ratings.every((r) => r.runId === null)).toBe(true);
       const texts = ratings.map(ratingRoundText).sort();
-      expect(texts).toEqual([...Array(2).fill(`not trained yet (held out to test round ${run.id})`), ...Array(8).fill(`not trained (round ${run.id} rejected)`)].sort());
+      expect(texts).toEqual([...Array(2).fill(`not trained yet (held out to test round ${run.id}; the next round trains it)`), ...Array(8).fill(`not trained (round ${run.id} rejected)`)].sort());
       const lineage = JSON.parse(readFileSync(path.join(v1.path, 'lineage.json'), 'utf8')) as { ratings: { id: number; role: string }[] };
       const trainedRole = lineage.ratings.filter((r) => r.role === 'pending').map((r) => r.id);
       expect(ratings.filter((r) => r.lastRound?.role === 'trained').map((r) => r.id).sort((a, b) => a - b)).toEqual(trainedRole.sort((a, b) => a - b));
@@ -122,7 +122,7 @@ describe('nothing is burned', () => {
       const ratings = new Map((await core.call('listRatings', { limit: 1000 }, 'test')).items.map((r) => [r.id, r]));
       const trainedText = accepted ? `trained in round ${run.id}` : `not trained (round ${run.id} rejected)`;
       expect(trained.every((id) => ratings.get(id)!.runId === (accepted ? run.id : null) && ratingRoundText(ratings.get(id)!) === trainedText)).toBe(true);
-      expect(held.every((id) => ratings.get(id)!.runId === null && ratingRoundText(ratings.get(id)!) === `not trained yet (held out to test round ${run.id})`)).toBe(true);
+      expect(held.every((id) => ratings.get(id)!.runId === null && ratingRoundText(ratings.get(id)!) === `not trained yet (held out to test round ${run.id}; the next round trains it)`)).toBe(true);
       const st = await core.call('status', {}, 'test');
       expect(st.pending).toBe(accepted ? 40 : 200);
       expect(st.rejected).toEqual(accepted ? null : { runId: run.id, pending: 160 });
