@@ -3,7 +3,7 @@
 // pretrained LM, six one-shot turns each rated with a one-shot `/rl good` / `/rl bad` from the same directory,
 // `rein train`, and the next turn captured under the new version. Prints facts as JSON; loop.agents.ts asserts.
 //
-// The agents' own prompts (system prompt, tool schemas) run to 7.6k (Claude Code) and 11.8k (Codex) of the small
+// The agents' own prompts (system prompt, tool schemas) run to 10.4k (Claude Code) and 11.8k (Codex) of the small
 // LM's tokens, longer than the training limit (training maxTokens, 2048), and a turn whose exact context does not
 // fit trains as text (KTO). The turns here are made as a user of a small local model would make them, with each
 // client's own options: Claude Code's `--system-prompt` and `--tools ""` (about 660 tokens), Codex's

@@ -88,10 +88,10 @@ describe("the README's agents-on-your-model commands, from a fresh home", () => 
     serve = await startServeChild(reinHome, [], env);
 
     const claude = await rein('setup', 'claude', '--local-model', '--yes');
-    expect(claude.stdout).toContain('serving.contextSize 4096 → 16384');
+    expect(claude.stdout).toContain('serving.contextSize 4096 → 32768');
     expect(claude.stdout).toMatch(/trained on contexts of 512 tokens, shorter than Claude Code's prompt/);
     const codex = await rein('setup', 'codex', '--local-model', '--yes', '--json');
-    expect((JSON.parse(codex.stdout) as { notes: string[] }).notes).toContain("serving.contextSize 16384 → 32768: Codex's first request (system prompt and tools) is about 11.8k tokens.");
+    expect((JSON.parse(codex.stdout) as { notes: string[] }).notes).toContain("serving.contextSize is 32768, enough for Codex (Codex's first request (system prompt and tools) is about 11.8k tokens).");
 
     const sm = spawn(process.execPath, [REIN_BIN, 'serve-model'], { env: { ...process.env, ...env, REIN_HOME: reinHome }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(sm);

@@ -201,7 +201,7 @@ export const SETTINGS = {
     'model',
     'The base model as a GGUF file for Rein\'s own model server (null: converted once from the HF weights of model.active).',
   ),
-  'serving.contextSize': def(z.number().int().min(256).max(1_048_576), 4096, 'model', 'Context length of Rein\'s own model server, in tokens: an agent\'s prompt must fit (`rein setup <agent> --local-model` raises it to Claude Code\'s 16384 or Codex\'s 32768). A running `rein serve-model` reads it at start: restart it after a change (the app\'s own chat picks it up by itself).'),
+  'serving.contextSize': def(z.number().int().min(256).max(1_048_576), 4096, 'model', 'Context length of Rein\'s own model server, in tokens: an agent\'s prompt must fit (`rein setup <agent> --local-model` raises it to 32768 for Claude Code or Codex). A running `rein serve-model` reads it at start: restart it after a change (the app\'s own chat picks it up by itself).'),
   'publish.ollama': def(
     z.strictObject({
       enabled: z.boolean(),

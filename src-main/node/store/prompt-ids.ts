@@ -1,7 +1,7 @@
 // The exact prompt ids of turns (migration 0008): the token ids a model server consumed before it sampled a turn's
 // tokens, cut into chunks of PROMPT_CHUNK ids from the first one, each chunk stored once under the SHA-256 of its
 // bytes. Agents' prompts grow by appending (the system prompt and tools first, then the history), so turns of one
-// agent share their leading chunks: a 7.6k-token system prompt is stored once, and each turn adds its own chunks past
+// agent share their leading chunks: a 10k-token system prompt is stored once, and each turn adds its own chunks past
 // it and a tail shorter than one chunk. Fixed boundaries counted from the start need no parsing of the template and
 // dedupe exactly the shared prefix, to within one chunk. The ids spell the text they encode, so with encryption at rest
 // the chunks and tails are sealed like a turn's text (cipher.ts; the hash is of the plain ids, so a chunk is still

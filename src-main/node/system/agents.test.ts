@@ -11,7 +11,7 @@ describe('fitAgentContext', () => {
   it("says the agent's turns train as text when its prompt is longer than the training limit, and how to fit it", () => {
     const s = { ...defaultSettings(), 'model.active': SMALL_LM };
     const claude = fitAgentContext('claude', s, {}).notes.join('\n');
-    expect(claude).toContain(`Claude Code's prompt (about 7.6k tokens) is longer than the training limit of this model (2048 tokens, training maxTokens)`);
+    expect(claude).toContain(`Claude Code's prompt (about 10.4k tokens) is longer than the training limit of this model (2048 tokens, training maxTokens)`);
     expect(claude).toContain('train as text (KTO), not on-policy (MIS-PO)');
     expect(claude).toContain('--system-prompt');
     expect(claude).toContain(`--tools ""`);

@@ -113,10 +113,11 @@ export async function connectAgent(home: ReinHome, agent: AgentId, env: NodeJS.P
 
 /**
  * The tokens of each agent's first request (its system prompt and tool schemas, before any history), measured through
- * the proxy with Claude Code 2.1.197 and Codex 0.169 on the demo model's tokenizer. That byte-level BPE has 720
- * tokens, so any larger vocabulary spells the same text in fewer.
+ * the proxy on the demo model's tokenizer: Claude Code 2.1.330 sent 10,375 (the loop e2e's exact context of a one-line
+ * prompt; 2.1.197 sent 7,599) and Codex 0.169 11,788. That byte-level BPE has 720 tokens, so any larger vocabulary
+ * spells the same text in fewer.
  */
-export const AGENT_PROMPT_TOKENS: Record<'claude' | 'codex', number> = { claude: 7_599, codex: 11_800 };
+export const AGENT_PROMPT_TOKENS: Record<'claude' | 'codex', number> = { claude: 10_375, codex: 11_788 };
 
 /**
  * The context an agent needs from Rein's model server: its first request twice over (room for the history, tool
