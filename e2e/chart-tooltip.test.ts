@@ -31,6 +31,19 @@ const keyTab = async (name: string) => {
   await page.keyboard.press('Enter');
 };
 
+/** The chart's box once two reads 250 ms apart agree. */
+async function restingBox(): Promise<{ x: number; y: number; width: number; height: number }> {
+  const chart = page.getByTestId('ema-chart');
+  let last = await chart.boundingBox();
+  for (let i = 0; i < 40; i++) {
+    await page.waitForTimeout(250);
+    const now = await chart.boundingBox();
+    if (now !== null && last !== null && JSON.stringify(now) === JSON.stringify(last)) return now;
+    last = now;
+  }
+  throw new Error(`the chart did not come to rest: last box ${JSON.stringify(last)}`);
+}
+
 describe('chart tooltips', () => {
   it('show while the pointer moves over the chart, and not for a chart drawn under a resting pointer', async () => {
     await serve.call('setSettings', { values: { 'training.auto': false } });
@@ -41,7 +54,8 @@ describe('chart tooltips', () => {
     await page.goto(serve.openUrl);
     await openTab(page, 'Training');
     await page.getByTestId('ema-chart').locator('.recharts-surface').waitFor();
-    const box = (await page.getByTestId('ema-chart').boundingBox())!;
+    // The screen's other panels load after the chart's first drawing and can move it: aim where it has come to rest.
+    const box = await restingBox();
     const x = box.x + box.width * 0.6;
     const y = box.y + box.height * 0.4;
     // A real hover shows it, leaving hides it.
