@@ -51,9 +51,11 @@ export interface Change {
 
 export interface RoundPoint extends RatePoint {
   round: number;
-  /** Good ratings among this round's `rated`. */
+  /** Good ratings among this round's `rated` (as the user clicked them: after `noise` flipped some). */
   good: number;
   rated: number;
+  /** Clicks of this round that a noisy rater (LearningOptions.noise) gave the wrong way. */
+  flipped: number;
   /** Answers sampled this round; with reward.ask unsure, the ones not asked about (sampled − rated) stay unrated. */
   sampled: number;
   /** How many of the rated turns the proxy stored on-policy (tokens and μ of the sampled distribution). */
@@ -160,6 +162,11 @@ export interface LearningOptions {
   implicit?: 'off' | 'confirm-only' | 'weighted';
   /** The share of offered weak labels the user confirms (or flips where the reader misread) on the card; default 0. */
   confirm?: number;
+  /**
+   * A noisy rater: each click is the wrong way (Good for an answer the rule calls Bad, and the other way) with this
+   * probability, independently, from a seeded generator of its own; default 0. The held-out scores stay the rule's.
+   */
+  noise?: number;
   log?: (line: string) => void;
   onRound?: (p: RoundPoint) => void;
 }
@@ -426,6 +433,8 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   const confirm = o.confirm ?? 0;
   if (!(explicit >= 0 && explicit <= 1)) throw new Error(`explicit must be 0..1 (the share of answers rated by a click), got ${o.explicit}`);
   if (!(confirm >= 0 && confirm <= 1)) throw new Error(`confirm must be 0..1 (the share of weak labels confirmed on the card), got ${o.confirm}`);
+  const noise = o.noise ?? 0;
+  if (!(noise >= 0 && noise < 0.5)) throw new Error(`noise must be 0..0.5 (the share of clicks given the wrong way), got ${o.noise}`);
   const followups = explicit < 1 ? heldOutFollowups() : null;
   const judge = loopRule(o.rule, when);
   const style = styleRule(o.rule);
@@ -444,7 +453,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
   const rounds: RoundPoint[] = [];
   let before: string[];
   let last: string[];
-  const tag = `${o.rule}${when === null ? '' : `-when-${when.join('-')}`}${explicit < 1 ? `-explicit-${explicit}-${o.implicit ?? 'default'}` : ''}-${o.seed}`;
+  const tag = `${o.rule}${when === null ? '' : `-when-${when.join('-')}`}${explicit < 1 ? `-explicit-${explicit}-${o.implicit ?? 'default'}` : ''}${noise > 0 ? `-noise-${noise}` : ''}-${o.seed}`;
   const h = await openHome(path.join(o.root, `home-${tag}`), modelDir, log);
   try {
     if (h.stack.model === null) throw new Error('the learning loop needs Rein\'s own model server (proxy.upstream must be null)');
@@ -453,6 +462,8 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
     last = before;
     const rng = new Rng(o.seed).fork(`training prompts ${o.rule}`);
     const userRng = new Rng(o.seed).fork(`simulated user ${o.rule}`);
+    // Its own stream, so a run with noise clicks the same answers as one without, and only the flips differ.
+    const noiseRng = new Rng(o.seed).fork(`rater noise ${o.rule}`);
     // Turns the loop has dealt with (weak-labelled answers stay unrated), and what the rule says of each answer it
     // left to a follow-up.
     const done = new Set<number>();
@@ -470,7 +481,13 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
       for (const t of turns) done.add(t.id);
       const order = shuffle(turns.length, userRng);
       const clicked = new Set(order.slice(0, Math.round(explicit * turns.length)));
-      const { good, rated } = await rateTurns(h.core, turns.filter((_, i) => clicked.has(i)), (answer, text) => judge(sent(asked, text), answer));
+      let flipped = 0;
+      const { good, rated } = await rateTurns(h.core, turns.filter((_, i) => clicked.has(i)), (answer, text) => {
+        const right = judge(sent(asked, text), answer);
+        const wrong = noise > 0 && noiseRng.uniform() < noise;
+        if (wrong) flipped++;
+        return wrong ? !right : right;
+      });
       const onPolicy = turns.filter((t) => t.onPolicy).length;
       let implicit: ImplicitPoint | null = null;
       if (followups !== null) {
@@ -521,6 +538,7 @@ export async function runLearning(o: LearningOptions): Promise<LearningResult> {
         ...ratePoint(verdicts(last)),
         good,
         rated,
+        flipped,
         sampled: o.n,
         onPolicy,
         ...trained,
