@@ -84,6 +84,12 @@ export const CaptureTurnInput = z
      * weak label (common/implicit).
      */
     interrupted: z.string().min(1).max(1000).optional(),
+    /**
+     * The client's working directory for this turn (a hook's `cwd`). Not stored: the files the turn's Edit calls
+     * changed inside it are hashed, and one put back as it was before the edit when the session's next turn comes is
+     * a `revert` signal on this turn (node/core/edit-watch.ts).
+     */
+    cwd: z.string().min(1).max(4096).optional(),
   })
   .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
     message: 'tokens and logprobs come together',

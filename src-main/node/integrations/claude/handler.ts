@@ -134,9 +134,12 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
       ? `agent:${p.agent_id ?? stableHash(prompt, response)}`
       : (p.prompt_id ?? `h:${stableHash(prompt, response)}`);
     const context: ContextMessage[] = fromTranscript?.context ?? [];
+    // The cwd lets the core watch the files this turn's edits changed, for a revert (core/edit-watch.ts); a subagent's
+    // edits answer its parent agent, not the user.
+    const cwd = !subagent && p.cwd !== undefined && p.cwd !== '' ? { cwd: p.cwd } : {};
     const r = await core.call(
       'captureTurn',
-      { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}) },
+      { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}), ...cwd },
       'hook',
     );
     if (r.turn === null) {
