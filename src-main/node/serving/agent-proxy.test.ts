@@ -285,3 +285,40 @@ describe('POST /v1/responses (OpenAI Responses)', () => {
     expect(await bad.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('model') } });
   });
 });
+
+describe('implicit signals through the agent route', () => {
+  it("Codex's next turn runs npm test and it fails: a contradiction on the answer that said all tests pass", async () => {
+    const headers = { authorization: `Bearer ${TOKEN}`, session_id: 'codex-sess' };
+    const env = { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>cwd</environment_context>' }] };
+    // The scripted upstream answers "Answer to: <prompt>", so the prompt carries the claim its answer makes.
+    const ask = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fixed the empty-array case. All tests pass.' }] };
+    const base = { model: 'fake-model', instructions: 'You are Codex.', stream: true, ...SAMPLING };
+    await events(await post('/v1/responses', { ...base, input: [env, ask] }, headers));
+    await proxy.idle();
+    const [first] = (await core.call('listTurns', {}, 'test')).items;
+    expect(first!.responsePreview).toContain('All tests pass.');
+    const red = 'Exit code: 1\nWall time: 2.1 seconds\nOutput:\n FAIL  src/stats.test.ts > mean > of an empty array\n      Tests  1 failed | 41 passed (42)\n';
+    const next = [
+      env,
+      ask,
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: first!.responsePreview }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a test for NaN inputs' }] },
+      { type: 'function_call', call_id: 'call_1', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', 'npm test'] }) },
+      { type: 'function_call_output', call_id: 'call_1', output: red },
+    ];
+    await events(await post('/v1/responses', { ...base, input: next }, headers));
+    await proxy.idle();
+    const turns = (await core.call('listTurns', {}, 'test')).items;
+    expect(turns).toHaveLength(2);
+    const second = turns.find((t) => t.id !== first!.id)!;
+    const out = await core.call('turnSignals', { turnId: first!.id }, 'test');
+    expect(out.signals.map((s) => s.kind)).toEqual(['contradiction', 'followup']);
+    expect(out.signals[0]).toMatchObject({
+      fromTurnId: second.id,
+      evidence: 'the answer said "All tests pass.", but `npm test` then failed: FAIL  src/stats.test.ts > mean > of an empty array',
+      detail: { source: 'codex', later: true },
+    });
+    expect(out.label).toMatchObject({ value: 'bad', rule: 'contradicted', signalId: out.signals[0]!.id });
+    expect(out.explanation).toMatch(/^Rein read this as Bad because the answer said "All tests pass\.", but `npm test` then failed: FAIL/);
+  });
+});
