@@ -186,7 +186,7 @@ export const VERBS = {
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
   turnSignals: {
     input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
-    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt) and the weak label Rein reads from it, with the rule and the words that fired it.",
+    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt, a reverted edit, a test run that contradicts it) and the weak label Rein reads from it, with the rule and the words or event that fired it.",
   },
   weakLabels: {
     input: z.strictObject({ limit: z.number().int().min(1).max(200).default(20), threshold: z.number().min(0).max(1).optional() }),
