@@ -15,7 +15,8 @@ import type { ContextMessage } from '../domain.ts';
  * How long after the turn that made an edit a restored file still counts as the user reverting it: 30 minutes. A user
  * who rejects an edit does it while the answer is on screen, reading the diff (`git checkout -- file`, the editor's
  * undo, the IDE's "discard change"); past half an hour a file back at its old content is as likely a branch switch, a
- * stash or a change of mind about something else. The watch is checked once, when the session's next turn is stored.
+ * stash or a change of mind about something else. The watch is checked once, at the session's next prompt (or, without
+ * a prompt hook, when its next turn is stored).
  */
 export const REVERT_WINDOW_MS = 30 * 60_000;
 

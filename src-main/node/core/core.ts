@@ -268,6 +268,14 @@ function turnVerbs(c: VerbContext) {
       return result;
     },
 
+    sessionPrompted: (input) => {
+      const s = settings();
+      // Paused capture records nothing; a client not captured has no watched edits to check.
+      if (s['capture.paused'] || !s['capture.agents'].includes(input.source)) return { reverts: 0 };
+      // Sessions are stored redacted (store/scrub.ts), and watched under the stored one.
+      return { reverts: signals.prompted(input.source, scrubKey(input.session), now()) };
+    },
+
     rate: (input, actor) => {
       const s = settings();
       const modelId = modelOf(s);

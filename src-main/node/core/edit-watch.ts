@@ -2,8 +2,9 @@
 // was (a `revert` signal, core/signals.ts). When a turn is stored, each file its Edit and MultiEdit calls changed
 // (common/implicit/tools.ts fileEdits) is read once: its SHA-256 now is the content after the edit, and the same file
 // with the edits undone gives the SHA-256 before it. No git, no copy of the text: only the two hashes are kept, in
-// memory, for REVERT_WINDOW_MS. When the session's next turn is stored, each file is hashed again; back at the hash
-// from before the edit (and not at the one after) is a revert.
+// memory, for REVERT_WINDOW_MS. At the session's next prompt (a hook's UserPromptSubmit, core verb sessionPrompted),
+// or when its next turn is stored where no prompt hook came first, each file is hashed again; back at the hash from
+// before the edit (and not at the one after) is a revert.
 //
 // Only files inside the session's working directory are read (symlinks resolved, so a link out of it is not),
 // regular files of at most REVERT_MAX_FILE_BYTES, and nothing is read for a turn whose client sent no cwd.
@@ -97,9 +98,9 @@ export class EditWatch {
   }
 
   /**
-   * The session's next turn is stored at `at`: every file its earlier turns edited is hashed once more, and then no
-   * longer watched (a later turn may be the agent undoing its own edit on request). `skip` says which files the new
-   * turn's own calls may have put back, which are then not read as the user's doing.
+   * The session's next prompt came, or its next turn was stored, at `at`: every file its earlier turns edited is
+   * hashed once more, and then no longer watched (a later turn may be the agent undoing its own edit on request).
+   * `skip` says which files the new turn's own calls may have put back, which are then not read as the user's doing.
    */
   check(key: string, at: number, skip: (file: WatchedFile) => boolean): Revert[] {
     const list = this.bySession.get(key);

@@ -100,18 +100,38 @@ export class SignalRecorder {
     return this.edits.watch(sessionKey(turn), turn.id, turn.createdAt, context, cwd).length;
   }
 
+  /**
+   * The user submitted a new prompt in the session (core verb sessionPrompted, from a hook's UserPromptSubmit): the
+   * files its last turn edited are checked now, when only the user can have touched them since the turn ended.
+   * Returns how many reverts it recorded.
+   */
+  prompted(source: string, session: string, at: number): number {
+    return this.recordReverts(`${source}\0${session}`, at, () => false);
+  }
+
+  /** The check when the session's next turn is stored, for edits no prompt hook checked first (core/edit-watch.ts). */
   private reverted(turn: TurnSummary, context: readonly ContextMessage[]): void {
-    // A file the new turn's own calls may have put back (an edit of it, a command naming it, a git checkout) is not
-    // read as the user's doing: the agent may have undone its edit because the user asked it to.
+    // By now the new turn's own calls may have put a file back (an edit of it, a command naming it, a git checkout),
+    // which is not the user's doing: the agent may have undone its edit because the user asked it to. A call whose
+    // input could not be read may have done anything.
     const calls = toolCalls(context).filter(mayWrite);
     const restores = calls.some((c) => /\bgit\s+(checkout|restore|reset|stash|apply|revert)\b/u.test(commandOf(c) ?? ''));
-    const skip = (f: WatchedFile): boolean => restores || calls.some((c) => JSON.stringify(c.input ?? {}).includes(path.basename(f.file)));
-    for (const r of this.edits.check(sessionKey(turn), turn.createdAt, skip)) {
+    const skip = (f: WatchedFile): boolean => restores || calls.some((c) => c.input === null || JSON.stringify(c.input).includes(path.basename(f.file)));
+    this.recordReverts(sessionKey(turn), turn.createdAt, skip);
+  }
+
+  private recordReverts(key: string, at: number, skip: (f: WatchedFile) => boolean): number {
+    let n = 0;
+    for (const r of this.edits.check(key, at, skip)) {
+      // The turn may have been deleted since it was watched; its signals went with it.
+      if (this.store.turnSummary(r.turnId) === null) continue;
       const minutes = Math.max(1, Math.ceil(r.gapMs / 60_000));
       const evidence = redactCapped(`you reverted the agent's edit of ${r.file.shown} within ${minutes} min`, 1000).text;
       // The detail stays in the clear (migration 0006): numbers and tool names, never the path.
-      this.store.signals.record({ turnId: r.turnId, kind: 'revert', fromTurnId: null, evidence, score: null, detail: { gapMs: r.gapMs, tools: r.file.tools } });
+      const stored = this.store.signals.record({ turnId: r.turnId, kind: 'revert', fromTurnId: null, evidence, score: null, detail: { gapMs: r.gapMs, tools: r.file.tools } });
+      if (stored !== null) n++;
     }
+    return n;
   }
 
   private contradiction(turnId: number, fromTurnId: number | null, text: string, detail: Record<string, unknown>): void {

@@ -55,11 +55,15 @@ function setup() {
   const hooks = createClaudeHooks(core, { log: memoryLog(), transcriptWaitMs: 0 });
   const jsonl = path.join(home, 'session.jsonl');
   let n = 0;
-  /** One turn as Claude Code runs it: UserPromptSubmit, the tools (already applied to the files), then Stop. */
-  async function turn(prompt: string, steps: Step[], answer: string, over: { cwd?: string } = {}): Promise<number> {
+  /**
+   * One turn as Claude Code runs it: UserPromptSubmit (unless `submit` is false: a client without that hook), then
+   * the agent's tools (`agent` applies them to the files), then Stop.
+   */
+  async function turn(prompt: string, steps: Step[], answer: string, over: { cwd?: string; agent?: () => void; submit?: boolean } = {}): Promise<number> {
     n++;
     const common = { session_id: 'sess-1', transcript_path: jsonl, cwd: over.cwd ?? project, prompt_id: `p${n}` };
-    await hooks.handle({ ...common, hook_event_name: 'UserPromptSubmit', prompt });
+    if (over.submit !== false) await hooks.handle({ ...common, hook_event_name: 'UserPromptSubmit', prompt });
+    over.agent?.();
     transcript(jsonl, prompt, steps, answer);
     await hooks.handle({ ...common, hook_event_name: 'Stop', last_assistant_message: answer });
     const { items } = await core.call('listTurns', { session: 'sess-1' }, 'test');
@@ -69,10 +73,10 @@ function setup() {
 }
 
 /** The agent's first turn: it edits src/stats.ts (the file on disk is the edited one when Stop comes). */
-async function agentEdits(s: ReturnType<typeof setup>, filePath = s.file): Promise<number> {
+async function agentEdits(s: ReturnType<typeof setup>, over: { submit?: boolean } = {}): Promise<number> {
   writeFileSync(s.file, ORIGINAL);
-  writeFileSync(s.file, EDITED);
-  return s.turn('make mean() return 0 for an empty array', [{ tool: 'Edit', input: { file_path: filePath, ...EDIT }, result: 'The file has been updated.' }], 'Done: mean([]) is now 0.');
+  const edit: Step = { tool: 'Edit', input: { file_path: s.file, ...EDIT }, result: 'The file has been updated.' };
+  return s.turn('make mean() return 0 for an empty array', [edit], 'Done: mean([]) is now 0.', { ...over, agent: () => writeFileSync(s.file, EDITED) });
 }
 
 describe('revert signal through the Claude Code hooks', () => {
@@ -110,13 +114,42 @@ describe('revert signal through the Claude Code hooks', () => {
     expect((await s.core.call('turnSignals', { turnId: late }, 'test')).signals.map((x) => x.kind)).toEqual(['followup']);
   });
 
-  it('not when the next turn itself may have put the file back (the agent undoing its edit on request)', async () => {
+  it('checked at the next prompt, so the agent editing the same file again in that turn does not hide it', async () => {
     const s = setup();
     const first = await agentEdits(s);
     writeFileSync(s.file, ORIGINAL);
-    await s.turn('undo that', [{ tool: 'Bash', input: { command: 'git checkout -- src/stats.ts' }, result: '' }], 'Reverted.');
-    const out = await s.core.call('turnSignals', { turnId: first }, 'test');
-    expect(out.signals.map((x) => x.kind)).toEqual(['followup']);
+    const again: Step = { tool: 'Edit', input: { file_path: s.file, old_string: 'return sum(xs) / xs.length;', new_string: 'return xs.length > 0 ? sum(xs) / xs.length : 0;' }, result: 'ok' };
+    await s.turn('try it without the ternary on === 0', [again], 'Done.', { agent: () => writeFileSync(s.file, ORIGINAL.replace('return sum(xs) / xs.length;', 'return xs.length > 0 ? sum(xs) / xs.length : 0;')) });
+    expect((await s.core.call('turnSignals', { turnId: first }, 'test')).signals.map((x) => x.kind)).toEqual(['revert', 'followup']);
+  });
+
+  it('without a prompt hook, checked when the next turn is stored, unless that turn itself may have put the file back', async () => {
+    const s = setup();
+    const first = await agentEdits(s, { submit: false });
+    writeFileSync(s.file, ORIGINAL);
+    await s.turn('now add a --json flag to the cli', [], 'Added --json.', { submit: false });
+    expect((await s.core.call('turnSignals', { turnId: first }, 'test')).signals.map((x) => x.kind)).toEqual(['revert', 'followup']);
+    // The agent undoing its own edit on request, by git: not the user's revert.
+    const second = await agentEdits(s, { submit: false });
+    const checkout: Step = { tool: 'Bash', input: { command: 'git checkout .' }, result: '' };
+    await s.turn('undo that', [checkout], 'Reverted.', { submit: false, agent: () => writeFileSync(s.file, ORIGINAL) });
+    expect((await s.core.call('turnSignals', { turnId: second }, 'test')).signals.map((x) => x.kind)).toEqual(['followup']);
+    // Nor by editing the file back.
+    const third = await agentEdits(s, { submit: false });
+    const back: Step = { tool: 'Edit', input: { file_path: s.file, old_string: EDIT.new_string, new_string: EDIT.old_string }, result: 'ok' };
+    await s.turn('undo that', [back], 'Reverted.', { submit: false, agent: () => writeFileSync(s.file, ORIGINAL) });
+    expect((await s.core.call('turnSignals', { turnId: third }, 'test')).signals.map((x) => x.kind)).toEqual(['followup']);
+  });
+
+  it('records nothing at a prompt while capture is paused; the watch stays for the prompt after it', async () => {
+    const s = setup();
+    const first = await agentEdits(s);
+    writeFileSync(s.file, ORIGINAL);
+    await s.core.call('setSettings', { values: { 'capture.paused': true } }, 'test');
+    expect(await s.core.call('sessionPrompted', { source: 'claude-code', session: 'sess-1' }, 'hook')).toEqual({ reverts: 0 });
+    await s.core.call('setSettings', { values: { 'capture.paused': false } }, 'test');
+    expect(await s.core.call('sessionPrompted', { source: 'claude-code', session: 'sess-1' }, 'hook')).toEqual({ reverts: 1 });
+    expect((await s.core.call('turnSignals', { turnId: first }, 'test')).signals.map((x) => x.kind)).toEqual(['revert']);
   });
 
   it('not for a file outside the session\u2019s working directory, reached by its path or by a symlink inside it', async () => {
@@ -125,12 +158,12 @@ describe('revert signal through the Claude Code hooks', () => {
     const cwd = path.join(s.project, 'web');
     mkdirSync(cwd);
     symlinkSync(path.join(s.project, 'src'), path.join(cwd, 'linked'));
-    writeFileSync(s.file, EDITED);
-    const a = await s.turn('fix mean', [{ tool: 'Edit', input: { file_path: s.file, ...EDIT }, result: 'ok' }], 'Done.', { cwd });
+    const agent = () => writeFileSync(s.file, EDITED);
+    writeFileSync(s.file, ORIGINAL);
+    const a = await s.turn('fix mean', [{ tool: 'Edit', input: { file_path: s.file, ...EDIT }, result: 'ok' }], 'Done.', { cwd, agent });
     writeFileSync(s.file, ORIGINAL);
     await s.turn('now add a --json flag to the cli', [], 'Added --json.', { cwd });
-    writeFileSync(s.file, EDITED);
-    const b = await s.turn('fix mean', [{ tool: 'Edit', input: { file_path: path.join(cwd, 'linked', 'stats.ts'), ...EDIT }, result: 'ok' }], 'Done.', { cwd });
+    const b = await s.turn('fix mean', [{ tool: 'Edit', input: { file_path: path.join(cwd, 'linked', 'stats.ts'), ...EDIT }, result: 'ok' }], 'Done.', { cwd, agent });
     writeFileSync(s.file, ORIGINAL);
     await s.turn('now add a --json flag to the cli', [], 'Added --json.', { cwd });
     for (const id of [a, b]) expect((await s.core.call('turnSignals', { turnId: id }, 'test')).signals.map((x) => x.kind)).toEqual(['followup']);
