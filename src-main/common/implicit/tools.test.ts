@@ -52,6 +52,7 @@ describe('claims', () => {
     expect(successClaim('Fixed the off-by-one in `mean`. All tests pass.')).toEqual({ kind: 'test', quote: 'All tests pass.' });
     expect(successClaim('Done: the tests are now passing and the docs are updated.')).toMatchObject({ kind: 'test' });
     expect(successClaim('All 42 tests passed.')).toMatchObject({ kind: 'test' });
+    expect(successClaim('All tests pass with no errors.')).toMatchObject({ kind: 'test' });
     expect(successClaim('I bumped the version; the build succeeds.')).toMatchObject({ kind: 'build', quote: 'the build succeeds.' });
   });
 
@@ -64,6 +65,8 @@ describe('claims', () => {
       'The tests do not pass yet.',
       'Do the tests pass on your machine?',
       'The tests pass locally but CI fails on Windows.',
+      'None of the tests pass yet.',
+      'Three tests pass, two fail with a timeout.',
       'I added a helper for parsing dates.',
     ]) {
       expect(successClaim(text), text).toBeNull();

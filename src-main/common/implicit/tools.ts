@@ -257,7 +257,7 @@ const BUILD_CLAIM = [
   /\b(builds|compiles) (now )?(successfully|cleanly|without (any )?errors)\b/u,
 ];
 // A claim right after one of these is a wish, a condition, a hedge or a denial, not a statement.
-const CLAIM_GUARD = /\b(if|once|until|unless|when|whether|make sure|ensure|verify|check|should|would|could|might|may|will|to|not|no|don'?t|doesn'?t|didn'?t|can'?t|cannot|hopefully|expect|assuming|so that|before|after)\W+(\w+\W+){0,3}$/u;
+const CLAIM_GUARD = /\b(if|once|until|unless|when|whether|make sure|ensure|verify|check|should|would|could|might|may|will|to|not|no|none|neither|nor|never|don'?t|doesn'?t|didn'?t|can'?t|cannot|hopefully|expect|assuming|so that|before|after)\W+(\w+\W+){0,3}$/u;
 
 /** The answer's claim that the tests pass or the build succeeds, or null. A question is no claim. */
 export function successClaim(answer: string): Claim | null {
@@ -270,8 +270,8 @@ export function successClaim(answer: string): Claim | null {
         const m = re.exec(low);
         if (m === null) continue;
         if (CLAIM_GUARD.test(low.slice(0, m.index))) continue;
-        // "tests pass locally but CI fails", "tests pass except one": the rest takes the claim back.
-        if (/\b(but|except|apart from|other than|besides)\b/u.test(low.slice(m.index + m[0].length))) continue;
+        // "tests pass locally but CI fails", "tests pass except one", "3 tests pass, 2 fail": the rest takes it back.
+        if (/\b(but|except|apart from|other than|besides)\b|(?<!\b(no|without|zero|0) )\b(fail\w*|errors?|broken)\b/u.test(low.slice(m.index + m[0].length))) continue;
         return { kind, quote: s.trim().slice(0, 200) };
       }
     }

@@ -187,6 +187,14 @@ describe('contradiction signal through the Claude Code hooks', () => {
     expect(out.explanation).toBe('Rein read this as Bad because the answer said "All tests pass.", but `npm test` then failed: FAIL  src/stats.test.ts > mean > of an empty array');
   });
 
+  it('an answer that says all tests pass over its own failing last run is a contradiction on itself', async () => {
+    const s = setup();
+    const t = await s.turn('fix mean', [{ tool: 'Bash', input: { command: 'npx vitest run' }, result: RED, isError: true }], 'Done. All tests pass.');
+    const out = await s.core.call('turnSignals', { turnId: t }, 'test');
+    expect(out.signals).toMatchObject([{ kind: 'contradiction', fromTurnId: null, evidence: 'the answer said "All tests pass.", but `npx vitest run` had failed: FAIL  src/stats.test.ts > mean > of an empty array', detail: { later: false } }]);
+    expect(out.label).toMatchObject({ rule: 'contradicted' });
+  });
+
   it('not when the later run passes, nor when the answer made no claim', async () => {
     const s = setup();
     const claimed = await s.turn('fix mean', [], 'All tests pass.');
