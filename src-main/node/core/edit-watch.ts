@@ -38,6 +38,12 @@ export interface Revert {
   gapMs: number;
 }
 
+/**
+ * At most this many files of one turn are read: each is read whole (up to REVERT_MAX_FILE_BYTES) on the capture's
+ * path, and a turn that rewrote a hundred files is a refactor whose partial undo says little about the answer anyway.
+ */
+export const MAX_WATCHED_FILES = 32;
+
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 
 /** The file's real path when it is a file inside `cwd`, else null. */
@@ -75,7 +81,7 @@ export class EditWatch {
   /** Starts watching the files a stored turn edited; returns what it watches (empty when nothing could be). */
   watch(key: string, turnId: number, at: number, context: readonly ContextMessage[], cwd: string): WatchedFile[] {
     const files: WatchedFile[] = [];
-    for (const edits of fileEdits(context)) {
+    for (const edits of fileEdits(context).slice(0, MAX_WATCHED_FILES)) {
       const where = inside(cwd, edits.path);
       if (where === null) continue;
       let text: string;
