@@ -63,8 +63,9 @@ export class SignalRecorder {
   }
 
   /**
-   * Called once for each newly stored turn. A turn without a session, an arena answer (two answers to one prompt,
-   * not a conversation) and a subagent's turn (its prompt came from the parent agent) react to nothing.
+   * Called once for each newly stored turn. An arena answer (two answers to one prompt, not a conversation) and a
+   * subagent's turn (its prompt came from the parent agent) react to nothing; a turn without a session is read only
+   * against itself (an answer that claims the tests pass over its own failing run).
    */
   captured(turn: TurnSummary): void {
     if (turn.source === 'arena' || turn.eventId.includes(':agent:')) return;
@@ -72,7 +73,7 @@ export class SignalRecorder {
     const within = contradictionWithin(full.context, full.response);
     if (within !== null) this.contradiction(turn.id, null, contradictionEvidence(within.claim, within.run, false), { source: turn.source, later: false });
     if (turn.session === null) return;
-    this.reverted(turn, full.context);
+    this.reverted(sessionKey(turn.source, turn.session), turn.createdAt, full.context);
     const prev = this.store.signals.previousInSession({ id: turn.id, session: turn.session, source: turn.source, createdAt: turn.createdAt });
     if (prev === null) return;
     const next = contradictionNext(this.store.getTurn(prev.id).response, full.context);
@@ -91,13 +92,13 @@ export class SignalRecorder {
   }
 
   /**
-   * A stored turn's edits, to be checked when its session's next turn is stored. `context` is the turn's tool calls as
+   * A stored turn's edits, to be checked at its session's next prompt (or next stored turn). `context` is its tool calls as
    * the client sent them (before the store capped and redacted them: the old and new text must be exact to undo an
    * edit), and `cwd` the client's working directory; only files inside it are read.
    */
   watchEdits(turn: TurnSummary, context: readonly ContextMessage[], cwd: string): number {
     if (turn.session === null || turn.source === 'arena' || turn.eventId.includes(':agent:')) return 0;
-    return this.edits.watch(sessionKey(turn), turn.id, turn.createdAt, context, cwd).length;
+    return this.edits.watch(sessionKey(turn.source, turn.session), turn.id, turn.createdAt, context, cwd).length;
   }
 
   /**
@@ -106,18 +107,18 @@ export class SignalRecorder {
    * Returns how many reverts it recorded.
    */
   prompted(source: string, session: string, at: number): number {
-    return this.recordReverts(`${source}\0${session}`, at, () => false);
+    return this.recordReverts(sessionKey(source, session), at, () => false);
   }
 
   /** The check when the session's next turn is stored, for edits no prompt hook checked first (core/edit-watch.ts). */
-  private reverted(turn: TurnSummary, context: readonly ContextMessage[]): void {
+  private reverted(key: string, at: number, context: readonly ContextMessage[]): void {
     // By now the new turn's own calls may have put a file back (an edit of it, a command naming it, a git checkout),
     // which is not the user's doing: the agent may have undone its edit because the user asked it to. A call whose
     // input could not be read may have done anything.
     const calls = toolCalls(context).filter(mayWrite);
     const restores = calls.some((c) => /\bgit\s+(checkout|restore|reset|stash|apply|revert)\b/u.test(commandOf(c) ?? ''));
     const skip = (f: WatchedFile): boolean => restores || calls.some((c) => c.input === null || JSON.stringify(c.input).includes(path.basename(f.file)));
-    this.recordReverts(sessionKey(turn), turn.createdAt, skip);
+    this.recordReverts(key, at, skip);
   }
 
   private recordReverts(key: string, at: number, skip: (f: WatchedFile) => boolean): number {
@@ -141,4 +142,4 @@ export class SignalRecorder {
 }
 
 /** Turns of one session of one client (two clients' session ids never mix). */
-const sessionKey = (t: TurnSummary): string => `${t.source}\0${t.session ?? ''}`;
+const sessionKey = (source: string, session: string): string => `${source}\0${session}`;
