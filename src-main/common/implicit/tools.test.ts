@@ -95,6 +95,8 @@ describe('runs', () => {
     // A log line that says "Error:" in a run that passed is no failure.
     expect(failingLine(`Exit code: 0\nError: expected warning logged\n${VITEST_PASS}`)).toBeNull();
     expect(failingLine("The user doesn't want to proceed with this tool use.")).toBeNull();
+    // A status with nothing of the run's own: a broken shell tool, not a failing test.
+    expect(failingLine('Error: Exit code 1')).toBeNull();
   });
 });
 

@@ -197,12 +197,13 @@ export function failingLine(output: string): string | null {
   const lines = output.split('\n');
   const strong = lines.find((l) => FAILURE_LINE.test(l));
   if (strong !== undefined && status !== 0) return strong.trim();
-  // A non-zero status the client reported: the runner's first error line names it, else the status line itself. A
-  // result Claude Code marks as an error with no status line (the user refused the call, a timeout) says nothing about
-  // the tests, so is_error alone is not read.
+  // A non-zero status the client reported, with an error line of the run's own: that line names the failure. A status
+  // with no such line is left alone: a broken shell tool answers "Exit code 1" to every command (Claude Code has done
+  // so, with a full /tmp), and a result Claude Code marks as an error with no status at all (the user refused the
+  // call, a timeout) says nothing about the tests either, so is_error alone is not read.
   if (status !== null && status !== 0) {
     const weak = lines.find((l) => WEAK_FAILURE_LINE.test(l) && !/^(?:Error: )?Exit code/u.test(l));
-    return (weak ?? lines.find((l) => /Exit code|exited with code/u.test(l)) ?? `exit code ${status}`).trim();
+    if (weak !== undefined) return weak.trim();
   }
   return null;
 }
