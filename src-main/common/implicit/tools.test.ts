@@ -95,6 +95,8 @@ describe('runs', () => {
     // A log line that says "Error:" in a run that passed is no failure.
     expect(failingLine(`Exit code: 0\nError: expected warning logged\n${VITEST_PASS}`)).toBeNull();
     expect(failingLine("The user doesn't want to proceed with this tool use.")).toBeNull();
+    expect(failingLine(JSON.stringify({ output: 'running 3 tests\ntest result: FAILED. 2 passed; 1 failed', metadata: { exit_code: 101 } }))).toBe('test result: FAILED. 2 passed; 1 failed');
+    expect(failingLine(JSON.stringify({ output: 'test result: ok. 3 passed; 0 failed', metadata: { exit_code: 0 } }))).toBeNull();
     // A status with nothing of the run's own: a broken shell tool, not a failing test.
     expect(failingLine('Error: Exit code 1')).toBeNull();
   });

@@ -71,10 +71,11 @@ export function toolCalls(context: readonly ContextMessage[]): ToolCall[] {
     if (m.type === 'tool_use') {
       calls.push({ name: typeof m.name === 'string' ? m.name : 'tool', input: parseInput(m.content), result: null, id: m.tool_use_id });
       open.push(calls.length - 1);
-    } else if (m.type === 'tool_result') {
-      const byId = m.tool_use_id === undefined ? -1 : open.findIndex((i) => calls[i]!.id === m.tool_use_id);
-      const at = byId >= 0 ? byId : 0;
-      if (open.length === 0) continue;
+    } else if (m.type === 'tool_result' && open.length > 0) {
+      // A result that names a call answers that one; one that names none answers the oldest call still open.
+      const named = m.tool_use_id !== undefined && open.some((i) => calls[i]!.id !== undefined);
+      const at = named ? open.findIndex((i) => calls[i]!.id === m.tool_use_id) : 0;
+      if (at < 0) continue;
       const i = open.splice(at, 1)[0]!;
       calls[i]!.result = { content: m.content, isError: m.is_error === true };
     }
@@ -171,17 +172,22 @@ export function runKind(command: string): RunKind | null {
   return null;
 }
 
-/** The exit status a client wrote into a shell result, when it wrote one. */
-export function exitStatus(output: string): number | null {
-  const m = /^(?:Error: )?Exit code:? (\d+)\b/mu.exec(output) ?? /\bProcess exited with code (\d+)\b/u.exec(output);
-  if (m !== null) return Number(m[1]);
-  // Codex's structured shell output: {"output": "...", "metadata": {"exit_code": 1}}.
-  try {
-    const v = JSON.parse(output) as { metadata?: { exit_code?: unknown } };
-    return typeof v?.metadata?.exit_code === 'number' ? v.metadata.exit_code : null;
-  } catch {
-    return null;
+/**
+ * A shell result's text and the exit status the client wrote into it, when it wrote one: Claude Code's "Exit code 1"
+ * line (the UI shows "Error: Exit code 1"), Codex's "Exit code: 1" line, or Codex's structured output {"output": "...",
+ * "metadata": {"exit_code": 1}}, whose text is its `output`.
+ */
+export function shellResult(output: string): { text: string; status: number | null } {
+  if (output.trimStart().startsWith('{')) {
+    try {
+      const v = JSON.parse(output) as { output?: unknown; metadata?: { exit_code?: unknown } };
+      if (typeof v.output === 'string') return { text: v.output, status: typeof v.metadata?.exit_code === 'number' ? v.metadata.exit_code : null };
+    } catch {
+      // Not Codex's structured output: read as text.
+    }
   }
+  const m = /^(?:Error: )?Exit code:? (\d+)\b/mu.exec(output) ?? /\bProcess exited with code (\d+)\b/u.exec(output);
+  return { text: output, status: m === null ? null : Number(m[1]) };
 }
 
 // A test runner's or compiler's own failure line: vitest and jest ("FAIL src/a.test.ts", "Tests  1 failed"), pytest
@@ -193,8 +199,8 @@ const WEAK_FAILURE_LINE = /^\s*(.*\b(\w*Error|failed|failure)\b:?.*)$/u;
 
 /** The line that says a run failed, or null when the run passed or its result says nothing Rein can be sure of. */
 export function failingLine(output: string): string | null {
-  const status = exitStatus(output);
-  const lines = output.split('\n');
+  const { text, status } = shellResult(output);
+  const lines = text.split('\n');
   const strong = lines.find((l) => FAILURE_LINE.test(l));
   if (strong !== undefined && status !== 0) return strong.trim();
   // A non-zero status the client reported, with an error line of the run's own: that line names the failure. A status
