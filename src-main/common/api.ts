@@ -88,7 +88,8 @@ export const CaptureTurnInput = z
      */
     interrupted: z.string().min(1).max(1000).optional(),
     /**
-     * The client's working directory for this turn (a hook's `cwd`). Not stored: the files the turn's Edit calls
+     * The client's working directory for this turn (a hook's `cwd`, or the one the proxy reads from the agent's
+     * environment block). Not stored: the files the turn's Edit calls
      * changed inside it are hashed, and one put back as it was before the edit when the session's next turn comes is
      * a `revert` signal on this turn (node/core/edit-watch.ts).
      */
@@ -189,7 +190,7 @@ export const VERBS = {
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
   sessionPrompted: {
     input: z.strictObject({ source: SourceName, session: z.string().min(1).max(512) }),
-    help: "The user submitted a new prompt in a session (a hook's UserPromptSubmit): the files the session's last turn edited are checked now, before the agent acts on the prompt, and one put back as it was before the edit is a revert signal on that turn.",
+    help: "The user submitted a new prompt in a session (a hook's UserPromptSubmit, or a proxied request with a new prompt): the files the session's last turn edited are checked now, before the agent acts on the prompt, and one put back as it was before the edit is a revert signal on that turn.",
   },
   turnSignals: {
     input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
