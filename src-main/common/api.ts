@@ -89,9 +89,8 @@ export const CaptureTurnInput = z
     interrupted: z.string().min(1).max(1000).optional(),
     /**
      * The client's working directory for this turn (a hook's `cwd`, or the one the proxy reads from the agent's
-     * environment block). Not stored: the files the turn's Edit calls
-     * changed inside it are hashed, and one put back as it was before the edit when the session's next turn comes is
-     * a `revert` signal on this turn (node/core/edit-watch.ts).
+     * environment block). Not stored: the files the turn's Edit calls changed inside it are hashed, and one put back
+     * as it was before the edit at the session's next prompt is a `revert` signal on this turn (node/core/edit-watch.ts).
      */
     cwd: z.string().min(1).max(4096).optional(),
   })
