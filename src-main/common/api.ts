@@ -51,9 +51,12 @@ export const TurnPolicy = z.strictObject({
 });
 export type TurnPolicy = z.infer<typeof TurnPolicy>;
 
+/** The client a turn came from (`claude-code`, `codex`, …). */
+const SourceName = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, . _ -');
+
 export const CaptureTurnInput = z
   .strictObject({
-    source: z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, . _ -'),
+    source: SourceName,
     session: z.string().min(1).max(512).optional(),
     eventId: z.string().min(1).max(512),
     prompt: text,
@@ -84,6 +87,12 @@ export const CaptureTurnInput = z
      * weak label (common/implicit).
      */
     interrupted: z.string().min(1).max(1000).optional(),
+    /**
+     * The client's working directory for this turn (a hook's `cwd`, or the one the proxy reads from the agent's
+     * environment block). Not stored: the files the turn's Edit calls changed inside it are hashed, and one put back
+     * as it was before the edit at the session's next prompt is a `revert` signal on this turn (node/core/edit-watch.ts).
+     */
+    cwd: z.string().min(1).max(4096).optional(),
   })
   .refine((t) => (t.tokens === undefined) === (t.logprobs === undefined), {
     message: 'tokens and logprobs come together',
@@ -178,9 +187,13 @@ export const VERBS = {
   },
   getTurn: { input: z.strictObject({ turnId: id }), help: 'One turn with its full text and context.' },
   deleteTurn: { input: z.strictObject({ turnId: id }), help: 'Delete a turn and its ratings.' },
+  sessionPrompted: {
+    input: z.strictObject({ source: SourceName, session: z.string().min(1).max(512) }),
+    help: "The user submitted a new prompt in a session (a hook's UserPromptSubmit, or a proxied request with a new prompt): the files the session's last turn edited are checked now, before the agent acts on the prompt, and one put back as it was before the edit is a revert signal on that turn.",
+  },
   turnSignals: {
     input: z.strictObject({ turnId: id, threshold: z.number().min(0).max(1).optional() }),
-    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt) and the weak label Rein reads from it, with the rule and the words that fired it.",
+    help: "What the user did after a turn's answer (the next prompt, a re-ask, an interrupt, a reverted edit, a test run that contradicts it) and the weak label Rein reads from it, with the rule and the words or event that fired it.",
   },
   weakLabels: {
     input: z.strictObject({ limit: z.number().int().min(1).max(200).default(20), threshold: z.number().min(0).max(1).optional() }),
@@ -408,6 +421,8 @@ export interface VerbOutputs {
   listTurns: Page<TurnSummary>;
   getTurn: Turn;
   deleteTurn: { deleted: boolean };
+  /** How many revert signals the check recorded. */
+  sessionPrompted: { reverts: number };
   turnSignals: { signals: Signal[]; label: WeakLabel | null; explanation: string | null };
   weakLabels: { items: { turn: TurnSummary; label: WeakLabel; explanation: string }[] };
   confirmWeakLabel: RateResult;

@@ -49,6 +49,20 @@ describe('readSignals', () => {
     expect(readSignals([{ ...signal('followup', 'perfect, thanks'), dismissedAt: 5 }])).toBeNull();
   });
 
+  it('reads a revert or a contradiction when the words say nothing, above an interrupt or a re-ask, never against the words', () => {
+    const revert = signal('revert', "you reverted the agent's edit of src/a.ts within 4 min", 4);
+    const contradiction = signal('contradiction', 'the answer said "All tests pass.", but `npm test` then failed: FAIL a.test.ts', 5);
+    expect(readSignals([signal('followup', 'now add logging'), revert])).toMatchObject({ value: 'bad', rule: 'reverted', confidence: 0.85, signalId: 4 });
+    expect(readSignals([signal('followup', 'now add logging'), contradiction])).toMatchObject({ value: 'bad', rule: 'contradicted', confidence: 0.8, signalId: 5 });
+    expect(readSignals([signal('interrupt', 'x', 3), contradiction, revert])).toMatchObject({ rule: 'reverted' });
+    expect(readSignals([signal('reask', 'x', 3), contradiction])).toMatchObject({ rule: 'contradicted' });
+    // The contradiction sits at the threshold: a stricter one suggests nothing from it.
+    expect(readSignals([contradiction], 0.85)).toBeNull();
+    expect(readSignals([signal('followup', 'perfect, thanks'), revert])).toMatchObject({ value: 'good', rule: 'praise' });
+    expect(explainLabel(readSignals([revert])!)).toBe("Rein read this as Bad because you reverted the agent's edit of src/a.ts within 4 min");
+    expect(explainLabel(readSignals([contradiction])!)).toBe('Rein read this as Bad because the answer said "All tests pass.", but `npm test` then failed: FAIL a.test.ts');
+  });
+
   it('explains a label in one sentence that quotes the user', () => {
     expect(explainLabel(readSignals([signal('followup', "no, that's wrong")])!)).toBe("Rein read this as Bad because you wrote: 'no, that's wrong'");
     expect(explainLabel(readSignals([signal('interrupt', '[Request interrupted by user]')], 0.7)!)).toBe('Rein read this as Bad because you interrupted it');

@@ -17,7 +17,7 @@ export interface WeakLabel {
   value: WeakValue;
   /** How often this rule is right, as the rule's author judged it (0..1); compared with the threshold. */
   confidence: number;
-  /** The rule that fired (RULES[].name, or a signal rule: 'interrupted', 'reask'). */
+  /** The rule that fired (RULES[].name, or a signal rule: 'reverted', 'contradicted', 'interrupted', 'reask'). */
   rule: string;
   /** The user's words (or the client's event) that fired it, as written. */
   quote: string;
@@ -413,10 +413,20 @@ export const RULES: readonly TextRule[] = [
   },
 ];
 
-/** Signal rules: what a re-ask or an interrupt says about the answer, without any text to read. */
+/**
+ * Signal rules: what a re-ask, an interrupt, a reverted edit or a contradicted claim says about the answer, without
+ * any text to read. A re-ask or an interrupt alone is below the default threshold (a new request can reuse the last
+ * one's words; Esc also stops an answer that was fine but long). A file put back exactly as it was before the agent's
+ * edit, within half an hour and before the next prompt, is about as plain a "no" as a user gives without words; it
+ * errs when a stash or a branch switch restores it, hence 0.85 and not more. A claim that the tests pass against a
+ * failing run is right about the answer as often as the run is about the claim: the user may have changed files
+ * between the turns, so it sits at the threshold, 0.8.
+ */
 export const SIGNAL_RULES = {
   reask: { value: 'bad' as const, confidence: 0.7, means: 'the next prompt asked the same thing again' },
   interrupted: { value: 'bad' as const, confidence: 0.7, means: 'the user interrupted the answer' },
+  reverted: { value: 'bad' as const, confidence: 0.85, means: "the user put a file the agent edited back as it was before the edit" },
+  contradicted: { value: 'bad' as const, confidence: 0.8, means: 'the answer said the tests pass or the build succeeds, and a run of them failed' },
 };
 
 /**
@@ -527,7 +537,8 @@ export function readText(text: string): Omit<WeakLabel, 'signalId'> | null {
 
 /**
  * The weak label of one answer from its signals, or null when none reaches `threshold`. The follow-up's words come
- * first; a re-ask or an interrupt labels the answer only when the words say nothing, and never against them.
+ * first; a revert, a contradiction, an interrupt or a re-ask (in that order, the most confident first) labels the
+ * answer only when the words say nothing, and never against them.
  */
 export function readSignals(all: readonly Signal[], threshold = DEFAULT_THRESHOLD): WeakLabel | null {
   // A dismissed label's signals stay as evidence and suggest nothing.
@@ -536,10 +547,18 @@ export function readSignals(all: readonly Signal[], threshold = DEFAULT_THRESHOL
   const fromText = followup === undefined ? null : readText(followup.evidence);
   let label: WeakLabel | null = fromText === null ? null : { ...fromText, signalId: followup!.id };
   if (label === null) {
-    const reask = signals.find((s) => s.kind === 'reask');
-    const interrupt = signals.find((s) => s.kind === 'interrupt');
-    if (interrupt !== undefined) label = { ...pick(SIGNAL_RULES.interrupted), rule: 'interrupted', quote: interrupt.evidence, signalId: interrupt.id };
-    else if (reask !== undefined) label = { ...pick(SIGNAL_RULES.reask), rule: 'reask', quote: reask.evidence, signalId: reask.id };
+    const order = [
+      ['revert', 'reverted'],
+      ['contradiction', 'contradicted'],
+      ['interrupt', 'interrupted'],
+      ['reask', 'reask'],
+    ] as const;
+    for (const [kind, rule] of order) {
+      const s = signals.find((x) => x.kind === kind);
+      if (s === undefined) continue;
+      label = { ...pick(SIGNAL_RULES[rule]), rule, quote: s.evidence, signalId: s.id };
+      break;
+    }
   }
   return label !== null && label.confidence >= threshold ? label : null;
 }
@@ -562,5 +581,8 @@ export function explainLabel(label: WeakLabel): string {
   const as = label.value === 'good' ? 'Good' : 'Bad';
   if (label.rule === 'interrupted') return `Rein read this as ${as} because you interrupted it`;
   if (label.rule === 'reask') return `Rein read this as ${as} because you asked again: '${label.quote}'`;
+  // The evidence of these two is already a sentence: "you reverted the agent's edit of src/a.ts within 4 min", "the
+  // answer said "All tests pass", but `npm test` then failed: FAIL src/a.test.ts".
+  if (label.rule === 'reverted' || label.rule === 'contradicted') return `Rein read this as ${as} because ${label.quote}`;
   return `Rein read this as ${as} because you wrote: '${label.quote}'`;
 }

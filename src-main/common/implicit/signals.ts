@@ -4,10 +4,14 @@
 /**
  * followup: the next prompt of the same session (its text is the evidence);
  * reask: that prompt restates the previous one (score: their similarity, reaskSimilarity);
- * interrupt: the client reported that the answer was cut off by the user (the evidence is the client's event).
+ * interrupt: the client reported that the answer was cut off by the user (the evidence is the client's event);
+ * revert: a file the answer's turn edited was back at its content from before the edit at the session's next prompt
+ * (tools.ts REVERT_WINDOW_MS; the evidence names the file and the time);
+ * contradiction: the answer claimed the tests pass or the build succeeds, and a run of them failed (the evidence quotes
+ * the claim, the command and its failing line).
  */
-export type SignalKind = 'followup' | 'reask' | 'interrupt';
-export const SIGNAL_KINDS: readonly SignalKind[] = ['followup', 'reask', 'interrupt'];
+export type SignalKind = 'followup' | 'reask' | 'interrupt' | 'revert' | 'contradiction';
+export const SIGNAL_KINDS: readonly SignalKind[] = ['followup', 'reask', 'interrupt', 'revert', 'contradiction'];
 
 export interface Signal {
   id: number;

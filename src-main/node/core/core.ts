@@ -191,11 +191,13 @@ interface VerbContext {
   modelOf(s: Settings): string;
   status(): Status;
   emit<E extends EventName>(event: E, payload: Events[E]): void;
+  /** What the user did after each answer (core/signals.ts). */
+  signals: SignalRecorder;
 }
 
 /** Capturing, rating and browsing turns and ratings. */
 function turnVerbs(c: VerbContext) {
-  const { now, store, scheduler, spool, settings, modelOf, status, emit } = c;
+  const { now, store, scheduler, spool, settings, modelOf, status, emit, signals } = c;
   function prepareTurn(input: CaptureTurnInput, maxChars: number): NewTurn {
     const at = now();
     if (input.createdAt !== undefined && input.createdAt > at + MAX_CREATED_AT_AHEAD_MS) {
@@ -255,7 +257,23 @@ function turnVerbs(c: VerbContext) {
         store.signals.record({ turnId: result.turn.id, kind: 'interrupt', fromTurnId: null, evidence: redactCapped(input.interrupted, 1000).text, score: null, detail: { source: input.source } });
       }
       if (result.created) emit('turnCaptured', result.turn);
+      // After turnCaptured, which checks the session's earlier edits: this turn's own are watched from now on.
+      if (result.created && result.turn !== null && input.cwd !== undefined && input.context !== undefined) {
+        try {
+          signals.watchEdits(result.turn, input.context, input.cwd);
+        } catch (e) {
+          console.error('rein: could not watch the files a captured turn edited:', e);
+        }
+      }
       return result;
+    },
+
+    sessionPrompted: (input) => {
+      const s = settings();
+      // Paused capture records nothing; a client not captured has no watched edits to check.
+      if (s['capture.paused'] || !s['capture.agents'].includes(input.source)) return { reverts: 0 };
+      // Sessions are stored redacted (store/scrub.ts), and watched under the stored one.
+      return { reverts: signals.prompted(input.source, scrubKey(input.session), now()) };
     },
 
     rate: (input, actor) => {
@@ -637,7 +655,7 @@ export function createCore(opts: CoreOptions): ReinCore {
   // The reward model's verbs (training/reward/service.ts); it loads the engine only when a turn is scored.
   const reward = createRewardService({ store, settings, modelId: () => modelOf(settings()) });
 
-  const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit };
+  const verbs: VerbContext = { home, now, store, scheduler, spool, settings, modelOf, status, emit, signals };
   const handlers: Handlers = {
     status: () => status(),
 

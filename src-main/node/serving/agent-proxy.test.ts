@@ -2,7 +2,7 @@
 // that calls a shell tool and then answers, with logprobs and ids, and the real SQLite core. Contract: each stream's
 // events follow the published sequence (Anthropic "Streaming Messages"; OpenAI "Streaming responses"), and a tool
 // turn is stored once, with the tokens and μ of both replies.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -283,5 +283,92 @@ describe('POST /v1/responses (OpenAI Responses)', () => {
     const bad = await post('/v1/responses', { input: 'x' }, { authorization: `Bearer ${TOKEN}` });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining('model') } });
+  });
+});
+
+describe('implicit signals through the agent route', () => {
+  it("Claude Code's next prompt after the user put back the file its turn edited: a revert on that turn", async () => {
+    const project = mkdtempSync(path.join(tmpdir(), 'rein-agent-project-'));
+    const file = path.join(project, 'stats.ts');
+    const ORIGINAL = 'export const mean = (xs: number[]) => sum(xs) / xs.length;\n';
+    const edit = { old_string: 'sum(xs) / xs.length', new_string: '(xs.length ? sum(xs) / xs.length : 0)' };
+    try {
+      // Claude Code 2.1 names its working directory in a reminder beside the prompt.
+      const ask = (prompt: string) => ({
+        role: 'user',
+        content: [
+          { type: 'text', text: `<system-reminder>\n# Environment\nYou have been invoked in the following environment: \n - Primary working directory: ${project}\n - Is a git repository: false\n</system-reminder>` },
+          { type: 'text', text: prompt },
+        ],
+      });
+      const base = {
+        model: 'fake-model',
+        max_tokens: 512,
+        stream: true,
+        system: [{ type: 'text', text: 'You are Claude Code.' }],
+        tools: [{ name: 'Edit', description: 'Edit a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } } } }],
+        metadata: { user_id: JSON.stringify({ device_id: 'd', session_id: 'sess-revert' }) },
+        ...SAMPLING,
+      };
+      // The turn as its last request holds it: the prompt, the Edit the client ran (the file is edited), the result.
+      writeFileSync(file, ORIGINAL.replace(edit.old_string, edit.new_string));
+      const steps = [
+        ask('make mean() return 0 for an empty array'),
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_e1', name: 'Edit', input: { file_path: file, ...edit } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_e1', content: 'The file has been updated.' }] },
+      ];
+      await events(await post('/v1/messages', { ...base, messages: steps }));
+      await proxy.idle();
+      const [first] = (await core.call('listTurns', {}, 'test')).items;
+      expect(first).toMatchObject({ source: 'claude-code', session: 'sess-revert' });
+      // The user puts the file back, then asks for something else. The model answers the new prompt with a tool call,
+      // a step that stores no turn: the prompt's arrival is what checks the file.
+      writeFileSync(file, ORIGINAL);
+      await events(await post('/v1/messages', { ...base, messages: [...steps, { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] }, ask(`${TOOL_MARKER} now`)] }));
+      await proxy.idle();
+      expect((await core.call('listTurns', {}, 'test')).total).toBe(1);
+      const out = await core.call('turnSignals', { turnId: first!.id }, 'test');
+      expect(out.signals.find((x) => x.kind === 'revert')).toMatchObject({ evidence: "you reverted the agent's edit of stats.ts within 1 min", detail: { tools: ['Edit'] } });
+      expect(out.label).toMatchObject({ value: 'bad', rule: 'reverted' });
+      expect(readFileSync(file, 'utf8')).toBe(ORIGINAL);
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
+  });
+
+
+  it("Codex's next turn runs npm test and it fails: a contradiction on the answer that said all tests pass", async () => {
+    const headers = { authorization: `Bearer ${TOKEN}`, session_id: 'codex-sess' };
+    const env = { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>cwd</environment_context>' }] };
+    // The scripted upstream answers "Answer to: <prompt>", so the prompt carries the claim its answer makes.
+    const ask = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Fixed the empty-array case. All tests pass.' }] };
+    const base = { model: 'fake-model', instructions: 'You are Codex.', stream: true, ...SAMPLING };
+    await events(await post('/v1/responses', { ...base, input: [env, ask] }, headers));
+    await proxy.idle();
+    const [first] = (await core.call('listTurns', {}, 'test')).items;
+    expect(first!.responsePreview).toContain('All tests pass.');
+    const red = 'Exit code: 1\nWall time: 2.1 seconds\nOutput:\n FAIL  src/stats.test.ts > mean > of an empty array\n      Tests  1 failed | 41 passed (42)\n';
+    const next = [
+      env,
+      ask,
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: first!.responsePreview }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a test for NaN inputs' }] },
+      { type: 'function_call', call_id: 'call_1', name: 'shell', arguments: JSON.stringify({ command: ['bash', '-lc', 'npm test'] }) },
+      { type: 'function_call_output', call_id: 'call_1', output: red },
+    ];
+    await events(await post('/v1/responses', { ...base, input: next }, headers));
+    await proxy.idle();
+    const turns = (await core.call('listTurns', {}, 'test')).items;
+    expect(turns).toHaveLength(2);
+    const second = turns.find((t) => t.id !== first!.id)!;
+    const out = await core.call('turnSignals', { turnId: first!.id }, 'test');
+    expect(out.signals.map((s) => s.kind)).toEqual(['contradiction', 'followup']);
+    expect(out.signals[0]).toMatchObject({
+      fromTurnId: second.id,
+      evidence: 'the answer said "All tests pass.", but `npm test` then failed: FAIL  src/stats.test.ts > mean > of an empty array',
+      detail: { source: 'codex', later: true },
+    });
+    expect(out.label).toMatchObject({ value: 'bad', rule: 'contradicted', signalId: out.signals[0]!.id });
+    expect(out.explanation).toMatch(/^Rein read this as Bad because the answer said "All tests pass\.", but `npm test` then failed: FAIL/);
   });
 });

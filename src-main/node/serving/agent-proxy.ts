@@ -11,7 +11,7 @@ import { ReinError } from '../../common/errors.ts';
 import { RedactBudget, redactSecrets } from '../../common/redact.ts';
 import type { Core } from '../core/types.ts';
 import { isJsonContentType, readRawBody } from '../capture-server/body.ts';
-import { agentTurn } from './agent-turn.ts';
+import { agentCwd, agentTurn, isNewPrompt } from './agent-turn.ts';
 import type { AgentChat, Segment, SegmentMemory } from './agent-turn.ts';
 import { anthropicError, anthropicMessage, AnthropicStream, claudeSession, MessagesRequest, messagesToChat, unsupportedContent } from './anthropic.ts';
 import { ChatReplyReader } from './chat-reply.ts';
@@ -218,6 +218,7 @@ export async function agentRequest(d: AgentDeps, wireName: AgentWire, req: Incom
   }
   const p = wire.parse(body, req);
   if (typeof p === 'string') return fail(400, p);
+  if (p.session !== undefined && isNewPrompt(p.agent)) await prompted(d, wireName, p.session);
   const up = d.upstream();
   const mapped = d.upstreamModel?.(p.model) ?? null;
   // Both APIs sample at temperature 1 with no truncation unless asked (Anthropic's and OpenAI's references give those
@@ -450,6 +451,18 @@ function secretsIn(sent: Record<string, unknown>): string | null {
   }
 }
 
+/**
+ * A new prompt of a session: the files its last turn edited are checked for a revert now, before the model (and then
+ * the agent) acts on the prompt (core verb sessionPrompted). Never fails the request.
+ */
+async function prompted(d: AgentDeps, wire: AgentWire, session: string): Promise<void> {
+  try {
+    await d.core.call('sessionPrompted', { source: AGENT_SOURCES[wire], session }, 'proxy');
+  } catch (e) {
+    d.log(`rein proxy: could not check the previous turn's edits for a revert: ${(e as Error).message}`);
+  }
+}
+
 /** `interrupted`: the client left while the answer streamed; it is stored as far as it had come. */
 async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Promise<void>, interrupted = false): Promise<void> {
   await quietly();
@@ -476,6 +489,9 @@ async function captureAgent(d: AgentDeps, facts: ReplyFacts, quietly: () => Prom
     ...(session === undefined ? {} : { session }),
     ...(interrupted ? { interrupted: interruptEvidence(r.reader.entries.length || null) } : {}),
   };
+  // The agent's working directory lets the core watch the files the turn's edits changed, for a revert.
+  const cwd = agentCwd(r.parsed.agent);
+  if (cwd !== undefined) input.cwd = cwd;
   if ('tokens' in seg && producer !== null && sampling !== null) {
     input.tokens = seg.tokens;
     input.logprobs = seg.logprobs;

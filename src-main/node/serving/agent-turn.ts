@@ -48,6 +48,32 @@ export type Segment = { tokens: number[]; logprobs: number[] } | { offPolicy: st
 const textOf = (c: AgentMessage['content']): string =>
   typeof c === 'string' ? c : c.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text as string).join('\n');
 
+/**
+ * The agent's working directory, as Claude Code's environment block names it ("Primary working directory: /p" in a
+ * `<system-reminder>` beside the prompt since 2.1; "Working directory: /p" in the system prompt before), read from
+ * the system messages and the user's text up to the human prompt (never a tool's output). The files the turn's edits
+ * changed are watched inside it for a revert (node/core/edit-watch.ts); undefined when it names none.
+ */
+export function agentCwd(req: AgentChat): string | undefined {
+  const msgs = req.chat.messages ?? [];
+  const end = req.promptAt < 0 ? msgs.length : req.promptAt + 1;
+  for (const [i, m] of msgs.entries()) {
+    if (m.role !== 'system' && !(m.role === 'user' && i < end)) continue;
+    const cwd = /^\s*(?:- )?(?:Primary working directory|Working directory): (\/[^\n]*?|[A-Za-z]:\\[^\n]*?)\s*$/mu.exec(textOf(m.content))?.[1];
+    if (cwd !== undefined) return cwd;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the request carries a new human prompt, not a step of a turn under way: nothing the model or a tool wrote
+ * comes after the prompt (Claude Code adds its environment as a system message after it).
+ */
+export function isNewPrompt(req: AgentChat): boolean {
+  const msgs = req.chat.messages ?? [];
+  return req.promptAt >= 0 && msgs.slice(req.promptAt + 1).every((m) => m.role !== 'assistant' && m.role !== 'tool');
+}
+
 export interface AgentTurn {
   prompt: string;
   context: ContextMessage[];

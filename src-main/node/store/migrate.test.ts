@@ -17,6 +17,7 @@ import { CHATS_Q } from './chats.ts';
 import * as m0007 from './migrations/0007-signals.ts';
 import { SIGNALS_Q } from './signals.ts';
 import * as m0008 from './migrations/0008-prompt-ids.ts';
+import * as m0009 from './migrations/0009-signal-kinds.ts';
 import { PROMPT_IDS_Q } from './prompt-ids.ts';
 import { Q } from './store.ts';
 
@@ -326,6 +327,40 @@ describe('migration 0008-prompt-ids', () => {
     expect(plan(db, PROMPT_IDS_Q.orphan, hash, hash)).toMatch(/turn_prompt_chunks_hash/);
     db.prepare('DELETE FROM turns WHERE id = 1').run();
     expect(db.prepare('SELECT (SELECT count(*) FROM turn_prompts) + (SELECT count(*) FROM turn_prompt_chunks) AS n').get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe('migration 0009-signal-kinds', () => {
+  it('takes revert and contradiction signals, keeps every signal it finds with its id, and reads them from the same indexes', () => {
+    const db = new Database(tmpFile());
+    db.pragma('foreign_keys = ON');
+    const before = [m0001, m0002, m0003, m0004, m0005, m0006, m0007, m0008];
+    expect(migrate(db, before)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    const turn = db.prepare(`INSERT INTO turns (source, session, event_id, created_at, prompt, response) VALUES ('claude-code', 's', ?, ?, ?, 'r')`);
+    turn.run('s:p1', 1, 'fix the test');
+    turn.run('s:p2', 2, 'no, the test still fails');
+    const insert = db.prepare('INSERT INTO signals (turn_id, kind, from_turn_id, evidence, score, detail, created_at, dismissed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    insert.run(1, 'followup', 2, 'no, the test still fails', null, '{"gapMs":1}', 5, 9);
+    insert.run(1, 'reask', 2, Buffer.from('sealed'), 0.7, '{}', 5, null);
+    expect(() => insert.run(1, 'revert', null, 'x', null, '{}', 6, null)).toThrow(/CHECK/);
+    const rows = db.prepare('SELECT * FROM signals ORDER BY id').all();
+    expect(migrate(db, [...before, m0009])).toEqual([9]);
+    expect(db.prepare('SELECT * FROM signals ORDER BY id').all()).toEqual(rows);
+    insert.run(1, 'revert', null, "you reverted the agent's edit of src/a.ts within 4 min", null, '{}', 6, null);
+    insert.run(1, 'contradiction', 2, 'the answer said "All tests pass", but `npm test` then failed: FAIL a.test.ts', null, '{}', 6, null);
+    expect(() => insert.run(1, 'revert', null, 'again', null, '{}', 7, null)).toThrow(/UNIQUE/);
+    expect(() => insert.run(1, 'praise', 2, 'x', null, '{}', 6, null)).toThrow(/CHECK/);
+    expect(() => insert.run(2, 'interrupt', null, 'x', 1.5, '{}', 6, null)).toThrow(/CHECK/);
+    expect(() => insert.run(99, 'revert', null, 'x', null, '{}', 6, null)).toThrow(/FOREIGN KEY/);
+    expect(plan(db, SIGNALS_Q.ofTurn, 1)).toMatch(/USING INDEX sqlite_autoindex_signals/);
+    expect(plan(db, SIGNALS_Q.suggested)).toMatch(/signals_live_turn/);
+    expect(plan(db, 'DELETE FROM turns WHERE id = ?', 2)).not.toMatch(/SCAN signals/);
+    // Deleting the later turn takes the signals it is the evidence of; the answer takes the rest.
+    db.prepare('DELETE FROM turns WHERE id = 2').run();
+    expect(db.prepare('SELECT kind FROM signals ORDER BY id').all()).toEqual([{ kind: 'revert' }]);
+    db.prepare('DELETE FROM turns WHERE id = 1').run();
+    expect(db.prepare('SELECT count(*) AS n FROM signals').get()).toEqual({ n: 0 });
     db.close();
   });
 });

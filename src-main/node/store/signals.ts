@@ -97,11 +97,6 @@ export class Signals {
     return r === undefined ? null : { id: r.id, prompt: r.prompt, createdAt: r.created_at };
   }
 
-  /** A turn's prompt, or null when the turn is gone. */
-  promptOf(turnId: number): string | null {
-    return this.sql.stmt<{ prompt: string }>('SELECT prompt FROM turns WHERE id = ?').get(turnId)?.prompt ?? null;
-  }
-
   /** Every row's sealed text, for store.resealAll. */
   resealAll(seal: (t: string) => string | Buffer): number {
     const rows = this.sql.stmt<SignalRow>('SELECT id, evidence FROM signals').all();

@@ -134,9 +134,12 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
       ? `agent:${p.agent_id ?? stableHash(prompt, response)}`
       : (p.prompt_id ?? `h:${stableHash(prompt, response)}`);
     const context: ContextMessage[] = fromTranscript?.context ?? [];
+    // The cwd lets the core watch the files this turn's edits changed, for a revert (core/edit-watch.ts); a subagent's
+    // edits answer its parent agent, not the user.
+    const cwd = !subagent && p.cwd !== undefined && p.cwd !== '' ? { cwd: p.cwd } : {};
     const r = await core.call(
       'captureTurn',
-      { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}) },
+      { source: CLAUDE_SOURCE, session: p.session_id, eventId: `${p.session_id}:${id}`, prompt, response, ...(context.length ? { context } : {}), ...cwd },
       'hook',
     );
     if (r.turn === null) {
@@ -183,6 +186,19 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
     }
   }
 
+  /**
+   * A new prompt: the files the session's last turn edited are checked for a revert now, while only the user can have
+   * touched them (core/edit-watch.ts). Never blocks the prompt.
+   */
+  async function checkReverts(session: string): Promise<void> {
+    try {
+      const r = await core.call('sessionPrompted', { source: CLAUDE_SOURCE, session }, 'hook');
+      if (r.reverts > 0) log('info', 'the user reverted an edit of the previous Claude Code turn', { reverts: r.reverts });
+    } catch (e) {
+      log('warn', 'could not check the previous turn\'s edits for a revert', { session, message: (e as Error).message });
+    }
+  }
+
   return {
     async handle(body) {
       const parsed = ClaudeHookPayload.safeParse(body);
@@ -202,6 +218,7 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
             if (cmd !== null) return await rl(p.session_id, p.prompt_id, p.prompt, cmd, p.cwd);
             targets.prompted(p.session_id, p.cwd);
             await captureInterrupted(p.session_id, p.transcript_path, p.prompt);
+            await checkReverts(p.session_id);
             prompts.set(promptKey(p.session_id, p.prompt_id), p.prompt);
             if (p.prompt_id !== undefined) prompts.set(promptKey(p.session_id, undefined), p.prompt);
             return {};
