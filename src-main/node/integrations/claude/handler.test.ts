@@ -293,4 +293,16 @@ describe('Claude Code interrupts', () => {
     });
     expect(core.turns[0]!.eventId).toMatch(/^sess-int:interrupted:/);
   });
+
+  it("takes a session's first prompt, whose transcript Claude Code has not written yet, as no interrupt and no warning", async () => {
+    const core = createMemoryCore();
+    const log = memoryLog();
+    // The real reader on a path that does not exist, as the real client's first UserPromptSubmit names it.
+    const hooks = createClaudeHooks(core, { log });
+    const submit = { session_id: 'sess-new', transcript_path: path.join(FIX, 'no-such-session.jsonl'), hook_event_name: 'UserPromptSubmit', prompt: 'hello' };
+    expect(await hooks.handle(submit)).toEqual({});
+    expect(core.turns).toHaveLength(0);
+    // (The in-memory core has no sessionPrompted: that warning is not this test's business.)
+    expect(log.lines.filter((l) => l.message.includes('transcript'))).toEqual([]);
+  });
 });

@@ -162,6 +162,9 @@ export function createClaudeHooks(core: Core, opts: ClaudeHooksOptions): ClaudeH
     try {
       cut = interruptedTurn(readTranscript(file), current);
     } catch (e) {
+      // At the first prompt of a session Claude Code has not written its transcript yet (2.1.330 creates it after
+      // UserPromptSubmit): no earlier turn, so nothing was interrupted, and nothing to warn about.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
       log('warn', 'could not read the Claude transcript for an interrupted turn', { file, message: (e as Error).message });
       return;
     }
