@@ -100,6 +100,14 @@ describe('runs', () => {
     // A status with nothing of the run's own: a broken shell tool, not a failing test.
     expect(failingLine('Error: Exit code 1')).toBeNull();
   });
+
+  it("reads Claude Code's result of a failing `npm test`, past npm's echo of the script", () => {
+    // The shape Claude Code 2.1.330 sent back in e2e/agents/revert.scenario.ts: the status, npm's two banner lines, the
+    // output; the second test's runner prints no strong line, and its script names a file that looks like an error.
+    expect(failingLine(`Exit code 1\n\n> test\n> node -e "console.log('FAIL src/x.test.ts > adds'); process.exit(1)"\n\nFAIL src/x.test.ts > adds`)).toBe('FAIL src/x.test.ts > adds');
+    const nodeTest = 'Exit code 1\n\n> test\n> node --test test/apiError.test.js\n\n✖ apiError answers 400 (1.2ms)\n  AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n# fail 1';
+    expect(failingLine(nodeTest)).toBe('✖ apiError answers 400 (1.2ms)');
+  });
 });
 
 describe('contradictions', () => {

@@ -208,7 +208,9 @@ export function failingLine(output: string): string | null {
   // so, with a full /tmp), and a result Claude Code marks as an error with no status at all (the user refused the
   // call, a timeout) says nothing about the tests either, so is_error alone is not read.
   if (status !== null && status !== 0) {
-    const weak = lines.find((l) => WEAK_FAILURE_LINE.test(l) && !/^(?:Error: )?Exit code/u.test(l));
+    // npm, pnpm and yarn echo the script before running it ("> test" then "> node --test test/apiError.test.js", as
+    // Claude Code 2.1.330 reports `npm test`): that is the command, not an error line of the run.
+    const weak = lines.find((l) => WEAK_FAILURE_LINE.test(l) && !/^(?:Error: )?Exit code/u.test(l) && !l.startsWith('> '));
     if (weak !== undefined) return weak.trim();
   }
   return null;
