@@ -7,11 +7,19 @@
 // - OpenAI chat completions (`POST /v1/chat/completions`): `data:` chunks ending with `data: [DONE]`.
 // Scripted by content, not by call order, so the clients' extra requests (titles, probes) cannot shift a script:
 // a prompt with TOOL_MARKER gets a Bash tool call first, and the request that carries its result gets the text answer.
+// On the Anthropic fake, EDIT_MARKER followed by a file's absolute path gets a Read of it, then (Claude Code's Edit
+// refuses a file it has not read) an Edit that replaces EDIT_OLD by EDIT_NEW, then a text answer; TEST_MARKER gets a
+// Bash call of `npm test`, then an answer that claims the tests pass whatever the run printed.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export const TOOL_MARKER = 'please-run-the-echo-tool';
 export const TOOL_OUTPUT = 'rein-e2e-tool-output';
+export const EDIT_MARKER = 'please-edit-the-file';
+export const EDIT_OLD = 'colour = "red"';
+export const EDIT_NEW = 'colour = "blue"';
+export const TEST_MARKER = 'please-run-the-tests';
+export const TEST_CLAIM = 'I ran the tests. All tests pass.';
 
 export interface RecordedRequest {
   method: string;
@@ -59,6 +67,24 @@ function sse(res: http.ServerResponse, events: [string | null, unknown][]): void
   res.end();
 }
 
+/** The human text of the exchange a request continues: the last user message that is not a tool result. */
+function lastHumanPrompt(messages: Obj[]): string {
+  for (const m of [...messages].reverse()) {
+    if (m.role !== 'user') continue;
+    if (Array.isArray(m.content) && (m.content as unknown[]).some((b) => isObj(b) && b.type === 'tool_result')) continue;
+    return humanText(textBlocks(m.content));
+  }
+  return '';
+}
+
+/** The name of the tool the previous assistant message called, when it called one. */
+function previousToolName(messages: Obj[]): string | null {
+  const prev = messages.at(-2);
+  if (prev?.role !== 'assistant' || !Array.isArray(prev.content)) return null;
+  const use = (prev.content as unknown[]).filter(isObj).find((b) => b.type === 'tool_use');
+  return typeof use?.name === 'string' ? use.name : null;
+}
+
 function anthropic(body: Obj, res: http.ServerResponse, n: number): void {
   const messages = Array.isArray(body.messages) ? (body.messages as Obj[]) : [];
   const last = messages.at(-1);
@@ -72,19 +98,39 @@ function anthropic(body: Obj, res: http.ServerResponse, n: number): void {
     ['message_delta', { type: 'message_delta', delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: 5 } }],
     ['message_stop', { type: 'message_stop' }],
   ];
-  if (toolResult === undefined && prompt.includes(TOOL_MARKER) && last?.role === 'user') {
+  const toolUse = (name: string, input: Obj): void =>
     sse(res, [
       start,
-      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: `toolu_fake_${n}`, name: 'Bash', input: {} } }],
-      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify({ command: `echo ${TOOL_OUTPUT}`, description: 'Echo a marker' }) } }],
+      ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: `toolu_fake_${n}`, name, input: {} } }],
+      ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: JSON.stringify(input) } }],
       ['content_block_stop', { type: 'content_block_stop', index: 0 }],
       ...stop('tool_use'),
     ]);
+  const human = toolResult === undefined ? prompt : lastHumanPrompt(messages);
+  const editPath = new RegExp(`${EDIT_MARKER} (\\S+)`).exec(human)?.[1];
+  const after = toolResult === undefined ? null : previousToolName(messages);
+  if (toolResult === undefined && last?.role === 'user' && prompt.includes(TOOL_MARKER)) {
+    toolUse('Bash', { command: `echo ${TOOL_OUTPUT}`, description: 'Echo a marker' });
+    return;
+  }
+  if (toolResult === undefined && last?.role === 'user' && editPath !== undefined) {
+    toolUse('Read', { file_path: editPath });
+    return;
+  }
+  if (after === 'Read' && editPath !== undefined) {
+    // Claude Code 2.1's Edit input schema: file_path, old_string, new_string, replace_all (optional).
+    toolUse('Edit', { file_path: editPath, old_string: EDIT_OLD, new_string: EDIT_NEW });
+    return;
+  }
+  if (toolResult === undefined && last?.role === 'user' && prompt.includes(TEST_MARKER)) {
+    toolUse('Bash', { command: 'npm test', description: 'Run the tests' });
     return;
   }
   // Claude Code appends <system-reminder> blocks to tool results; the answer quotes only what the tool printed.
   const resultText = toolResult ? humanText(textBlocks(toolResult.content)).replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trim() : '';
-  const text = toolResult ? `The tool printed: ${resultText}` : answerFor(prompt);
+  let text = toolResult ? `The tool printed: ${resultText}` : answerFor(prompt);
+  if (after === 'Edit' && editPath !== undefined) text = `I changed the colour in ${editPath.split('/').at(-1)} to blue.`;
+  if (after === 'Bash' && human.includes(TEST_MARKER)) text = TEST_CLAIM;
   // Two deltas, so a client that keeps only the last chunk would be caught.
   const half = Math.ceil(text.length / 2);
   sse(res, [
