@@ -9,7 +9,8 @@
 // a prompt with TOOL_MARKER gets a Bash tool call first, and the request that carries its result gets the text answer.
 // On the Anthropic fake, EDIT_MARKER followed by a file's absolute path gets a Read of it, then (Claude Code's Edit
 // refuses a file it has not read) an Edit that replaces EDIT_OLD by EDIT_NEW, then a text answer; TEST_MARKER gets a
-// Bash call of `npm test`, then an answer that claims the tests pass whatever the run printed.
+// Bash call of `npm test`, then an answer that claims the tests pass whatever the run printed; CLAIM_MARKER gets that
+// claim at once, with no run.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -19,6 +20,7 @@ export const EDIT_MARKER = 'please-edit-the-file';
 export const EDIT_OLD = 'colour = "red"';
 export const EDIT_NEW = 'colour = "blue"';
 export const TEST_MARKER = 'please-run-the-tests';
+export const CLAIM_MARKER = 'please-say-the-tests-pass';
 export const TEST_CLAIM = 'I ran the tests. All tests pass.';
 
 export interface RecordedRequest {
@@ -130,7 +132,7 @@ function anthropic(body: Obj, res: http.ServerResponse, n: number): void {
   const resultText = toolResult ? humanText(textBlocks(toolResult.content)).replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, '').trim() : '';
   let text = toolResult ? `The tool printed: ${resultText}` : answerFor(prompt);
   if (after === 'Edit' && editPath !== undefined) text = `I changed the colour in ${editPath.split('/').at(-1)} to blue.`;
-  if (after === 'Bash' && human.includes(TEST_MARKER)) text = TEST_CLAIM;
+  if ((after === 'Bash' && human.includes(TEST_MARKER)) || (toolResult === undefined && prompt.includes(CLAIM_MARKER))) text = TEST_CLAIM;
   // Two deltas, so a client that keeps only the last chunk would be caught.
   const half = Math.ceil(text.length / 2);
   sse(res, [

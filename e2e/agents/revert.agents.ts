@@ -1,7 +1,7 @@
 // The revert and contradiction signals from the real Claude Code (revert.scenario.ts does the driving): a file the
 // agent edited and the user put back before the next prompt is a `revert` on that turn, read as a Bad weak label; a
-// file the user kept and edited further is none; an answer that says all tests pass over its own failing `npm test`
-// is a `contradiction`.
+// file the user kept and edited further is none; an answer that says all tests pass is a `contradiction` when its own
+// `npm test` failed, and when the next turn's first `npm test` fails.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EDIT_NEW, EDIT_OLD, TEST_CLAIM } from './fake-models.ts';
 import { inNetns, skipReason } from './netns.ts';
@@ -33,8 +33,8 @@ describe.skipIf(skip !== null)(`the revert and contradiction signals from Claude
     f = (await inNetns<Facts>('revert.scenario.ts', 300_000)).result;
   });
 
-  it('the three prompts run in one session, and the real Edit tool changed both files', () => {
-    expect(f.runs.map((r) => [r.code, r.session_id])).toEqual([0, 1, 2].map(() => [0, f.runs[0]!.session_id]));
+  it('the four prompts run in one session, and the real Edit tool changed both files', () => {
+    expect(f.runs.map((r) => [r.code, r.session_id])).toEqual([0, 1, 2, 3].map(() => [0, f.runs[0]!.session_id]));
     expect(f.turns.map((t) => [t.prompt, t.session])).toEqual(f.prompts.map((p) => [p, f.runs[0]!.session_id]));
     const edited = f.original.replace(EDIT_OLD, EDIT_NEW);
     expect([f.notesAfterEdit, f.otherAfterEdit]).toEqual([edited, edited]);
@@ -46,10 +46,10 @@ describe.skipIf(skip !== null)(`the revert and contradiction signals from Claude
     expect(f.log).not.toContain('rein hooks warn');
   });
 
-  it('the restored notes.txt is a revert on the first turn, seen at the next prompt, and a Bad label', () => {
+  it('the restored src/notes.txt is a revert on the first turn, seen at the next prompt, and a Bad label', () => {
     const s = f.signals[0]!;
     const revert = s.signals.filter((x) => x.kind === 'revert');
-    expect(revert).toEqual([expect.objectContaining({ fromTurnId: null, evidence: expect.stringMatching(/^you reverted the agent's edit of notes\.txt within 1 min$/) })]);
+    expect(revert).toEqual([expect.objectContaining({ fromTurnId: null, evidence: expect.stringMatching(/^you reverted the agent's edit of src\/notes\.txt within 1 min$/) })]);
     expect(revert[0]!.detail).toMatchObject({ tools: ['Edit'] });
     // UserPromptSubmit checked the file before the second turn ran, not its Stop.
     expect(revert[0]!.createdAt).toBeLessThan(f.turns[1]!.createdAt!);
@@ -63,13 +63,22 @@ describe.skipIf(skip !== null)(`the revert and contradiction signals from Claude
   });
 
   it("an answer that says all tests pass over its own failing npm test is a contradiction, read from Claude Code's result", () => {
-    // Claude Code's Bash result for a failing command: "Exit code 1", then the output, marked is_error.
-    const bash = f.turns[2]!.context.find((m) => m.type === 'tool_result')!;
-    expect(bash).toMatchObject({ is_error: true, content: expect.stringMatching(/^Exit code 1\n[\s\S]*\nFAIL src\/x\.test\.ts > adds$/) });
-    expect(f.turns[2]!.response).toBe(TEST_CLAIM);
-    const s = f.signals[2]!;
+    // Claude Code's Bash result for a failing command: "Exit code 1", npm's echo of the script, the output; is_error.
+    const bash = f.turns[3]!.context.find((m) => m.type === 'tool_result')!;
+    expect(bash).toMatchObject({ is_error: true, content: expect.stringMatching(/^Exit code 1\n\n> test\n> node -e [\s\S]*\nFAIL src\/x\.test\.ts > adds$/) });
+    expect(f.turns[3]!.response).toBe(TEST_CLAIM);
+    const s = f.signals[3]!;
     expect(s.signals.filter((x) => x.kind === 'contradiction')).toEqual([
       expect.objectContaining({ fromTurnId: null, evidence: 'the answer said "All tests pass.", but `npm test` had failed: FAIL src/x.test.ts > adds' }),
+    ]);
+    expect(s.label).toMatchObject({ value: 'bad', rule: 'contradicted' });
+  });
+
+  it('an answer that says all tests pass with no run is a contradiction when the next turn first runs them and they fail', () => {
+    expect(f.turns[2]!.context.filter((m) => m.type === 'tool_use')).toEqual([]);
+    const s = f.signals[2]!;
+    expect(s.signals.filter((x) => x.kind === 'contradiction')).toEqual([
+      expect.objectContaining({ fromTurnId: f.turns[3]!.id, evidence: 'the answer said "All tests pass.", but `npm test` then failed: FAIL src/x.test.ts > adds' }),
     ]);
     expect(s.label).toMatchObject({ value: 'bad', rule: 'contradicted' });
   });

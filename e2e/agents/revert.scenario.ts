@@ -1,11 +1,11 @@
 // The revert and contradiction signals with the real Claude Code, inside a network namespace: `rein setup claude
-// --yes`, then one session (--resume) of three prompts. The first has the fake model Read and Edit notes.txt; the user
-// then puts the file back as it was (an editor's undo) and sends the second prompt, which edits other.txt; that file
-// the user edits further instead. The third prompt has the model run `npm test`, which fails, and answer that all
-// tests pass. Prints facts as JSON; revert.agents.ts asserts.
-import { readFileSync, writeFileSync } from 'node:fs';
+// --yes`, then one session (--resume) of four prompts. The first has the fake model Read and Edit src/notes.txt; the
+// user then puts the file back as it was (an editor's undo) and sends the second prompt, which edits other.txt; that
+// file the user edits further instead. The third prompt gets "All tests pass." with no run; the fourth has the model
+// run `npm test`, which fails, and answer the same. Prints facts as JSON; revert.agents.ts asserts.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { EDIT_MARKER, EDIT_OLD, startFake, TEST_MARKER } from './fake-models.ts';
+import { CLAIM_MARKER, EDIT_MARKER, EDIT_OLD, startFake, TEST_MARKER } from './fake-models.ts';
 import { cleanup, freePort, rein, run, sandbox, startRein, turnsOf } from './harness.ts';
 
 const s = sandbox('revert');
@@ -33,14 +33,15 @@ const parse = (stdout: string): { result?: string; session_id?: string } => {
   }
 };
 
-const notes = path.join(s.work, 'notes.txt');
+mkdirSync(path.join(s.work, 'src'));
+const notes = path.join(s.work, 'src/notes.txt');
 const other = path.join(s.work, 'other.txt');
 const ORIGINAL = `name = "rein"\n${EDIT_OLD}\nsize = 3\n`;
 writeFileSync(notes, ORIGINAL);
 writeFileSync(other, ORIGINAL);
 // A test script that fails the way vitest reports a failing test file.
 writeFileSync(path.join(s.work, 'package.json'), JSON.stringify({ name: 'work', private: true, scripts: { test: `node -e "console.log('FAIL src/x.test.ts > adds'); process.exit(1)"` } }));
-const PROMPTS = [`${EDIT_MARKER} ${notes}`, `${EDIT_MARKER} ${other}`, `${TEST_MARKER} in this project`];
+const PROMPTS = [`${EDIT_MARKER} ${notes}`, `${EDIT_MARKER} ${other}`, `${CLAIM_MARKER} without running them`, `${TEST_MARKER} in this project`];
 
 const out: Record<string, unknown> = { prompts: PROMPTS, original: ORIGINAL };
 const server = await startRein(s, port);
@@ -58,8 +59,10 @@ try {
   out.otherAfterEdit = readFileSync(other, 'utf8');
   // The user keeps the agent's edit of other.txt and edits the file further.
   writeFileSync(other, `${readFileSync(other, 'utf8')}weight = 7\n`);
-  const three = await claude(PROMPTS[2]!, ['--resume', session]);
-  runs.push({ code: three.code, ...parse(three.stdout), stderr: three.stderr.slice(-2000) });
+  for (const prompt of PROMPTS.slice(2)) {
+    const r = await claude(prompt, ['--resume', session]);
+    runs.push({ code: r.code, ...parse(r.stdout), stderr: r.stderr.slice(-2000) });
+  }
   out.runs = runs;
   const turns = await turnsOf(server, 'claude-code');
   out.turns = turns.map((t) => ({ id: t.id, prompt: t.prompt, response: t.response, session: t.session, createdAt: (t as { createdAt?: number }).createdAt ?? null, context: t.context }));
