@@ -70,4 +70,13 @@ describe('packGroups', () => {
     expect(packGroups([long(shared, 1), long(shared, 2)], { cost: (n) => n * n })).toHaveLength(2);
     expect(packGroups([long(shared, 1), long(shared, 2)], { cost: linear })).toHaveLength(1);
   });
+
+  it('weighs every pack size: a pair that pads to the next bucket loses, seven in that bucket win', () => {
+    // The small LM's agent turns at the balanced preset: a 1700-token prefix, 325-token turns, buckets of 2048.
+    const bucketed = (n: number): number => (Math.ceil(n / 2048) * 2048) ** 2;
+    const prefix = range(1000, 1700);
+    const turns = Array.from({ length: 8 }, (_, i) => ({ tokens: [...prefix, ...range(9000 + 400 * i, 325)], start: 1710 }));
+    expect(bucketed(1700 + 2 * 325)).toBeGreaterThan(2 * bucketed(2025));
+    expect(packGroups(turns, { cost: bucketed }).map((g) => g.members.length)).toEqual([7, 1]);
+  });
 });

@@ -3,9 +3,9 @@
 // their shared prefix once, then each its own suffix, with a gradient equal to running each alone. A pack costs one
 // sequence of P + Σ (nᵢ − P) tokens instead of Σ nᵢ; but each of its rows attends over the whole pack (the mask
 // hides the other suffixes, and the products are still computed), so for a short prefix and long suffixes packing
-// costs more than it saves. The grouping therefore adds a sequence to a pack only when the estimated cost of the
-// pack with it is below that of the pack without it plus the sequence alone (runCost), and keeps a pack within
-// PACK_SPAN times its longest member, which bounds its memory.
+// costs more than it saves. The grouping therefore takes a pack only where an estimate of its cost (runCost) is
+// below that of running its members alone, and keeps a pack within PACK_SPAN times its longest member, which bounds
+// its memory.
 import { isMoe, type ModelConfig } from '../engine/families/registry.ts';
 
 /**
@@ -71,45 +71,48 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
 /**
  * Groups a batch into packs and lone sequences. The sequences are sorted by their ids, so those sharing a leading
  * run sit side by side and a run's common prefix is the least of its neighbours' (clamped to every member's first
- * scored token: a pack's shared rows are context only). Walking the sorted order, a sequence joins the open pack
- * while the shared prefix stays ≥ minPrefix, the pack stays within `span` × its longest member, and the cost
- * estimate drops; otherwise it opens the next. `cost(n)`: the cost of one run over n tokens (padding included).
- * span 0 packs nothing. Every index appears in exactly one group; groups come in the order of their first member.
+ * scored token: a pack's shared rows are context only). From the first sequence not yet placed, the candidates are
+ * the sequences after it while the shared prefix stays ≥ minPrefix and the pack within `span` × its longest member;
+ * of the packs made of the first k candidates, the one that saves the most estimated cost against running its
+ * members alone is taken (none saving, the sequence runs alone), and the walk goes on after it. Every k is weighed,
+ * not only the next one: the shape buckets make cost a step function (a pack of two may pad to the next bucket and
+ * lose, where a pack of seven in the same bucket wins). `cost(n)`: the cost of one run over n tokens (padding
+ * included). span 0 packs nothing. Every index appears in exactly one group; groups come in the order of their
+ * first member.
  */
 export function packGroups(seqs: readonly PackInput[], o: { cost: (tokens: number) => number; span?: number; minPrefix?: number }): PackGroup[] {
   const span = o.span ?? PACK_SPAN;
   const minPrefix = o.minPrefix ?? PACK_MIN_PREFIX;
   if (span <= 0) return seqs.map((_, i) => ({ prefix: 0, members: [i] }));
   const order = seqs.map((_, i) => i).sort((a, b) => compareIds(seqs[a]!.tokens, seqs[b]!.tokens) || a - b);
-  const packLength = (prefix: number, members: readonly number[]): number => prefix + members.reduce((n, i) => n + seqs[i]!.tokens.length - prefix, 0);
+  const alone = seqs.map((s) => o.cost(s.tokens.length));
   const groups: PackGroup[] = [];
-  let open: PackGroup | null = null;
-  let openCost = 0;
-  let prev = -1;
-  for (const i of order) {
-    const s = seqs[i]!;
-    const alone = o.cost(s.tokens.length);
-    if (open !== null) {
-      const shared: number = open.members.length === 1 ? Math.min(commonPrefix(seqs[prev]!.tokens, s.tokens), s.start, seqs[prev]!.start) : Math.min(open.prefix, commonPrefix(seqs[prev]!.tokens, s.tokens), s.start);
-      const members: number[] = [...open.members, i];
-      const length = packLength(shared, members);
-      const longest = Math.max(...members.map((k) => seqs[k]!.tokens.length));
-      if (shared >= minPrefix && length <= span * longest) {
-        const cost = o.cost(length);
-        if (cost < openCost + alone) {
-          open = { prefix: shared, members };
-          openCost = cost;
-          prev = i;
-          continue;
-        }
+  let at = 0;
+  while (at < order.length) {
+    const first = seqs[order[at]!]!;
+    let prefix = first.start;
+    let longest = first.tokens.length;
+    let aloneSum = alone[order[at]!]!;
+    let best: PackGroup = { prefix: 0, members: [order[at]!] };
+    let bestSaving = 0;
+    for (let k = at + 1; k < order.length; k++) {
+      const s = seqs[order[k]!]!;
+      const shared = Math.min(prefix, commonPrefix(seqs[order[k - 1]!]!.tokens, s.tokens), s.start);
+      if (shared < minPrefix) break;
+      prefix = shared;
+      longest = Math.max(longest, s.tokens.length);
+      const members = order.slice(at, k + 1);
+      const length = prefix + members.reduce((n, i) => n + seqs[i]!.tokens.length - prefix, 0);
+      if (length > span * longest) break;
+      aloneSum += alone[order[k]!]!;
+      const saving = aloneSum - o.cost(length);
+      if (saving > bestSaving) {
+        best = { prefix, members };
+        bestSaving = saving;
       }
-      groups.push(open);
     }
-    open = { prefix: 0, members: [i] };
-    openCost = alone;
-    prev = i;
+    groups.push(best);
+    at += best.members.length;
   }
-  if (open !== null) groups.push(open);
-  for (const g of groups) if (g.members.length === 1) g.prefix = 0;
   return groups.sort((a, b) => Math.min(...a.members) - Math.min(...b.members));
 }

@@ -13,7 +13,7 @@ import { BadInputError } from '../../common/errors.ts';
 import { clipGradNorm, type AdamW } from '../../common/engine/adamw.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { k3 } from '../../common/training/gate.ts';
-import { PACK_SPAN, packGroups, runCost } from '../../common/training/pack.ts';
+import { PACK_SPAN, packGroups, runCost, type PackGroup, type PackInput } from '../../common/training/pack.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ObjectiveRunner } from './objective-runner.ts';
 
@@ -143,6 +143,17 @@ export interface StepOptions {
   packSpan?: number;
 }
 
+/** The packs and lone sequences a step (or the round's forward passes over the same sequences) runs a batch as. */
+export function packBatch(engine: Engine, batch: readonly PackInput[], o: StepOptions = {}): PackGroup[] {
+  const driver = engine.driver;
+  // A run over more than recomputeAbove tokens runs each layer's forward twice (driver.ts): a third more work.
+  const cost = (n: number): number => {
+    const T = driver.bucket(n);
+    return runCost(driver.config, T) * (T > driver.recomputeAbove ? 4 / 3 : 1);
+  };
+  return packGroups(batch, { cost, span: o.packSpan ?? PACK_SPAN });
+}
+
 /**
  * The batch's loss and LoRA gradients at the adapter as it is (nothing is updated). Sequences that share a long
  * leading run of ids (an agent's system prompt and tools) run it once, as one pack (common/training/pack.ts,
@@ -208,7 +219,7 @@ export async function batchGradient(
     return r.dlogp.map((d) => d * w);
   };
   const driver = engine.driver;
-  const groups = packGroups(batch, { cost: (n) => runCost(driver.config, driver.bucket(n)), span: o.packSpan ?? PACK_SPAN });
+  const groups = packBatch(engine, batch, o);
   for (const grp of groups) {
     checkCancel?.();
     const seqs = grp.members.map((i) => batch[i]!);
