@@ -4,8 +4,8 @@
 // is the largest whose turns fit the balanced preset's maxTokens of 2048 with the reply), each turn's own short
 // prompt, then a `reply`-token answer trained with MIS-PO (advantage ±1, μ a little off the base's logprobs). The
 // same batch runs packed (the prefix once per pack, common/training/pack.ts) and one sequence at a time (packSpan 0),
-// alternating, `reps` times each after one warm-up step of each (ORT builds a session per new shape), in one process:
-// the machine is shared, so the ratio is the figure, not the times.
+// alternating, `reps` times each after a warm-up, in one process: the machine is shared, so the ratio is the figure,
+// not the times.
 // Prints both times, their ratio, the runs each took, and how far the packed loss and gradient are from the
 // per-sequence ones.
 import { Rng } from '../src-main/common/engine/rng.ts';
@@ -58,15 +58,16 @@ const n = batch[0]!.tokens.length;
 console.log(`prefix-step: small LM, ${TURNS} turns of ${n} tokens (shared prefix ${PREFIX}, reply ${REPLY}), ${THREADS} threads; load ${loadAverage()}`);
 const times: Record<'packed' | 'alone', number[]> = { packed: [], alone: [] };
 const last: Partial<Record<'packed' | 'alone', BatchGradient>> = {};
-for (let r = -1; r < REPS; r++) {
+// Warm-up: ORT builds a session per new shape. One sequence alone, and a pack of two through the driver (the step
+// would run two alone): with the turns' lengths, their padded shapes are those of the timed steps.
+const warm = await timed(async () => {
+  await batchGradient(engine, adapter, objectives, batch.slice(0, 1), newStepState(), undefined, { packSpan: 0 });
+  await engine.driver.packedGrad(PREFIX, batch.slice(0, 2), adapter, (logps) => logps.map((l) => l.map(() => 0)));
+});
+console.log(`  warm-up: ${warm.wallS.toFixed(1)} s`);
+for (let r = 0; r < REPS; r++) {
   for (const kind of ['alone', 'packed'] as const) {
-    // The warm-up (r = −1) runs one sequence alone and a pack of two: the shapes the timed steps use.
-    const seqs = r < 0 ? batch.slice(0, kind === 'alone' ? 1 : 2) : batch;
-    const t = await timed(() => batchGradient(engine, adapter, objectives, seqs, newStepState(), undefined, { packSpan: kind === 'packed' ? undefined : 0 }));
-    if (r < 0) {
-      console.log(`  warm-up ${kind} (${seqs.length} sequences): ${t.wallS.toFixed(1)} s`);
-      continue;
-    }
+    const t = await timed(() => batchGradient(engine, adapter, objectives, batch, newStepState(), undefined, { packSpan: kind === 'packed' ? undefined : 0 }));
     times[kind].push(t.wallS);
     last[kind] = t.value;
     console.log(`  ${kind}: ${t.wallS.toFixed(1)} s, ${t.value.runs} runs; load ${loadAverage()}`);
