@@ -32,8 +32,7 @@ import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { parkUnencodable } from './parking.ts';
-import { newStepState, packBatch, trainStep, type StepSequence } from './step.ts';
-import type { PackGroup } from '../../common/training/pack.ts';
+import { batchLogprobs, newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
 
 export class CancelledError extends ReinError {
@@ -259,22 +258,16 @@ async function train(p: Prepared): Promise<Trained> {
   const trainSeqs = p.noDirection === null ? p.trainSeqs : [];
   // The base (adapter off) never changes during a round: its logprobs are computed once per sequence. So are the
   // parent version's, which the early stop measures the KL to (the base's in a first round: the adapter starts at B = 0).
-  // Sequences that share a long prefix (an agent's turns) run it once, as the step does (packBatch).
+  // Sequences that share a long prefix (an agent's turns) run it once per pack, as in the step (batchLogprobs).
   const refs = new Map<TrainSequence, Float64Array>();
   const parents = new Map<TrainSequence, Float64Array>();
-  const logprobs = async (g: PackGroup, a: LoraAdapter | null): Promise<Float64Array[]> => {
-    const seqs = g.members.map((i) => trainSeqs[i]!);
-    return g.prefix === 0 ? [await engine.logprobs(seqs[0]!.tokens, { start: seqs[0]!.start, adapter: a })] : engine.driver.packedLogprobs(g.prefix, seqs, a);
-  };
-  for (const g of packBatch(engine, trainSeqs)) {
-    const ref = await logprobs(g, null);
-    const parent = p.parentAdapter === null ? ref : await logprobs(g, p.parentAdapter);
-    g.members.forEach((i, k) => {
-      refs.set(trainSeqs[i]!, ref[k]!);
-      parents.set(trainSeqs[i]!, parent[k]!);
-    });
-    checkCancel();
-  }
+  const base = await batchLogprobs(engine, trainSeqs, null, checkCancel);
+  const parent = p.parentAdapter === null ? base : await batchLogprobs(engine, trainSeqs, p.parentAdapter, checkCancel);
+  trainSeqs.forEach((s, i) => {
+    refs.set(s, base[i]!);
+    parents.set(s, parent[i]!);
+  });
+  checkCancel();
   const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
   const turnOf = new Map([...p.turns, ...p.pseudo, ...p.weak.map((w) => w.turn)].map((t) => [t.ratingId, t]));
   const weights = ktoWeights(trainSeqs, turnOf, { ...cfg, pseudoLabelWeight: p.settings['reward.pseudoLabelWeight'] });

@@ -155,6 +155,21 @@ export function packBatch(engine: Engine, batch: readonly PackInput[], o: StepOp
 }
 
 /**
+ * The logprobs of each sequence's tokens[start..n) under `adapter` (null: the base), in the batch's order, with the
+ * step's packs (packBatch): the round's base and parent logprobs and the gate's run each shared prefix once per pack.
+ */
+export async function batchLogprobs(engine: Engine, batch: readonly PackInput[], adapter: LoraAdapter | null, checkCancel?: () => void): Promise<Float64Array[]> {
+  const out: Float64Array[] = [];
+  for (const g of packBatch(engine, batch)) {
+    checkCancel?.();
+    const seqs = g.members.map((i) => batch[i]!);
+    const lps = g.prefix === 0 ? [await engine.logprobs(seqs[0]!.tokens, { start: seqs[0]!.start, adapter })] : await engine.driver.packedLogprobs(g.prefix, seqs, adapter);
+    g.members.forEach((i, k) => (out[i] = lps[k]!));
+  }
+  return out;
+}
+
+/**
  * The batch's loss and LoRA gradients at the adapter as it is (nothing is updated). Sequences that share a long
  * leading run of ids (an agent's system prompt and tools) run it once, as one pack (common/training/pack.ts,
  * Driver.packedGrad); the rest run alone.
