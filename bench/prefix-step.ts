@@ -6,8 +6,8 @@
 // same batch runs packed (the prefix once per pack, common/training/pack.ts) and one sequence at a time (packSpan 0),
 // alternating, `reps` times each after a warm-up, in one process: the machine is shared, so the ratio is the figure,
 // not the times.
-// Prints both times, their ratio, the runs each took, and how far the packed loss and gradient are from the
-// per-sequence ones.
+// Prints both times, their ratio, the runs each took, the peak RSS after one sequence alone and after a pack, and how
+// far the packed loss and gradient are from the per-sequence ones.
 import { Rng } from '../src-main/common/engine/rng.ts';
 import { SMALL_LM_DIR } from '../src-main/node/demo/small-lm.ts';
 import { Engine } from '../src-main/node/engine/engine.ts';
@@ -60,11 +60,15 @@ const times: Record<'packed' | 'alone', number[]> = { packed: [], alone: [] };
 const last: Partial<Record<'packed' | 'alone', BatchGradient>> = {};
 // Warm-up: ORT builds a session per new shape. One sequence alone, and a pack of two through the driver (the step
 // would run two alone): with the turns' lengths, their padded shapes are those of the timed steps.
+// The peak RSS after each (a high-water mark: the second figure is the pack's only where it is the larger).
+const gib = (): string => (process.resourceUsage().maxRSS / 2 ** 20).toFixed(2);
 const warm = await timed(async () => {
   await batchGradient(engine, adapter, objectives, batch.slice(0, 1), newStepState(), undefined, { packSpan: 0 });
+  const alone = gib();
   await engine.driver.packedGrad(PREFIX, batch.slice(0, 2), adapter, (logps) => logps.map((l) => l.map(() => 0)));
+  return alone;
 });
-console.log(`  warm-up: ${warm.wallS.toFixed(1)} s`);
+console.log(`  warm-up: ${warm.wallS.toFixed(1)} s; peak RSS ${warm.value} GiB after one sequence alone, ${gib()} GiB after a pack`);
 for (let r = 0; r < REPS; r++) {
   for (const kind of ['alone', 'packed'] as const) {
     const t = await timed(() => batchGradient(engine, adapter, objectives, batch, newStepState(), undefined, { packSpan: kind === 'packed' ? undefined : 0 }));
