@@ -191,6 +191,43 @@ export function causalMaskTable(T: number, window: number | null = null): Float6
   return m;
 }
 
+/**
+ * Where the rows of a packed sequence sit (node/engine/driver.ts packedGrad): several sequences that begin with the
+ * same ids run as one, the shared prefix once, then each sequence's own suffix. Per row: its RoPE position (the
+ * prefix 0..P−1, every suffix again from P, so each suffix row is at the position it has in its own sequence) and
+ * its segment: 0 for the prefix, k ≥ 1 for the k-th suffix, −1 for the padding after the last suffix.
+ */
+export interface PackedRows {
+  positions: Int32Array;
+  segments: Int32Array;
+}
+
+/**
+ * The additive mask [T, T] of a packed sequence (T = its rows), in `dtype`: row i sees row j ≤ i of the prefix or of
+ * its own segment, and not one further back than the window (by position: query − key < W, as causalMaskTable).
+ * So a suffix row sees exactly the keys it sees in its own sequence, at the same positions, and never another
+ * suffix; a single segment at positions 0..T−1 gives causalMaskTable. Padding rows see the prefix and the padding
+ * up to themselves (a finite softmax), and no real row sees them. Built directly in the graph's dtype: a pack is longer
+ * than any one sequence, and a float64 [T, T] copy would double the largest table of the step.
+ */
+export function packedMaskTable(rows: PackedRows, window: number | null, dtype: FloatDType): Float32Array | Float64Array {
+  const { positions: pos, segments: seg } = rows;
+  const T = pos.length;
+  const m = dtype === 'float32' ? new Float32Array(T * T) : new Float64Array(T * T);
+  m.fill(-Infinity);
+  for (let i = 0; i < T; i++) {
+    const si = seg[i]!;
+    const o = i * T;
+    for (let j = 0; j <= i; j++) {
+      const sj = seg[j]!;
+      if (sj !== 0 && sj !== si) continue;
+      if (window !== null && pos[i]! - pos[j]! >= window) continue;
+      m[o + j] = 0;
+    }
+  }
+  return m;
+}
+
 /** [T, T] additive causal mask inside a graph: 0 on and below the diagonal, MASKED above. */
 export function causalMask(g: Graph, dtype: DType, t: Dim): Tensor {
   return op.mul(op.trilu(op.expand(g.scalar(1, dtype), [t, t]), true, 1), MASKED);

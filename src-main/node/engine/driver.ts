@@ -129,6 +129,27 @@ export interface SequenceForward {
   logp: Float64Array;
 }
 
+/** One sequence of a pack (Driver.packedGrad): its ids, the pack's shared prefix first, and its first scored token. */
+export interface PackMember {
+  tokens: readonly number[];
+  start: number;
+}
+
+/** What a pack's run gives per member, in the members' order. */
+export interface PackGrad {
+  /** Per member, the log-probabilities of tokens[start..n). */
+  logps: Float64Array[];
+  /** d(Σ_members Σ_t dlogp_t·logp_t)/d(A, B) per pair, in the adapter's order, in the driver's dtype. */
+  grads: { a: FArray; b: FArray }[];
+}
+
+/** A layer's RoPE tables and mask, in the driver's dtype. */
+interface LayerTables {
+  cos: FArray;
+  sin: FArray;
+  mask: FArray;
+}
+
 export interface SequenceGrad extends SequenceForward {
   /** d(Σ_t dlogp_t·logp_t)/d(A, B) per pair, in the adapter's order, in the driver's dtype. */
   grads: { a: FArray; b: FArray }[];
@@ -155,7 +176,7 @@ export class Driver {
   private readonly logits: Graph;
   private readonly loraGraphs = new Map<string, LoraGraphs>();
   private fullGraphs: { layer: VjpSplit; head: VjpSplit } | null = null;
-  private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
+  private readonly tables = new Map<string, LayerTables>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
   /**
@@ -265,7 +286,7 @@ export class Driver {
   }
 
   /** Layer i's RoPE tables and mask at T tokens (Gemma's local and global layers differ; other families share one). */
-  private shapeTables(T: number, layer: number): { cos: FArray; sin: FArray; mask: FArray } {
+  private shapeTables(T: number, layer: number): LayerTables {
     const kind = this.family.layerKind(layer);
     const key = `${kind}|${T}`;
     let t = this.tables.get(key);
@@ -398,12 +419,12 @@ export class Driver {
     return { layer: -1, buffers, simd };
   }
 
-  /** Runs every layer forward; returns the last layer's output [T, H]. */
-  private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
+  /** Runs every layer forward; returns the last layer's output [T, H]. `tables`: layer i's (a pack's), else the causal ones. */
+  private async layersForward(x0: FArray, T: number, plan: LoraPlan | null, tables?: (i: number) => LayerTables): Promise<FArray> {
     let x = x0;
     for (let i = 0; i < this.config.numLayers; i++) {
       const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
-      const tab = this.shapeTables(T, i);
+      const tab = tables?.(i) ?? this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...(plan?.feeds[i] ?? {}) };
       x = (await this.runLayer(i, graph, { T }, feeds, ['y']))['y']!.data as FArray;
     }
@@ -515,6 +536,126 @@ export class Driver {
   async grad(tokens: readonly number[], start: number, adapter: LoraAdapter, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
     this.checkSpan(tokens, start);
     const T = this.bucket(tokens.length);
+    // Row t−1 predicts token t.
+    const rows = Int32Array.from({ length: tokens.length - start }, (_, r) => start - 1 + r);
+    const r = await this.gradRows(this.embed(tokens, T), T, (i) => this.shapeTables(T, i), rows, tokens.slice(start), adapter, cotangent);
+    return { logp: r.logp, grads: r.grads };
+  }
+
+  /**
+   * grad for sequences that begin with the same `prefix` ids, in one run: the prefix once, then each member's
+   * suffix, under a mask that lets each suffix see the prefix and itself only, at the positions it has alone
+   * (composites.ts packedMaskTable, PackedRows). Every suffix row so computes what it computes in its own sequence,
+   * and the backward sums the prefix's cotangent over the members in the same pass: the result is the sum of the
+   * members' grad() runs, to float rounding, at the cost of one sequence of P + Σ (nᵢ − P) tokens. `cotangent` maps
+   * the members' logps to their dLoss/dlogp, in the members' order. Each member needs 1 ≤ prefix ≤ start (its scored
+   * tokens are its own: the first one may follow the prefix's last row, which then predicts for several members).
+   */
+  async packedGrad(prefix: number, members: readonly PackMember[], adapter: LoraAdapter, cotangent: (logps: Float64Array[]) => Float64Array[] | Promise<Float64Array[]>): Promise<PackGrad> {
+    const p = this.pack(prefix, members);
+    const r = await this.gradRows(this.embed(p.tokens, p.T), p.T, p.tables, p.rows, p.targets, adapter, async (logp) => {
+      const d = await cotangent(p.split(logp));
+      if (d.length !== members.length) throw new BadInputError(`the objective gave cotangents for ${d.length} of a pack's ${members.length} sequences`, 'objective');
+      const all = new Float64Array(logp.length);
+      d.forEach((x, k) => {
+        if (x.length !== p.spans[k]![1] - p.spans[k]![0]) throw new BadInputError(`the objective gave ${x.length} cotangents for ${p.spans[k]![1] - p.spans[k]![0]} tokens`, 'objective');
+        all.set(x, p.spans[k]![0]);
+      });
+      return all;
+    });
+    return { logps: p.split(r.logp), grads: r.grads };
+  }
+
+  /** logprobs for the members of a pack, from one forward (see packedGrad): per member, tokens[start..n). */
+  async packedLogprobs(prefix: number, members: readonly PackMember[], adapter: LoraAdapter | null): Promise<Float64Array[]> {
+    const p = this.pack(prefix, members);
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    const h = await this.layersForward(this.embed(p.tokens, p.T), p.T, plan, p.tables);
+    const H = this.config.hiddenSize;
+    const hRows = this.alloc(p.rows.length * H);
+    p.rows.forEach((row, r) => hRows.set(h.subarray(row * H, (row + 1) * H), r * H));
+    return p.split(await this.headRows(hRows, p.rows.length, p.targets, null));
+  }
+
+  /**
+   * A pack's rows: the prefix, then each member's suffix, padded to a bucket. `rows` and `targets` list, member by
+   * member, the row that predicts each scored token and that token; `spans` is each member's range of them.
+   */
+  private pack(prefix: number, members: readonly PackMember[]): {
+    tokens: number[];
+    T: number;
+    tables: (i: number) => LayerTables;
+    rows: Int32Array;
+    targets: number[];
+    spans: [number, number][];
+    split: (all: Float64Array) => Float64Array[];
+  } {
+    if (members.length === 0) throw new BadInputError('a pack needs at least one sequence', 'members');
+    const head = members[0]!.tokens;
+    members.forEach((m, k) => {
+      this.checkSpan(m.tokens, m.start);
+      if (!Number.isInteger(prefix) || prefix < 1 || prefix > m.start) {
+        throw new BadInputError(`a pack's prefix must be an integer in [1, ${m.start}] (sequence ${k}'s first scored token), got ${prefix}`, 'prefix');
+      }
+      for (let t = 0; t < prefix; t++) {
+        if (m.tokens[t] !== head[t]) throw new BadInputError(`sequence ${k} of a pack differs from the first at token ${t}, inside the shared prefix of ${prefix}`, 'members');
+      }
+    });
+    const tokens = head.slice(0, prefix);
+    const positions: number[] = [...Array(prefix).keys()];
+    const segments: number[] = Array<number>(prefix).fill(0);
+    const rows: number[] = [];
+    const targets: number[] = [];
+    const spans: [number, number][] = [];
+    members.forEach((m, k) => {
+      const off = tokens.length;
+      for (let t = prefix; t < m.tokens.length; t++) {
+        tokens.push(m.tokens[t]!);
+        positions.push(t);
+        segments.push(k + 1);
+      }
+      const r0 = rows.length;
+      // Row t−1 predicts token t: the prefix's last row for a first scored token right after the prefix.
+      for (let t = m.start; t < m.tokens.length; t++) {
+        rows.push(t - 1 < prefix ? t - 1 : off + (t - 1 - prefix));
+        targets.push(m.tokens[t]!);
+      }
+      spans.push([r0, rows.length]);
+    });
+    const T = this.bucket(tokens.length);
+    for (let t = tokens.length; t < T; t++) {
+      positions.push(0);
+      segments.push(-1);
+    }
+    const packed = { positions: Int32Array.from(positions), segments: Int32Array.from(segments) };
+    const byKind = new Map<string, LayerTables>();
+    const tables = (i: number): LayerTables => {
+      const kind = this.family.layerKind(i);
+      let t = byKind.get(kind);
+      if (t === undefined) {
+        const { cos, sin, mask } = this.family.packedTables(kind, packed, this.dtype);
+        t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(mask) };
+        byKind.set(kind, t);
+      }
+      return t;
+    };
+    return { tokens, T, tables, rows: Int32Array.from(rows), targets, spans, split: (all) => spans.map(([a, b]) => all.slice(a, b)) };
+  }
+
+  /**
+   * Forward with residuals over x0 [T, H], the head on `rows` (each predicting targets[r]), the objective's
+   * cotangent, then the backward layer by layer: grad's and packedGrad's one body. A row may predict for several
+   * scored tokens (a pack's prefix row), so its cotangents add up.
+   */
+  private async gradRows(
+    x0: FArray,
+    T: number,
+    tables: (i: number) => LayerTables,
+    rows: Int32Array,
+    targets: readonly number[],
+    adapter: LoraAdapter,
+    cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>,
+  ): Promise<{ logp: Float64Array; grads: { a: FArray; b: FArray }[] }> {
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
     const plan = this.loraPlan(adapter);
@@ -524,9 +665,9 @@ export class Driver {
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
     const saved: Record<string, Feed>[] = [];
-    let x = this.embed(tokens, T);
+    let x = x0;
     for (let i = 0; i < L; i++) {
-      const tab = this.shapeTables(T, i);
+      const tab = tables(i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]! };
       if (recompute) {
         saved.push({ x });
@@ -541,21 +682,23 @@ export class Driver {
       }
     }
 
-    const rows = tokens.length - start;
-    const dlogpDh = this.alloc(rows * H);
-    const logp = await this.headRows(x.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, rows, tokens.slice(start), dlogpDh);
+    const n = rows.length;
+    const hRows = this.alloc(n * H);
+    for (let r = 0; r < n; r++) hRows.set(x.subarray(rows[r]! * H, (rows[r]! + 1) * H), r * H);
+    const dlogpDh = this.alloc(n * H);
+    const logp = await this.headRows(hRows, n, targets, dlogpDh);
     const dlogp = await cotangent(logp);
-    if (dlogp.length !== rows) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${rows} tokens`, 'objective');
+    if (dlogp.length !== n) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${n} tokens`, 'objective');
     let dy = this.alloc(T * H);
-    for (let r = 0; r < rows; r++) {
+    for (let r = 0; r < n; r++) {
       const d = dlogp[r]!;
-      const o = (start - 1 + r) * H;
-      for (let j = 0; j < H; j++) dy[o + j] = d * dlogpDh[r * H + j]!;
+      const o = rows[r]! * H;
+      for (let j = 0; j < H; j++) dy[o + j]! += d * dlogpDh[r * H + j]!;
     }
 
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
     for (let i = L - 1; i >= 0; i--) {
-      const tab = this.shapeTables(T, i);
+      const tab = tables(i);
       const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
       saved[i] = {};
       const split = splitOf(i);

@@ -5,6 +5,7 @@ import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { k3, pairedCi, preferenceCorrect, wilson, type GateMetrics } from '../../common/training/gate.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { TrainSequence } from './data.ts';
+import { batchLogprobs } from './step.ts';
 
 /**
  * The indices (into the response's logprobs) of the tokens that train: the sequence's mask (data.ts: 1 on an
@@ -35,10 +36,14 @@ export async function evaluateGate(
   let kl = 0;
   let klBase = 0;
   let klTokens = 0;
-  for (const s of heldout) {
-    const base = await engine.logprobs(s.tokens, { start: s.start, adapter: null });
-    const lc = await engine.logprobs(s.tokens, { start: s.start, adapter: candidate });
-    const lp = parent === null ? base : await engine.logprobs(s.tokens, { start: s.start, adapter: parent });
+  // Held-out agent turns share their prefix: it runs once per pack (step.ts batchLogprobs).
+  const bases = await batchLogprobs(engine, heldout, null);
+  const cands = await batchLogprobs(engine, heldout, candidate);
+  const parents = parent === null ? bases : await batchLogprobs(engine, heldout, parent);
+  for (const [k, s] of heldout.entries()) {
+    const base = bases[k]!;
+    const lc = cands[k]!;
+    const lp = parents[k]!;
     const idx = trainedTokens(s, lc.length);
     for (const i of idx) {
       // ρ = π_cand / π_parent per token (common/training/gate.ts).

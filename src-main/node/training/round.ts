@@ -32,7 +32,7 @@ import { modelShape, resolveModelDir } from '../model-files/base-model.ts';
 import { weightsId, weightsIdCacheFile } from '../model-files/weights-id.ts';
 import { ObjectiveRunner } from './objective-runner.ts';
 import { parkUnencodable } from './parking.ts';
-import { newStepState, trainStep, type StepSequence } from './step.ts';
+import { batchLogprobs, newStepState, trainStep, type StepSequence } from './step.ts';
 import { nextVersion, pruneInactive, writeVersion } from '../model-files/adapter-versions.ts';
 
 export class CancelledError extends ReinError {
@@ -102,8 +102,11 @@ export interface RoundMetrics {
   baseline: RoundBaseline;
   /** The MIS-PO advantages A = r − baseline of the trained turns: how many are positive/negative and their means. */
   advantages: { positive: number; negative: number; meanPositive: number | null; meanNegative: number | null };
-  /** Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0 beside the loss. */
-  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null; z0: number; klToParent: number | null }[];
+  /**
+   * Per step: the token ratios ρ = exp(π − μ) of the batch's MIS-PO tokens (min, geometric mean, max) and KTO's z0
+   * beside the loss; `runs`, the forward-and-backward runs it took (a pack of sequences sharing a prefix is one).
+   */
+  steps: { step: number; loss: number; kl: number; clipFraction: number; gradNorm: number; ratio: { min: number; geoMean: number; max: number } | null; z0: number; klToParent: number | null; runs: number }[];
   /** The steps this round ran: max(the preset's steps, ceil(epochs × trained sequences / batch)), or fewer when it stopped early. */
   stepCount: number;
   /** The round stopped before its last step: its batch's KL to the parent reached half the preset's KL budget (EARLY_STOP_KL_SHARE). */
@@ -255,14 +258,16 @@ async function train(p: Prepared): Promise<Trained> {
   const trainSeqs = p.noDirection === null ? p.trainSeqs : [];
   // The base (adapter off) never changes during a round: its logprobs are computed once per sequence. So are the
   // parent version's, which the early stop measures the KL to (the base's in a first round: the adapter starts at B = 0).
+  // Sequences that share a long prefix (an agent's turns) run it once per pack, as in the step (batchLogprobs).
   const refs = new Map<TrainSequence, Float64Array>();
   const parents = new Map<TrainSequence, Float64Array>();
-  for (const s of trainSeqs) {
-    const ref = await engine.logprobs(s.tokens, { start: s.start, adapter: null });
-    refs.set(s, ref);
-    parents.set(s, p.parentAdapter === null ? ref : await engine.logprobs(s.tokens, { start: s.start, adapter: p.parentAdapter }));
-    checkCancel();
-  }
+  const base = await batchLogprobs(engine, trainSeqs, null, checkCancel);
+  const parent = p.parentAdapter === null ? base : await batchLogprobs(engine, trainSeqs, p.parentAdapter, checkCancel);
+  trainSeqs.forEach((s, i) => {
+    refs.set(s, base[i]!);
+    parents.set(s, parent[i]!);
+  });
+  checkCancel();
   const optimizer = new AdamW(adapterParams(adapter), { lr: cfg.lr, weightDecay: cfg.weightDecay });
   const turnOf = new Map([...p.turns, ...p.pseudo, ...p.weak.map((w) => w.turn)].map((t) => [t.ratingId, t]));
   const weights = ktoWeights(trainSeqs, turnOf, { ...cfg, pseudoLabelWeight: p.settings['reward.pseudoLabelWeight'] });
@@ -294,7 +299,7 @@ async function train(p: Prepared): Promise<Trained> {
   for (let step = 1; step <= total; step++) {
     const m = await trainStep(engine, adapter, optimizer, p.objectives, nextBatch(), state, { maxGradNorm: cfg.maxGradNorm, checkCancel });
     tokens += m.tokens;
-    steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0, klToParent: m.klToParent });
+    steps.push({ step, loss: m.loss, kl: m.kl, clipFraction: m.clipFraction, gradNorm: m.gradNorm, ratio: m.ratio, z0: m.z0, klToParent: m.klToParent, runs: m.runs });
     if (m.klToParent !== null && m.klToParent >= klLimit && step < total) {
       stoppedEarly = { step, of: total, klToParent: m.klToParent, limit: klLimit };
       break;

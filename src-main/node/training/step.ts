@@ -13,6 +13,7 @@ import { BadInputError } from '../../common/errors.ts';
 import { clipGradNorm, type AdamW } from '../../common/engine/adamw.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { k3 } from '../../common/training/gate.ts';
+import { PACK_SPAN, packGroups, runCost, type PackGroup, type PackInput } from '../../common/training/pack.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { ObjectiveRunner } from './objective-runner.ts';
 
@@ -72,6 +73,8 @@ export interface BatchGradient {
   /** dLoss/d tensor in the order of adapterParams: [A₀, B₀, A₁, B₁, …], float64. */
   grads: Float64Array[];
   tokens: number;
+  /** Forward-and-backward runs the step took: one per pack of sequences sharing a prefix, one per lone sequence. */
+  runs: number;
 }
 
 export interface StepMetrics {
@@ -83,6 +86,8 @@ export interface StepMetrics {
   z0: number;
   klToParent: number | null;
   tokens: number;
+  /** As BatchGradient.runs. */
+  runs: number;
 }
 
 /** Sum and count of the gate's per-token k3 (common/training/gate.ts) of logp against parent over the masked tokens. */
@@ -128,7 +133,47 @@ export async function ktoReferencePoint(engine: Engine, adapter: LoraAdapter, kt
   return Math.max(0, sum / m);
 }
 
-/** The batch's loss and LoRA gradients at the adapter as it is (nothing is updated). */
+/** How a step runs its sequences. */
+export interface StepOptions {
+  /**
+   * Sequences that begin with the same ids run as packs of up to `packSpan` times their longest member
+   * (common/training/pack.ts, PACK_SPAN by default); 0 runs every sequence alone. Either way the loss and gradient
+   * are the same, to float rounding.
+   */
+  packSpan?: number;
+}
+
+/** The packs and lone sequences a step (or the round's forward passes over the same sequences) runs a batch as. */
+export function packBatch(engine: Engine, batch: readonly PackInput[], o: StepOptions = {}): PackGroup[] {
+  const driver = engine.driver;
+  // A run over more than recomputeAbove tokens runs each layer's forward twice (driver.ts): a third more work.
+  const cost = (n: number): number => {
+    const T = driver.bucket(n);
+    return runCost(driver.config, T) * (T > driver.recomputeAbove ? 4 / 3 : 1);
+  };
+  return packGroups(batch, { cost, span: o.packSpan ?? PACK_SPAN });
+}
+
+/**
+ * The logprobs of each sequence's tokens[start..n) under `adapter` (null: the base), in the batch's order, with the
+ * step's packs (packBatch): the round's base and parent logprobs and the gate's run each shared prefix once per pack.
+ */
+export async function batchLogprobs(engine: Engine, batch: readonly PackInput[], adapter: LoraAdapter | null, checkCancel?: () => void): Promise<Float64Array[]> {
+  const out: Float64Array[] = [];
+  for (const g of packBatch(engine, batch)) {
+    checkCancel?.();
+    const seqs = g.members.map((i) => batch[i]!);
+    const lps = g.prefix === 0 ? [await engine.logprobs(seqs[0]!.tokens, { start: seqs[0]!.start, adapter })] : await engine.driver.packedLogprobs(g.prefix, seqs, adapter);
+    g.members.forEach((i, k) => (out[i] = lps[k]!));
+  }
+  return out;
+}
+
+/**
+ * The batch's loss and LoRA gradients at the adapter as it is (nothing is updated). Sequences that share a long
+ * leading run of ids (an agent's system prompt and tools) run it once, as one pack (common/training/pack.ts,
+ * Driver.packedGrad); the rest run alone.
+ */
 export async function batchGradient(
   engine: Engine,
   adapter: LoraAdapter,
@@ -136,6 +181,7 @@ export async function batchGradient(
   batch: readonly StepSequence[],
   state: StepState,
   checkCancel?: () => void,
+  o: StepOptions = {},
 ): Promise<BatchGradient> {
   if (batch.length === 0) throw new BadInputError('a training step needs at least one sequence', 'batch');
   for (const s of batch) {
@@ -158,44 +204,61 @@ export async function batchGradient(
   let tokens = 0;
   let klParentSum = 0;
   let klParentN = 0;
-  for (const s of batch) {
-    checkCancel?.();
-    const g = await engine.driver.grad(s.tokens, s.start, adapter, async (logp) => {
-      if (s.parent !== undefined) {
-        const k = k3ToParent(logp, s.parent, s.mask);
-        klParentSum += k.sum;
-        klParentN += k.n;
+  // One sequence's share of the loss and metrics, and its dLoss/dlogp.
+  const objective = async (s: StepSequence, logp: Float64Array): Promise<Float64Array> => {
+    if (s.parent !== undefined) {
+      const k = k3ToParent(logp, s.parent, s.mask);
+      klParentSum += k.sum;
+      klParentN += k.n;
+    }
+    if (s.kind === 'mispo') {
+      if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
+      for (let i = 0; i < logp.length; i++) {
+        if (s.mask[i] !== 1) continue;
+        const d = logp[i]! - s.mu[i]!;
+        rMin = Math.min(rMin, d);
+        rMax = Math.max(rMax, d);
+        logSum += d;
+        nTok++;
       }
-      if (s.kind === 'mispo') {
-        if (s.mu === null) throw new BadInputError('a MIS-PO sequence has no behaviour logprobs', 'mu');
-        for (let i = 0; i < logp.length; i++) {
-          if (s.mask[i] !== 1) continue;
-          const d = logp[i]! - s.mu[i]!;
-          rMin = Math.min(rMin, d);
-          rMax = Math.max(rMax, d);
-          logSum += d;
-          nTok++;
-        }
-        const r = await objectives.misPo({ logp, mu: s.mu, ref: s.ref, mask: s.mask, advantage: s.advantage });
-        loss += w * r.loss;
-        kl += w * r.kl;
-        clip += r.clipFrac;
-        nMispo++;
-        return r.dlogp.map((d) => d * w);
-      }
-      const r = await objectives.ktoSeq({ logp, ref: s.ref, mask: s.mask, desirable: s.desirable, z0, weight: s.ktoWeight });
+      const r = await objectives.misPo({ logp, mu: s.mu, ref: s.ref, mask: s.mask, advantage: s.advantage });
       loss += w * r.loss;
       kl += w * r.kl;
+      clip += r.clipFrac;
+      nMispo++;
       return r.dlogp.map((d) => d * w);
-    });
-    g.grads.forEach((p, k) => {
+    }
+    const r = await objectives.ktoSeq({ logp, ref: s.ref, mask: s.mask, desirable: s.desirable, z0, weight: s.ktoWeight });
+    loss += w * r.loss;
+    kl += w * r.kl;
+    return r.dlogp.map((d) => d * w);
+  };
+  const driver = engine.driver;
+  const groups = packBatch(engine, batch, o);
+  for (const grp of groups) {
+    checkCancel?.();
+    const seqs = grp.members.map((i) => batch[i]!);
+    let g: { a: ArrayLike<number>; b: ArrayLike<number> }[];
+    if (grp.prefix === 0) {
+      const s = seqs[0]!;
+      g = (await driver.grad(s.tokens, s.start, adapter, (logp) => objective(s, logp))).grads;
+    } else {
+      g = (
+        await driver.packedGrad(grp.prefix, seqs, adapter, async (logps) => {
+          const d: Float64Array[] = [];
+          for (let k = 0; k < seqs.length; k++) d.push(await objective(seqs[k]!, logps[k]!));
+          return d;
+        })
+      ).grads;
+    }
+    g.forEach((p, k) => {
       addInto(grads[2 * k]!, p.a);
       addInto(grads[2 * k + 1]!, p.b);
     });
-    tokens += s.tokens.length;
+    for (const s of seqs) tokens += s.tokens.length;
   }
   const ratio = nTok === 0 ? null : { min: Math.exp(rMin), geoMean: Math.exp(logSum / nTok), max: Math.exp(rMax) };
-  return { loss, kl, clipFraction: nMispo > 0 ? clip / nMispo : 0, ratio, z0, klToParent: klParentN > 0 ? klParentSum / klParentN : null, grads, tokens };
+  return { loss, kl, clipFraction: nMispo > 0 ? clip / nMispo : 0, ratio, z0, klToParent: klParentN > 0 ? klParentSum / klParentN : null, grads, tokens, runs: groups.length };
 }
 
 /** One optimizer step: batchGradient, the global-norm clip (maxGradNorm 0 = off), AdamW on the adapter in place. */
@@ -206,15 +269,15 @@ export async function trainStep(
   objectives: ObjectiveRunner,
   batch: readonly StepSequence[],
   state: StepState,
-  o: { maxGradNorm: number; checkCancel?: () => void },
+  o: { maxGradNorm: number; checkCancel?: () => void } & StepOptions,
 ): Promise<StepMetrics> {
   const params = adapter.pairs.flatMap((p) => [p.a, p.b]);
   if (optimizer.params.length !== params.length || optimizer.params.some((p, i) => p !== params[i])) {
     throw new BadInputError('trainStep: the optimizer was not built over this adapter (use new AdamW(adapterParams(adapter)))', 'optimizer');
   }
-  const g = await batchGradient(engine, adapter, objectives, batch, state, o.checkCancel);
+  const g = await batchGradient(engine, adapter, objectives, batch, state, o.checkCancel, o);
   const grads = g.grads.map((x) => Float32Array.from(x));
   const gradNorm = o.maxGradNorm > 0 ? clipGradNorm(grads, o.maxGradNorm) : 0;
   optimizer.step(grads);
-  return { loss: g.loss, kl: g.kl, clipFraction: g.clipFraction, gradNorm, ratio: g.ratio, z0: g.z0, klToParent: g.klToParent, tokens: g.tokens };
+  return { loss: g.loss, kl: g.kl, clipFraction: g.clipFraction, gradNorm, ratio: g.ratio, z0: g.z0, klToParent: g.klToParent, tokens: g.tokens, runs: g.runs };
 }

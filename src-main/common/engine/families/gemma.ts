@@ -27,13 +27,13 @@
 import { z } from 'zod';
 import { MAX_LAYERS, ModelConfigError, resolveParams } from './params.ts';
 import type { ParamRow, ResolvedParam } from './params.ts';
-import { ropeTablesFor } from './llama.ts';
+import { ropeTablesAt, ropeTablesFor } from './llama.ts';
 import { loraLinear, type LayerLora } from '../lora.ts';
 import type { LlamaConfig } from './llama.ts';
 import { Graph } from '../ir.ts';
 import type { Tensor } from '../ir.ts';
 import * as op from '../ops.ts';
-import { causalMaskTable, geglu, groupedAttention, layerInputs, quantizeActivations, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type RopeScaling } from '../composites.ts';
+import { causalMaskTable, geglu, groupedAttention, layerInputs, packedMaskTable, quantizeActivations, rmsNorm, rope, softcap, type FloatDType, type HeadGrad, type PackedRows, type RopeScaling } from '../composites.ts';
 import { grad } from '../autodiff.ts';
 
 export const GEMMA_ARCHITECTURES = ['Gemma2ForCausalLM', 'Gemma3ForCausalLM'] as const;
@@ -201,6 +201,13 @@ export function gemmaLayerTables(c: GemmaConfig, type: GemmaLayerType, T: number
   // HF Gemma3: rotary_emb_local uses rope_local_base_freq and no scaling; llama.cpp uses freq_base_swa, scale 1.
   const { cos, sin } = ropeTablesFor({ headDim: c.headDim, ropeTheta: local ? c.ropeLocalTheta : c.ropeTheta, ropeScaling: local ? null : c.ropeScaling }, T);
   return { cos, sin, mask: causalMaskTable(T, local ? c.slidingWindow : null) };
+}
+
+/** The same for a packed sequence's rows (composites.ts PackedRows): the window counts positions, not rows. */
+export function gemmaPackedTables(c: GemmaConfig, type: GemmaLayerType, rows: PackedRows, dtype: FloatDType): { cos: Float64Array; sin: Float64Array; mask: Float32Array | Float64Array } {
+  const local = type === 'sliding_attention';
+  const { cos, sin } = ropeTablesAt({ headDim: c.headDim, ropeTheta: local ? c.ropeLocalTheta : c.ropeTheta, ropeScaling: local ? null : c.ropeScaling }, rows.positions);
+  return { cos, sin, mask: packedMaskTable(rows, local ? c.slidingWindow : null, dtype) };
 }
 
 /**

@@ -382,6 +382,11 @@ export function llamaLogitsGraph(c: LlamaLike, dtype: FloatDType, quant: QuantSp
 
 /** RoPE angle tables of this config for positions 0..T−1: cos and sin of p·inv_freq_i, row-major [T, D/2], float64. */
 export function ropeTablesFor(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, T: number): { cos: Float64Array; sin: Float64Array } {
-  const t = ropeTables([...Array(T).keys()], ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling), 'float64');
+  return ropeTablesAt(c, [...Array(T).keys()]);
+}
+
+/** The same tables at any positions, one row per position (a packed sequence's: composites.ts PackedRows). */
+export function ropeTablesAt(c: Pick<LlamaConfig, 'headDim' | 'ropeTheta' | 'ropeScaling'>, positions: ArrayLike<number>): { cos: Float64Array; sin: Float64Array } {
+  const t = ropeTables(Array.from(positions), ropeInvFreq(c.headDim, c.ropeTheta, c.ropeScaling), 'float64');
   return { cos: t.cos as Float64Array, sin: t.sin as Float64Array };
 }

@@ -11,14 +11,15 @@ import {
   llamaLogitsGraph,
   llamaParams,
   parseLlamaConfig,
+  ropeTablesAt,
   ropeTablesFor,
 } from './llama.ts';
-import { causalMaskTable, type FloatDType, type HeadGrad } from '../composites.ts';
+import { causalMaskTable, packedMaskTable, type FloatDType, type HeadGrad, type PackedRows } from '../composites.ts';
 import type { LayerLora } from '../lora.ts';
 import type { LlamaArchitecture, LlamaConfig, QuantLayout } from './llama.ts';
 import type { QuantSpec } from '../quant.ts';
 import type { HeadTiling } from '../head.ts';
-import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
+import { GEMMA_ARCHITECTURES, gemmaEmbedScale, gemmaHeadGraph, gemmaLayerGraph, gemmaLayerTables, gemmaPackedTables, gemmaLinearParams, gemmaLogitsGraph, gemmaParams, parseGemmaConfig } from './gemma.ts';
 import type { GemmaArchitecture, GemmaConfig } from './gemma.ts';
 import { MOE_ARCHITECTURES, moeLayerGraph, moeLinearParams, moeParams, parseMoeConfig } from './moe.ts';
 import type { MoeArchitecture, MoeConfig } from './moe.ts';
@@ -88,6 +89,12 @@ export interface ModelGraphs {
   layerKind(i: number): string;
   /** RoPE tables [T, D/2] and additive mask [T, T] for a layer kind, in float64. */
   tables(kind: string, T: number): { cos: Float64Array; sin: Float64Array; mask: Float64Array };
+  /**
+   * The same for a packed sequence's rows (composites.ts PackedRows), the mask in `dtype`. Every family's layer
+   * reads positions only through these tables and mixes tokens only in the masked attention, so the rows of a
+   * sequence packed after a shared prefix compute what they compute in the sequence alone (driver.ts packedGrad).
+   */
+  packedTables(kind: string, rows: PackedRows, dtype: FloatDType): { cos: Float64Array; sin: Float64Array; mask: Float32Array | Float64Array };
 }
 
 /** Quantized weights are wired into the Llama family's graphs only; the others refuse them by name. */
@@ -106,11 +113,16 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
       embedScale: (dtype) => gemmaEmbedScale(c, dtype),
       layerKind: (i) => c.layerTypes[i]!,
       tables: (kind, T) => gemmaLayerTables(c, kind as GemmaConfig['layerTypes'][number], T),
+      packedTables: (kind, rows, dtype) => gemmaPackedTables(c, kind as GemmaConfig['layerTypes'][number], rows, dtype),
     };
   }
   const llamaTables = (_kind: string, T: number): { cos: Float64Array; sin: Float64Array; mask: Float64Array } => ({
     ...ropeTablesFor(c, T),
     mask: causalMaskTable(T, c.slidingWindow),
+  });
+  const llamaPacked = (_kind: string, rows: PackedRows, dtype: FloatDType): { cos: Float64Array; sin: Float64Array; mask: Float32Array | Float64Array } => ({
+    ...ropeTablesAt(c, rows.positions),
+    mask: packedMaskTable(rows, c.slidingWindow, dtype),
   });
   if (isMoe(c)) {
     return {
@@ -120,6 +132,7 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
       embedScale: () => 1,
       layerKind: () => 'all',
       tables: llamaTables,
+      packedTables: llamaPacked,
     };
   }
   if (!isLlama(c)) throw new ModelConfigError(`no graphs for architecture ${(c as ModelConfig).architecture}`, 'architectures');
@@ -130,5 +143,6 @@ export function modelGraphs(c: ModelConfig): ModelGraphs {
     embedScale: () => 1,
     layerKind: () => 'all',
     tables: llamaTables,
+    packedTables: llamaPacked,
   };
 }
