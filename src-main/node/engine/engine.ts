@@ -14,7 +14,7 @@ import { pick } from '../../common/engine/sampling.ts';
 import { loadModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
-import { Runtime, type ExecutionProvider } from './runtime.ts';
+import { Runtime, type ExecutionProvider, type Traffic } from './runtime.ts';
 import { Driver } from './driver.ts';
 import type { DriverOptions, DriverWeights, FArray } from './driver.ts';
 
@@ -159,6 +159,11 @@ export class Engine {
       if (stop.has(tok)) break;
     }
     return { tokens: out, logprobs: lps };
+  }
+
+  /** Host↔device bytes moved by the sessions since the last call (none on the CPU; runtime.ts Traffic), and a new count. */
+  resetTraffic(): Traffic {
+    return this.runtime.resetTraffic();
   }
 
   async close(): Promise<void> {
