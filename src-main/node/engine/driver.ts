@@ -14,7 +14,7 @@ import type { FloatDType, HeadGrad } from '../../common/engine/composites.ts';
 import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
-import type { Feed, HostTensor, Runtime, SessionConstants } from './runtime.ts';
+import { DeviceTensor, Resident, type Feed, type HostTensor, type Runtime, type SessionConstants } from './runtime.ts';
 import { QUANT_BLOCK, type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import { SimdDequantizer, simdDequantAvailable } from './dequant-simd.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
@@ -112,8 +112,11 @@ export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536,
 /** Per-layer LoRA feeds and where each pair's gradients go. */
 interface LoraPlan {
   spec: LayerLora;
-  /** Per layer: input name → array (converted to the driver's dtype once per call). */
-  feeds: Record<string, FArray>[];
+  /**
+   * Per layer: input name → array (converted to the driver's dtype once per call), Resident for the call: under
+   * WebGPU the forward and the backward of one call read one device copy.
+   */
+  feeds: Record<string, Resident>[];
   /** Per layer: [input name, pair index, 'a' | 'b'] for every LoRA input of the layer. */
   slots: { name: string; pair: number; which: 'a' | 'b' }[][];
 }
@@ -155,7 +158,8 @@ export class Driver {
   private readonly logits: Graph;
   private readonly loraGraphs = new Map<string, LoraGraphs>();
   private fullGraphs: { layer: VjpSplit; head: VjpSplit } | null = null;
-  private readonly tables = new Map<string, { cos: FArray; sin: FArray; mask: FArray }>();
+  /** Per layer kind and bucket; Resident, so under WebGPU each bucket's tables are uploaded once. */
+  private readonly tables = new Map<string, { cos: Resident; sin: Resident; mask: Resident }>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
   /**
@@ -165,9 +169,13 @@ export class Driver {
   private readonly layerQuant: QuantLayout[];
   private readonly layoutKeys: string[];
   private readonly headQuant: QuantSpec | null;
-  /** Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). */
-  private readonly layerFeeds: Record<string, Feed>[];
-  private readonly headFeeds: Record<string, Feed>;
+  /**
+   * Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). They are
+   * Resident, so under WebGPU each is uploaded once and later layers and steps read the device copy; host arrays once
+   * `weights` has lent them out to be changed.
+   */
+  private layerFeeds: Record<string, Feed>[];
+  private headFeeds: Record<string, Feed>;
   /** Per layer, its quantized weights' feeds to bake into the layer's sessions (DriverOptions.prepack), or undefined. */
   private readonly layerConsts: (SessionConstants | undefined)[];
   /**
@@ -212,7 +220,10 @@ export class Driver {
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
       const f: Record<string, Feed> = {};
-      for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
+      for (const [k, v] of Object.entries(r)) {
+        if (isQuant(v)) for (const [n, a] of Object.entries(quantFeeds(k, v))) f[n] = new Resident(a);
+        else f[k] = new Resident(v);
+      }
       return f;
     };
     this.layerFeeds = weights.layers.map((r, i) => (this.layerDequant[i]!.length > 0 ? feeds(Object.fromEntries(Object.entries(r).filter(([, v]) => !isQuant(v)))) : feeds(r)));
@@ -226,7 +237,7 @@ export class Driver {
     if (!isQuant(W)) {
       // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.
       headTileRanges(config.vocabSize, config.hiddenSize, this.headTileValues).forEach(([r0, r1], k) => {
-        this.headFeeds[headTileName(k)] = W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize);
+        this.headFeeds[headTileName(k)] = new Resident(W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize));
       });
     }
     this.family = modelGraphs(config);
@@ -240,6 +251,17 @@ export class Driver {
   /** The f32 weights the graphs are fed; pretraining (node/demo) updates them in place. Throws for a quantized base. */
   get weights(): F32Weights {
     if (this.quantized) throw new BadInputError('this base is block-quantized: its weights are frozen (load it with quantized: false to train them all)', 'weights');
+    // The caller may change them in place, which a device copy would not see: from now on they are fed from the host.
+    const host = (f: Record<string, Feed>): Record<string, Feed> => {
+      const out: Record<string, Feed> = {};
+      for (const [k, v] of Object.entries(f)) {
+        if (v instanceof Resident) v.release();
+        out[k] = v instanceof Resident ? v.data : v;
+      }
+      return out;
+    };
+    this.layerFeeds = this.layerFeeds.map(host);
+    this.headFeeds = host(this.headFeeds);
     return this.w as F32Weights;
   }
 
@@ -265,13 +287,13 @@ export class Driver {
   }
 
   /** Layer i's RoPE tables and mask at T tokens (Gemma's local and global layers differ; other families share one). */
-  private shapeTables(T: number, layer: number): { cos: FArray; sin: FArray; mask: FArray } {
+  private shapeTables(T: number, layer: number): { cos: Resident; sin: Resident; mask: Resident } {
     const kind = this.family.layerKind(layer);
     const key = `${kind}|${T}`;
     let t = this.tables.get(key);
     if (t === undefined) {
       const { cos, sin, mask } = this.family.tables(kind, T);
-      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(mask) };
+      t = { cos: new Resident(this.cast(cos)), sin: new Resident(this.cast(sin)), mask: new Resident(this.cast(mask)) };
       this.tables.set(key, t);
     }
     return t;
@@ -303,13 +325,13 @@ export class Driver {
   private loraPlan(adapter: LoraAdapter): LoraPlan {
     const spec: LayerLora = { targets: [...new Set(adapter.pairs.map((p) => p.module))], r: adapter.spec.r, scale: loraScale(adapter.spec) };
     const L = this.config.numLayers;
-    const feeds: Record<string, FArray>[] = Array.from({ length: L }, () => ({}));
+    const feeds: Record<string, Resident>[] = Array.from({ length: L }, () => ({}));
     const slots: LoraPlan['slots'] = Array.from({ length: L }, () => []);
     adapter.pairs.forEach((p, k) => {
       if (p.layer < 0 || p.layer >= L) throw new BadInputError(`adapter pair ${p.baseKey} names layer ${p.layer} of a ${L}-layer model`, 'adapter');
       const n = loraInputNames(p.module);
-      feeds[p.layer]![n.a] = this.cast(p.a);
-      feeds[p.layer]![n.b] = this.cast(p.b);
+      feeds[p.layer]![n.a] = new Resident(this.cast(p.a));
+      feeds[p.layer]![n.b] = new Resident(this.cast(p.b));
       slots[p.layer]!.push({ name: n.a, pair: k, which: 'a' }, { name: n.b, pair: k, which: 'b' });
     });
     // One layer graph serves all layers, so every layer must carry the same modules (PEFT adapters from Rein do).
@@ -346,9 +368,9 @@ export class Driver {
    * Runs a graph of layer i: its weight feeds are added to `feeds` (quantized ones dequantized into a scratch set
    * when the layer's graph is the f32 one), and its prepacked constants passed on.
    */
-  private async runLayer(i: number, graph: Graph, bind: { T: number }, feeds: Record<string, Feed>, outputs?: readonly string[]): Promise<Record<string, HostTensor>> {
+  private async runLayer(i: number, graph: Graph, bind: { T: number }, feeds: Record<string, Feed>, keep: readonly string[], fetch?: readonly string[]): Promise<{ kept: Record<string, Feed>; out: Record<string, HostTensor> }> {
     const dq = this.layerDequant[i]!;
-    if (dq.length === 0) return this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, outputs, this.layerConsts[i]);
+    if (dq.length === 0) return this.rt.runKeep(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, keep, fetch, this.layerConsts[i]);
     const s = this.scratchFree.pop() ?? this.newScratch();
     try {
       const w: Record<string, Float32Array> = {};
@@ -364,7 +386,7 @@ export class Driver {
         }
         s.layer = i;
       }
-      return await this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]!, ...w }, outputs);
+      return await this.rt.runKeep(graph, bind, { ...feeds, ...this.layerFeeds[i]!, ...w }, keep, fetch);
     } finally {
       this.scratchFree.push(s);
     }
@@ -398,16 +420,32 @@ export class Driver {
     return { layer: -1, buffers, simd };
   }
 
-  /** Runs every layer forward; returns the last layer's output [T, H]. */
+  /**
+   * Runs every layer forward; returns the last layer's output [T, H] on the host. Under WebGPU each layer's output
+   * stays on the device for the next layer.
+   */
   private async layersForward(x0: FArray, T: number, plan: LoraPlan | null): Promise<FArray> {
-    let x = x0;
-    for (let i = 0; i < this.config.numLayers; i++) {
+    const L = this.config.numLayers;
+    let x: Feed = x0;
+    for (let i = 0; i < L; i++) {
       const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
       const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...(plan?.feeds[i] ?? {}) };
-      x = (await this.runLayer(i, graph, { T }, feeds, ['y']))['y']!.data as FArray;
+      const r = await this.runLayer(i, graph, { T }, feeds, i < L - 1 ? ['y'] : [], i < L - 1 ? [] : ['y']);
+      free(x);
+      x = r.kept['y'] ?? r.out['y']!.data;
     }
-    return x;
+    return x as FArray;
+  }
+
+  /** The embedding and every layer with `adapter`'s LoRA (its device copies, if any, freed after). [T, H] */
+  private async forward(tokens: readonly number[], T: number, adapter: LoraAdapter | null): Promise<FArray> {
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    try {
+      return await this.layersForward(this.embed(tokens, T), T, plan);
+    } finally {
+      if (plan !== null) releasePlan(plan);
+    }
   }
 
   /** The head over rows [r0, r1) of h, predicting targets[r − r0]; chunked. */
@@ -459,8 +497,7 @@ export class Driver {
   async logprobs(tokens: readonly number[], start: number, adapter: LoraAdapter | null): Promise<Float64Array> {
     this.checkSpan(tokens, start);
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     // Row t−1 predicts token t.
     return this.headRows(h.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, tokens.length - start, tokens.slice(start), null);
@@ -471,8 +508,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('nextLogprobs needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     const last = h.slice((tokens.length - 1) * H, tokens.length * H) as FArray;
     return (await this.rt.run(this.logits, { T: 1 }, { h: last, ...this.headFeeds }))['logp_all']!.data as FArray;
@@ -486,8 +522,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('hiddenStates needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     return h.slice(0, tokens.length * this.config.hiddenSize) as FArray;
   }
 
@@ -499,8 +534,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('positionLogprobs needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     const V = this.config.vocabSize;
     const n = tokens.length;
@@ -514,54 +548,66 @@ export class Driver {
    */
   async grad(tokens: readonly number[], start: number, adapter: LoraAdapter, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
     this.checkSpan(tokens, start);
+    const plan = this.loraPlan(adapter);
+    try {
+      return await this.gradWith(tokens, start, adapter, plan, cotangent);
+    } finally {
+      releasePlan(plan);
+    }
+  }
+
+  private async gradWith(tokens: readonly number[], start: number, adapter: LoraAdapter, plan: LoraPlan, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
     const T = this.bucket(tokens.length);
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
-    const plan = this.loraPlan(adapter);
     const recompute = T > this.recomputeAbove;
     const splitOf = (i: number): VjpSplit => (recompute ? this.loraGraphsFor(plan.spec, i).recompute : this.loraGraphsFor(plan.spec, i).split);
     const bind = { T };
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
+    // Under WebGPU they stay on the device, with each layer's output; the last layer's output comes to the host.
     const saved: Record<string, Feed>[] = [];
-    let x = this.embed(tokens, T);
+    let x: Feed = this.embed(tokens, T);
     for (let i = 0; i < L; i++) {
       const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]! };
-      if (recompute) {
-        saved.push({ x });
-        x = (await this.runLayer(i, this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y']))['y']!.data as FArray;
-      } else {
-        const split = splitOf(i);
-        const out = await this.runLayer(i, split.forward, bind, feeds);
-        const res: Record<string, Feed> = { x };
-        for (const r of split.residuals) res[r] = out[r]!.data;
-        saved.push(res);
-        x = out['y']!.data as FArray;
-      }
+      const last = i === L - 1;
+      const residuals = recompute ? [] : splitOf(i).residuals;
+      const graph = recompute ? this.loraGraphsFor(plan.spec, i).graph : splitOf(i).forward;
+      const r = await this.runLayer(i, graph, bind, feeds, last ? residuals : ['y', ...residuals], last ? ['y'] : []);
+      saved.push({ x, ...r.kept });
+      delete saved[i]!['y'];
+      x = r.kept['y'] ?? r.out['y']!.data;
     }
+    const h = x as FArray;
 
     const rows = tokens.length - start;
     const dlogpDh = this.alloc(rows * H);
-    const logp = await this.headRows(x.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, rows, tokens.slice(start), dlogpDh);
+    const logp = await this.headRows(h.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, rows, tokens.slice(start), dlogpDh);
     const dlogp = await cotangent(logp);
     if (dlogp.length !== rows) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${rows} tokens`, 'objective');
-    let dy = this.alloc(T * H);
+    const dyTop = this.alloc(T * H);
     for (let r = 0; r < rows; r++) {
       const d = dlogp[r]!;
       const o = (start - 1 + r) * H;
-      for (let j = 0; j < H; j++) dy[o + j] = d * dlogpDh[r * H + j]!;
+      for (let j = 0; j < H; j++) dyTop[o + j] = d * dlogpDh[r * H + j]!;
     }
 
+    // Backward: the LoRA gradients come to the host (the optimizer runs there); d_x stays on the device for the layer
+    // below, and the first layer's is not computed at all.
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
+    let dy: Feed = dyTop;
     for (let i = L - 1; i >= 0; i--) {
       const tab = this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
-      saved[i] = {};
       const split = splitOf(i);
-      const out = await this.runLayer(i, split.backward, bind, feeds);
-      for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
-      dy = out[split.gradients['x']!]!.data as FArray;
+      const dx = split.gradients['x']!;
+      const r = await this.runLayer(i, split.backward, bind, feeds, i > 0 ? [dx] : [], plan.slots[i]!.map((s) => split.gradients[s.name]!));
+      for (const v of Object.values(saved[i]!)) free(v);
+      saved[i] = {};
+      free(dy);
+      for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(r.out[split.gradients[s.name]!]!.data as FArray);
+      dy = r.kept[dx] ?? dyTop;
     }
     return { logp, grads };
   }
@@ -642,6 +688,15 @@ export class Driver {
     }
     return { logp, grads: { layers: gLayers, embed: gEmbed, norm: gNorm, lmHead: tied ? null : gHead } };
   }
+}
+
+function releasePlan(plan: LoraPlan): void {
+  for (const f of plan.feeds) for (const r of Object.values(f)) r.release();
+}
+
+/** Frees a device tensor the driver is done with now, rather than when the garbage collector finds it. */
+function free(v: Feed): void {
+  if (v instanceof DeviceTensor) v.dispose();
 }
 
 function addInto(acc: Float64Array, a: ArrayLike<number>): void {
