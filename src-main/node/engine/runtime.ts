@@ -14,6 +14,7 @@ import os from 'node:os';
 import ort from 'onnxruntime-node';
 import { BadInputError, ReinError } from '../../common/errors.ts';
 import { type Bindings, type DType, Graph, bindShape, shapeSymbols } from '../../common/engine/ir.ts';
+import { substituteOps } from '../../common/engine/substitutes.ts';
 import { prepackedInputs, toOnnx } from './onnx.ts';
 
 export type ExecutionProvider = 'cpu' | 'cuda' | 'dml' | 'webgpu';
@@ -60,23 +61,10 @@ export class DeviceTensor {
  */
 export class Resident {
   readonly data: HostArray;
-  private copy: { runtime: Runtime; tensor: Promise<DeviceTensor> } | null = null;
+  /** The device copy, on the runtime that made it (Runtime.residentCopies). */
+  copy: { runtime: Runtime; tensor: Promise<DeviceTensor> } | null = null;
   constructor(data: HostArray) {
     this.data = data;
-  }
-
-  /** The device copy on `runtime`, uploaded once (as input `name`, which the traffic counter files it under). */
-  onDevice(runtime: Runtime, name: string, dtype: DType, dims: number[]): Promise<DeviceTensor> {
-    if (this.copy === null) {
-      const tensor = runtime.upload(name, dtype, dims, this.data);
-      this.copy = { runtime, tensor };
-      tensor.catch(() => {
-        this.copy = null;
-      });
-    } else if (this.copy.runtime !== runtime) {
-      throw new ReinError('internal', `input '${name}': a resident value is on another runtime's device`);
-    }
-    return this.copy.tensor;
   }
 
   /** Frees the device copy (the next use uploads again). */
@@ -102,8 +90,15 @@ export interface Traffic {
   byInput: Map<string, number>;
 }
 
-/** The input of Runtime.upload's Identity graphs (no model input has this name). */
+/** The inputs of Runtime.upload's Identity graphs, numbered (no model input has these names). */
 const UPLOAD_INPUT = 'rein.upload';
+
+function dtypeOf(a: HostArray): DType {
+  if (a instanceof Float32Array) return 'float32';
+  if (a instanceof Float64Array) return 'float64';
+  if (a instanceof BigInt64Array) return 'int64';
+  return 'uint8';
+}
 
 export function newTraffic(): Traffic {
   return { toDevice: 0, toHost: 0, resident: 0, byInput: new Map() };
@@ -115,6 +110,11 @@ export interface RuntimeOptions {
   intraOpThreads?: number;
   /** ORT graph optimisation level; by default 'all', and 'basic' for graphs that compute in float64 (see create). */
   optimization?: 'disabled' | 'basic' | 'extended' | 'all';
+  /**
+   * ONNX op types the provider lacks (its op probe, device.ts probeOps): graphs are lowered with compositions of
+   * other ops in their place (common/engine/substitutes.ts).
+   */
+  missingOps?: readonly string[];
 }
 
 const ORT_TYPE: Record<DType, ort.Tensor.Type> = { float32: 'float32', float64: 'float64', int64: 'int64', bool: 'bool', uint8: 'uint8' };
@@ -220,11 +220,12 @@ export class CompiledGraph {
     const onDevice = this.runtime.deviceResident;
     const traffic = this.provider === 'cpu' ? null : this.runtime.traffic;
     const ortFeeds: Record<string, ort.Tensor> = {};
+    const resident: { name: string; value: Resident; dtype: DType; dims: number[] }[] = [];
     for (const i of this.inputs) {
       const f = feeds[i.name];
       if (f === undefined) throw new BadInputError(`graph '${this.graph.name}' needs input '${i.name}'`, i.name);
       if (f instanceof DeviceTensor) ortFeeds[i.name] = deviceFeed(i.name, i.dtype, i.dims, f);
-      else if (f instanceof Resident && onDevice) ortFeeds[i.name] = deviceFeed(i.name, i.dtype, i.dims, await f.onDevice(this.runtime, i.name, i.dtype, i.dims));
+      else if (f instanceof Resident && onDevice) resident.push({ name: i.name, value: f, dtype: i.dtype, dims: i.dims });
       else {
         const t = toOrtTensor(i.name, i.dtype, i.dims, f instanceof Resident ? f.data : f);
         if (traffic !== null) {
@@ -235,6 +236,10 @@ export class CompiledGraph {
         }
         ortFeeds[i.name] = t;
       }
+    }
+    if (resident.length > 0) {
+      const copies = await this.runtime.residentCopies(resident);
+      resident.forEach((r, k) => (ortFeeds[r.name] = deviceFeed(r.name, r.dtype, r.dims, copies[k]!)));
     }
     const res = outputs === undefined ? await this.session.run(ortFeeds) : await this.session.run(ortFeeds, [...outputs]);
     const out: Record<string, HostTensor> = {};
@@ -291,6 +296,7 @@ export class Runtime {
   private readonly bakes = new Map<string, boolean>();
   /** Whether sessions can leave outputs on the device and Resident values live there (WebGPU; see the top). */
   readonly deviceResident: boolean;
+  readonly missingOps: ReadonlySet<string>;
   /** Host↔device bytes through this runtime's sessions since it was created or resetTraffic() (cpu: none). */
   traffic: Traffic = newTraffic();
   /** Identity graphs that upload a host value, per dtype and shape. */
@@ -303,6 +309,7 @@ export class Runtime {
     this.intraOpThreads = opts.intraOpThreads ?? os.availableParallelism();
     this.optimization = opts.optimization;
     this.deviceResident = p === 'webgpu';
+    this.missingOps = new Set(opts.missingOps ?? []);
   }
 
   /** Returns the traffic counted so far and starts a new count. */
@@ -313,30 +320,59 @@ export class Runtime {
   }
 
   /**
-   * A host value copied to the device, as the output of an Identity session that keeps it there: the only way a host
-   * array becomes a device tensor in onnxruntime-node (no Tensor.fromGpuBuffer without a GPUBuffer to give it).
-   * Counted as `name` in the traffic. Resident.onDevice calls it once per value.
+   * The device copies of Resident values (fed as `name`), uploading those not there yet in one run of an Identity
+   * graph whose outputs stay on the device: the only way a host array becomes a device tensor in onnxruntime-node (no
+   * Tensor.fromGpuBuffer without a GPUBuffer to give it). The upload is flat; a feed views it in its input's shape.
    */
-  async upload(name: string, dtype: DType, dims: number[], data: HostArray): Promise<DeviceTensor> {
+  residentCopies(items: readonly { name: string; value: Resident }[]): Promise<DeviceTensor[]> {
     if (!this.deviceResident) throw new ReinError('internal', `execution provider '${this.provider}' keeps no values on the device`);
-    const key = `${dtype}[${dims.join(',')}]`;
+    const missing = items.filter((it, k) => it.value.copy === null && items.findIndex((o) => o.value === it.value) === k);
+    if (missing.length > 0) {
+      const batch = this.upload(missing.map((it) => ({ name: it.name, data: it.value.data })));
+      missing.forEach((it, k) => {
+        const tensor = batch.then((b) => b[k]!);
+        it.value.copy = { runtime: this, tensor };
+        tensor.catch(() => {
+          if (it.value.copy?.tensor === tensor) it.value.copy = null;
+        });
+      });
+    }
+    return Promise.all(
+      items.map((it) => {
+        const c = it.value.copy!;
+        if (c.runtime !== this) throw new ReinError('internal', `input '${it.name}': its resident value is on another runtime's device`);
+        return c.tensor;
+      }),
+    );
+  }
+
+  /** Host arrays copied to the device in one session run; the bytes are counted as resident, under each name. */
+  private async upload(items: readonly { name: string; data: HostArray }[]): Promise<DeviceTensor[]> {
+    const specs = items.map((it) => ({ dtype: dtypeOf(it.data), n: it.data.length }));
+    const key = specs.map((x) => `${x.dtype}[${x.n}]`).join(',');
     let g = this.uploads.get(key);
     if (g === undefined) {
-      g = new Graph(`upload_${key}`);
-      g.output('y', g.input(UPLOAD_INPUT, dtype, dims));
+      g = new Graph(`upload_${items.length}`);
+      for (const [k, x] of specs.entries()) g.output(`y${k}`, g.input(`${UPLOAD_INPUT}${k}`, x.dtype, [x.n]));
       this.uploads.set(key, g);
     }
-    const { kept } = await (await this.compile(g, {}, undefined, ['y'])).runKeep({ [UPLOAD_INPUT]: data }, ['y'], []);
-    // The run counted the bytes under the Identity graph's input: they are `name`'s, and resident.
+    const keep = items.map((_, k) => `y${k}`);
+    const feeds = Object.fromEntries(items.map((it, k) => [`${UPLOAD_INPUT}${k}`, it.data]));
+    const { kept } = await (await this.compile(g, {}, undefined, keep)).runKeep(feeds, keep, []);
+    // The run counted the bytes under the Identity graph's inputs: they are the named values', and resident.
     const by = this.traffic.byInput;
-    const left = (by.get(UPLOAD_INPUT) ?? 0) - data.byteLength;
-    if (left > 0) by.set(UPLOAD_INPUT, left);
-    else by.delete(UPLOAD_INPUT);
-    by.set(name, (by.get(name) ?? 0) + data.byteLength);
-    this.traffic.resident += data.byteLength;
-    const y = kept['y'];
-    if (!(y instanceof DeviceTensor)) throw new ReinError('internal', `uploading '${name}': ORT returned the copy to the host`);
-    return y;
+    items.forEach((it, k) => {
+      const n = it.data.byteLength;
+      by.set(`${UPLOAD_INPUT}${k}`, by.get(`${UPLOAD_INPUT}${k}`)! - n);
+      if (by.get(`${UPLOAD_INPUT}${k}`) === 0) by.delete(`${UPLOAD_INPUT}${k}`);
+      by.set(it.name, (by.get(it.name) ?? 0) + n);
+      this.traffic.resident += n;
+    });
+    return keep.map((y) => {
+      const t = kept[y];
+      if (!(t instanceof DeviceTensor)) throw new ReinError('internal', `uploading '${items[Number(y.slice(1))]!.name}': ORT returned the copy to the host`);
+      return t;
+    });
   }
 
   /**
@@ -376,7 +412,8 @@ export class Runtime {
   }
 
   private async create(graph: Graph, bindings: Bindings, constants: SessionConstants | undefined, deviceOutputs: readonly string[]): Promise<CompiledGraph> {
-    const bytes = toOnnx(graph, constants === undefined ? { bindings } : { bindings, constants: constants.values });
+    const lowered = substituteOps(graph, this.missingOps, bindings);
+    const bytes = toOnnx(lowered, constants === undefined ? { bindings } : { bindings, constants: constants.values });
     const p = this.provider;
     if (p !== 'cpu') {
       const backend = ort.listSupportedBackends().find((x) => x.name === p);
