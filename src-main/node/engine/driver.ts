@@ -232,7 +232,7 @@ export class Driver {
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) Object.assign(values, quantFeeds(k, v));
       return prepack && Object.keys(values).length > 0 ? { id: `layer${i}`, values } : undefined;
     });
-    this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
+    this.headFeeds = { norm: new Resident(weights.norm), ...feeds({ lm_head: weights.lmHead }) };
     const W = weights.lmHead;
     if (!isQuant(W)) {
       // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.

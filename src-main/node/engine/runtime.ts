@@ -447,8 +447,13 @@ export class Runtime {
     try {
       session = await ort.InferenceSession.create(bytes, opts);
     } catch (err) {
-      if (p !== 'cpu') throw new ProviderUnavailableError(p, `${providerMissing(p)} (${err instanceof Error ? err.message : String(err)})`, err);
-      throw new ReinError('internal', `ONNX Runtime refused graph '${graph.name}': ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      const msg = err instanceof Error ? err.message : String(err);
+      // ORT's words when a node has no kernel on the provider and CPU fallback is off (set above).
+      if (p !== 'cpu' && msg.includes('assigned to the default CPU EP')) {
+        throw new ProviderUnavailableError(p, `it has no kernel for a node of graph '${graph.name}', which ORT would run on the CPU (op-probe.ts lists such ops)`, err);
+      }
+      if (p !== 'cpu') throw new ProviderUnavailableError(p, `${providerMissing(p)} (${msg})`, err);
+      throw new ReinError('internal', `ONNX Runtime refused graph '${graph.name}': ${msg}`, { cause: err });
     }
     return new CompiledGraph(graph, bindings, this, session, new Set(deviceOutputs));
   }
