@@ -63,6 +63,16 @@ export function emittedOpType(node: Node, bindings: Bindings): string {
   return e.domain === undefined || e.domain === '' ? e.opType : `${e.domain}.${e.opType}`;
 }
 
+const SHORT: Readonly<Record<string, string>> = { float32: 'f32', float64: 'f64', int64: 'i64', bool: 'bool', uint8: 'u8' };
+
+/**
+ * The op type with its input types, 'com.microsoft.MatMulNBits(f32,u8,f32,f32)': ORT registers kernels per type
+ * constraint, and an optional input may have none (WebGPU's MatMulNBits has no kernel with float zero points).
+ */
+export function opVariant(node: Node, bindings: Bindings): string {
+  return `${emittedOpType(node, bindings)}(${node.inputs.map((t) => SHORT[t.dtype]).join(',')})`;
+}
+
 /** The ONNX op types that have a composition here. */
 export const SUBSTITUTABLE: readonly string[] = Object.keys(SUBSTITUTES);
 
@@ -71,7 +81,8 @@ export const SUBSTITUTABLE: readonly string[] = Object.keys(SUBSTITUTES);
  * Throws naming the op when it has no usable composition.
  */
 export function substituteOps(graph: Graph, missing: ReadonlySet<string>, bindings: Bindings): Graph {
-  const hit = (n: Node): boolean => n.op !== 'Input' && n.op !== 'Constant' && missing.has(emittedOpType(n, bindings));
+  // An entry names an op type (every variant) or one variant of it (opVariant).
+  const hit = (n: Node): boolean => n.op !== 'Input' && n.op !== 'Constant' && (missing.has(emittedOpType(n, bindings)) || missing.has(opVariant(n, bindings)));
   if (missing.size === 0 || !graph.nodes.some(hit)) return graph;
   const { graph: g, map } = graph.clone(graph.name);
   const out = new Map<Tensor, Tensor>(); // clone's tensor → its replacement
@@ -86,7 +97,7 @@ export function substituteOps(graph: Graph, missing: ReadonlySet<string>, bindin
       }
       continue;
     }
-    const opType = emittedOpType(n, bindings);
+    const opType = missing.has(emittedOpType(n, bindings)) ? emittedOpType(n, bindings) : opVariant(n, bindings);
     const s = SUBSTITUTES[n.op];
     if (s === undefined) throw new GraphError(n.op, `the execution provider lacks ONNX op ${opType} and there is no composition for it (common/engine/substitutes.ts)`);
     const blocked = s.uses.filter((u) => missing.has(u));

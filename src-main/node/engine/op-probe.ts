@@ -10,7 +10,7 @@ import { modelGraphs, parseModelConfig } from '../../common/engine/families/regi
 import { type Bindings, type Node, type Tensor, Graph, bindShape } from '../../common/engine/ir.ts';
 import { DEFAULT_LORA_TARGETS, loraInputNames } from '../../common/engine/lora.ts';
 import { Rng } from '../../common/engine/rng.ts';
-import { SUBSTITUTABLE, emittedOpType } from '../../common/engine/substitutes.ts';
+import { SUBSTITUTABLE, emittedOpType, opVariant } from '../../common/engine/substitutes.ts';
 import { toModelProto } from './onnx.ts';
 import { type ExecutionProvider, type Feed, Runtime } from './runtime.ts';
 
@@ -31,7 +31,7 @@ export const PROBE_CONFIG = {
 const BINDINGS: Bindings = { T: 16 };
 
 export interface OpCheck {
-  /** ONNX op type, with its domain when not the default ('com.microsoft.MatMulNBits'). */
+  /** ONNX op type with its domain when not the default, and its input types: 'com.microsoft.MatMulNBits(f32,u8,f32)'. */
   opType: string;
   ok: boolean;
   /** Why the provider could not run it (null when ok). */
@@ -43,7 +43,7 @@ export interface OpCheck {
 export interface OpProbe {
   provider: ExecutionProvider;
   checked: OpCheck[];
-  /** The op types that failed: what Runtime's missingOps gets. */
+  /** The variants that failed: what Runtime's missingOps gets. */
   missing: string[];
   seconds: number;
 }
@@ -58,7 +58,8 @@ export function trainingGraphs(): Graph[] {
   const recompute = vjpSplit(layer, { outputs: ['y'], wrt, recompute: true });
   const tiles = { tileValues: 1024 }; // three tiles of the 96 × 32 lm_head
   const q4 = { bits: 4, zeroPoints: false } as const;
-  const q8 = { bits: 8, zeroPoints: true } as const;
+  const q8 = { bits: 8, zeroPoints: false } as const; // ORT 1.30 has no zero points for 8 bits (quant.ts)
+  const q4zp = { bits: 4, zeroPoints: true } as const; // Q4_1, Q4_K
   return [
     layer,
     fam.layer('float32', null),
@@ -66,7 +67,7 @@ export function trainingGraphs(): Graph[] {
     split.backward,
     recompute.forward,
     recompute.backward,
-    fam.layer('float32', null, { q_proj: q4, o_proj: q8 }),
+    fam.layer('float32', null, { q_proj: q4, o_proj: q8, k_proj: q4zp }),
     fam.head('float32', 'none', null, tiles),
     fam.head('float32', 'fused', null, tiles),
     fam.head('float32', 'none', q4, tiles),
@@ -75,8 +76,8 @@ export function trainingGraphs(): Graph[] {
 }
 
 /**
- * One IR node per ONNX op type the graphs emit (the first met), in order of first appearance. An op type emission
- * adds itself (the Identity naming an output that is an input) maps to null.
+ * One IR node per variant (op type and input types, substitutes.ts opVariant) of the ONNX ops the graphs emit, the
+ * first met, in order of first appearance. The Identity emission adds (an output that is an input) maps to null.
  */
 export function opTypeNodes(graphs: readonly Graph[]): Map<string, Node | null> {
   const found = new Map<string, Node | null>();
@@ -86,9 +87,11 @@ export function opTypeNodes(graphs: readonly Graph[]): Map<string, Node | null> 
     for (const n of g.nodes) if (n.op !== 'Input' && n.op !== 'Constant') byName.set(`n${n.id}_${n.op}`, n);
     for (const p of proto.graph?.node ?? []) {
       const type = p.domain === undefined || p.domain === null || p.domain === '' ? p.opType! : `${p.domain}.${p.opType!}`;
-      if (found.has(type)) continue;
       const n = byName.get(p.name ?? '');
-      found.set(type, n !== undefined && emittedOpType(n, BINDINGS) === type ? n : null);
+      if (n !== undefined && emittedOpType(n, BINDINGS) === type) {
+        const v = opVariant(n, BINDINGS);
+        if (!found.has(v)) found.set(v, n);
+      } else if (![...found.keys()].some((k) => k.startsWith(`${type}(`))) found.set(`${type}(f32)`, null);
     }
   }
   return found;
@@ -159,7 +162,7 @@ export async function probeOps(provider: ExecutionProvider, graphs: readonly Gra
 /** One line per op type: 'ok', or what failed and whether a composition replaces it. */
 export function formatOpProbe(p: OpProbe): string {
   const bad = p.checked.filter((c) => !c.ok);
-  const head = `${p.provider}: ${p.checked.length} ONNX op types checked in ${p.seconds.toFixed(1)} s, ${bad.length} missing${bad.length === 0 ? '' : ` (${bad.map((c) => c.opType).join(', ')})`}`;
-  const lines = p.checked.map((c) => `  ${c.opType.padEnd(28)} ${c.ok ? 'ok' : `MISSING${c.substitutable ? ' (replaced by a composition)' : ' (no composition)'}: ${c.error!.slice(0, 200)}`}`);
+  const head = `${p.provider}: ${p.checked.length} ONNX op variants (type and input types) checked in ${p.seconds.toFixed(1)} s, ${bad.length} missing${bad.length === 0 ? '' : ` (${bad.map((c) => c.opType).join(', ')})`}`;
+  const lines = p.checked.map((c) => `  ${c.opType.padEnd(48)} ${c.ok ? 'ok' : `MISSING${c.substitutable ? ' (replaced by a composition)' : ' (no composition)'}: ${c.error!.slice(0, 200)}`}`);
   return [head, ...lines].join('\n');
 }
