@@ -15,7 +15,7 @@ import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
 import { DeviceTensor, Resident, type Feed, type HostTensor, type Runtime, type SessionConstants } from './runtime.ts';
-import { QUANT_BLOCK, type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
+import { QUANT_BLOCK, type QuantSpec, type QuantWeight, dequantize, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import { SimdDequantizer, simdDequantAvailable } from './dequant-simd.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
 import { HEAD_TILE_VALUES, headTileName, headTileRanges } from '../../common/engine/head.ts';
@@ -80,7 +80,8 @@ export interface DriverOptions {
    * with fed (not prepacked) weights dequantizes them far slower than this (bench/quant-profile.ts: 0.5B layer forward
    * 367 ms against 130 ms for the f32 graph, and the backward's dequantization another ~250 ms; the JS loop takes
    * ~1.1 ns a value, 17 ms a 0.5B layer, the SIMD one ~0.2 ns).
-   * 0 turns it off; prepack: true does too.
+   * 0 turns it off; prepack: true does too. On a runtime that keeps weights on the device (WebGPU), a layer without
+   * zero points reads its weights through MatMulNBits unless this is given.
    */
   dequantizeLayerMaxBytes?: number;
 }
@@ -169,6 +170,8 @@ export class Driver {
   private readonly layerQuant: QuantLayout[];
   private readonly layoutKeys: string[];
   private readonly headQuant: QuantSpec | null;
+  /** The lm_head the head graphs read: weights.lmHead, or its f32 dequantization (see the constructor). */
+  private readonly lmHead: FArray | QuantWeight;
   /**
    * Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). They are
    * Resident, so under WebGPU each is uploaded once and later layers and steps read the device copy; host arrays once
@@ -208,14 +211,22 @@ export class Driver {
     this.layerQuant = weights.layers.map(layout);
     const prepack = opts.prepack ?? false;
     const dqMax = prepack ? 0 : (opts.dequantizeLayerMaxBytes ?? DEQUANTIZE_LAYER_MAX_BYTES);
+    // On a runtime that keeps weights on the device, dequantized f32 copies would cross to it at every run: the
+    // block-quantized weights go up once instead, and the layer graphs read them through MatMulNBits. Not with zero
+    // points: ORT 1.30's WebGPU MatMulNBits has no kernel for float zero points (the op probe lists that variant).
+    const onDevice = (q: [string, QuantWeight][]): boolean => runtime.deviceResident && opts.dequantizeLayerMaxBytes === undefined && q.every(([, w]) => !w.spec.zeroPoints);
     this.layerDequant = weights.layers.map((r) => {
       const q = Object.entries(r).filter((e): e is [string, QuantWeight] => isQuant(e[1]));
       const bytes = Object.values(r).reduce((n, v) => n + 4 * (isQuant(v) ? v.rows * v.cols : v.length), 0);
-      return q.length > 0 && bytes <= dqMax && this.dtype === 'float32' ? q : [];
+      return q.length > 0 && bytes <= dqMax && !onDevice(q) && this.dtype === 'float32' ? q : [];
     });
     this.graphQuant = this.layerQuant.map((q, i) => (this.layerDequant[i]!.length > 0 ? {} : q));
     this.layoutKeys = this.graphQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
-    this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    // ORT 1.30's WebGPU MatMulNBits has no kernel with float zero points (the op probe lists it): on a runtime that
+    // keeps weights on the device, such an lm_head is dequantized to f32 once and goes up as that.
+    const L0 = weights.lmHead;
+    this.lmHead = runtime.deviceResident && isQuant(L0) && L0.spec.zeroPoints ? dequantize(L0) : L0;
+    this.headQuant = isQuant(this.lmHead) ? this.lmHead.spec : null;
     this.recomputeAbove = opts.recomputeAbove ?? (this.quantized ? RECOMPUTE_ABOVE_QUANT : 512);
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
@@ -232,8 +243,8 @@ export class Driver {
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) Object.assign(values, quantFeeds(k, v));
       return prepack && Object.keys(values).length > 0 ? { id: `layer${i}`, values } : undefined;
     });
-    this.headFeeds = { norm: new Resident(weights.norm), ...feeds({ lm_head: weights.lmHead }) };
-    const W = weights.lmHead;
+    this.headFeeds = { norm: new Resident(weights.norm), ...feeds({ lm_head: this.lmHead }) };
+    const W = this.lmHead;
     if (!isQuant(W)) {
       // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.
       headTileRanges(config.vocabSize, config.hiddenSize, this.headTileValues).forEach(([r0, r1], k) => {
@@ -476,7 +487,7 @@ export class Driver {
   /** The lm_head's rows of targets[r0 .. r0 + n), [C, H] (zero rows past n): what the tiled head reads as W[targets]. */
   private headRowsOf(targets: readonly number[], r0: number, n: number, C: number): FArray {
     const H = this.config.hiddenSize;
-    const W = this.w.lmHead;
+    const W = this.lmHead;
     const out = this.alloc(C * H);
     for (let i = 0; i < n; i++) {
       const t = targets[r0 + i]!;

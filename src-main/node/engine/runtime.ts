@@ -13,9 +13,9 @@
 import os from 'node:os';
 import ort from 'onnxruntime-node';
 import { BadInputError, ReinError } from '../../common/errors.ts';
-import { type Bindings, type DType, Graph, bindShape, shapeSymbols } from '../../common/engine/ir.ts';
+import { type Bindings, type DType, type Graph, bindShape, shapeSymbols } from '../../common/engine/ir.ts';
 import { substituteOps } from '../../common/engine/substitutes.ts';
-import { prepackedInputs, toOnnx } from './onnx.ts';
+import { identityModel, prepackedInputs, toOnnx } from './onnx.ts';
 
 export type ExecutionProvider = 'cpu' | 'cuda' | 'dml' | 'webgpu';
 export const EXECUTION_PROVIDERS: readonly ExecutionProvider[] = ['cpu', 'cuda', 'dml', 'webgpu'];
@@ -90,10 +90,7 @@ export interface Traffic {
   byInput: Map<string, number>;
 }
 
-/** The inputs of Runtime.upload's Identity graphs, numbered (no model input has these names). */
-const UPLOAD_INPUT = 'rein.upload';
-
-function dtypeOf(a: HostArray): DType {
+function dtypeOf(a: HostArray): 'float32' | 'float64' | 'int64' | 'uint8' {
   if (a instanceof Float32Array) return 'float32';
   if (a instanceof Float64Array) return 'float64';
   if (a instanceof BigInt64Array) return 'int64';
@@ -141,6 +138,8 @@ function isHostTensor(f: Feed): f is HostTensor {
 function deviceFeed(name: string, dtype: DType, dims: number[], d: DeviceTensor): ort.Tensor {
   const t = d.tensor;
   const n = dims.reduce((p, x) => p * x, 1);
+  // uint8 values went up as int32 words (Runtime.upload); the buffer holds the same bytes.
+  if (dtype === 'uint8' && t.type === 'int32' && t.size * 4 === n) return ort.Tensor.fromGpuBuffer(t.gpuBuffer, { dataType: 'uint8', dims });
   if (t.type !== ORT_TYPE[dtype] || t.size !== n) throw new BadInputError(`input '${name}' is ${dtype} [${dims.join(', ')}], got a device tensor ${t.type} [${t.dims.join(', ')}]`, name);
   if (t.dims.length === dims.length && t.dims.every((x, i) => x === dims[i])) return t;
   return ort.Tensor.fromGpuBuffer(t.gpuBuffer, { dataType: t.type as ort.Tensor.GpuBufferDataTypes, dims });
@@ -299,8 +298,8 @@ export class Runtime {
   readonly missingOps: ReadonlySet<string>;
   /** Host↔device bytes through this runtime's sessions since it was created or resetTraffic() (cpu: none). */
   traffic: Traffic = newTraffic();
-  /** Identity graphs that upload a host value, per dtype and shape. */
-  private readonly uploads = new Map<string, Graph>();
+  /** Identity sessions that upload host values, per list of types and lengths. */
+  private readonly uploads = new Map<string, Promise<ort.InferenceSession>>();
 
   constructor(opts: RuntimeOptions = {}) {
     const p = opts.provider ?? 'cpu';
@@ -348,30 +347,40 @@ export class Runtime {
 
   /** Host arrays copied to the device in one session run; the bytes are counted as resident, under each name. */
   private async upload(items: readonly { name: string; data: HostArray }[]): Promise<DeviceTensor[]> {
-    const specs = items.map((it) => ({ dtype: dtypeOf(it.data), n: it.data.length }));
-    const key = specs.map((x) => `${x.dtype}[${x.n}]`).join(',');
-    let g = this.uploads.get(key);
-    if (g === undefined) {
-      g = new Graph(`upload_${items.length}`);
-      for (const [k, x] of specs.entries()) g.output(`y${k}`, g.input(`${UPLOAD_INPUT}${k}`, x.dtype, [x.n]));
-      this.uploads.set(key, g);
-    }
-    const keep = items.map((_, k) => `y${k}`);
-    const feeds = Object.fromEntries(items.map((it, k) => [`${UPLOAD_INPUT}${k}`, it.data]));
-    const { kept } = await (await this.compile(g, {}, undefined, keep)).runKeep(feeds, keep, []);
-    // The run counted the bytes under the Identity graph's inputs: they are the named values', and resident.
-    const by = this.traffic.byInput;
-    items.forEach((it, k) => {
-      const n = it.data.byteLength;
-      by.set(`${UPLOAD_INPUT}${k}`, by.get(`${UPLOAD_INPUT}${k}`)! - n);
-      if (by.get(`${UPLOAD_INPUT}${k}`) === 0) by.delete(`${UPLOAD_INPUT}${k}`);
-      by.set(it.name, (by.get(it.name) ?? 0) + n);
-      this.traffic.resident += n;
+    // WebGPU has no 8-bit type (ORT's WebGPU Identity has no uint8 kernel): bytes go up as int32 words, and a feed
+    // views them as uint8 again (deviceFeed). The model is written directly: the IR has no int32.
+    const feeds: Record<string, ort.Tensor> = {};
+    const specs = items.map((it, k) => {
+      let data: HostArray | Int32Array = it.data;
+      if (data instanceof Uint8Array) {
+        if (data.byteLength % 4 !== 0) throw new BadInputError(`input '${it.name}': ${data.byteLength} bytes cannot go to the device as 32-bit words`, it.name);
+        const a = data.byteOffset % 4 === 0 ? data : data.slice();
+        data = new Int32Array(a.buffer, a.byteOffset, a.byteLength / 4);
+      }
+      const type = data instanceof Int32Array ? 'int32' : dtypeOf(data);
+      if (type === 'uint8') throw new ReinError('internal', 'unreachable: uint8 goes up as int32');
+      feeds[`x${k}`] = new ort.Tensor(type, data, [data.length]);
+      return { type, n: data.length } as const;
     });
-    return keep.map((y) => {
-      const t = kept[y];
-      if (!(t instanceof DeviceTensor)) throw new ReinError('internal', `uploading '${items[Number(y.slice(1))]!.name}': ORT returned the copy to the host`);
-      return t;
+    const key = specs.map((x) => `${x.type}[${x.n}]`).join(',');
+    let session = this.uploads.get(key);
+    if (session === undefined) {
+      const extra = { session: { disable_cpu_ep_fallback: '1' } };
+      session = ort.InferenceSession.create(identityModel(specs), { executionProviders: [this.provider], preferredOutputLocation: 'gpu-buffer', extra });
+      this.uploads.set(key, session);
+      session.catch(() => this.uploads.delete(key));
+    }
+    const res = await (await session).run(feeds);
+    items.forEach((it) => {
+      const n = it.data.byteLength;
+      this.traffic.toDevice += n;
+      this.traffic.resident += n;
+      this.traffic.byInput.set(it.name, (this.traffic.byInput.get(it.name) ?? 0) + n);
+    });
+    return items.map((it, k) => {
+      const t = res[`y${k}`]!;
+      if (t.location !== 'gpu-buffer') throw new ReinError('internal', `uploading '${it.name}': ORT returned the copy to the host`);
+      return new DeviceTensor(t);
     });
   }
 
@@ -484,6 +493,10 @@ export class Runtime {
         // A session that failed to create has nothing to release.
       }
     }
+    if (graph !== undefined) return;
+    const uploads = [...this.uploads.values()];
+    this.uploads.clear();
+    for (const u of uploads) await u.then((x) => x.release(), () => undefined);
   }
 
   get size(): number {
