@@ -7,7 +7,7 @@
 // session of the same process. It is a handle, not a GPUBuffer (Node has no WebGPU API), and it cannot be read back:
 // its download is "not implemented" in the binding and getData() aborts the process (bench/webgpu-io.ts shows both).
 // So what the host must read is fetched as a host output, and a host value reaches the device only by being fed to a
-// session (Runtime.upload runs an Identity graph for it). Only WebGPU outputs are wrapped that way by the binding
+// session (Runtime.upload runs an Identity model for it). Only WebGPU outputs are wrapped that way by the binding
 // (allocator 'WebGPU_Buf'); CUDA and DirectML sessions take and return host arrays, and ORT copies them each run.
 
 import os from 'node:os';
