@@ -4,7 +4,10 @@
 // provider libraries are installed), against the same step on the CPU and PyTorch's (bench/reference/train_step.py) on
 // the same GPU. Printed per device: seconds per step, tokens/s, the ratio to the CPU step and to PyTorch, and the
 // numeric check of the GPU step against the CPU step on the same inputs (log-probs within 1e-3, LoRA gradients within
-// 1e-2 of each tensor's scale).
+// 1e-2 of each tensor's scale), the bytes that crossed between host and device per step (runtime.ts Traffic: the
+// first step uploads the frozen weights; under WebGPU later steps move only their inputs, the LoRA tensors, the last
+// layer's output and what the host reads back), and each provider's op listing (op-probe.ts: the ONNX op types of the
+// training graphs it lacks, which run as compositions of other ops).
 //
 // WebGPU via Vulkan on Linux needs the Vulkan loader and the GPU's Vulkan driver on the machine, not in node_modules:
 //   Debian/Ubuntu:  apt-get install libvulkan1 mesa-vulkan-drivers   (AMD/Intel; NVIDIA's driver ships its own ICD,
@@ -16,7 +19,10 @@
 // works but is a CPU too: timings on it say nothing about a GPU.
 // CUDA: rerun onnxruntime-node's install script with ONNXRUNTIME_NODE_INSTALL=cuda12 (needs CUDA 12 and cuDNN 9).
 // PyTorch on the GPU: REIN_PYTHON=<a python with CUDA torch>.
+// Without the libvulkan1 package, Chromium's loader serves: LD_LIBRARY_PATH=/usr/lib/chromium.
 //   flags: --rounds N (3)  --seq T (512)  --layers N (24)  --devices webgpu,cuda  --no-cpu  --no-torch  --check-layers N (2)
+//          --small (a Qwen2 of the same shape family at hidden 128, FFN 384, vocab 2048, 4/2 heads: for a software
+//          adapter, where the 0.5B step takes hours)
 import { Engine } from '../src-main/node/engine/engine.ts';
 import type { ExecutionProvider } from '../src-main/node/engine/runtime.ts';
 import { GRAD_REL_TOLERANCE, LOGPROB_TOLERANCE, type GpuProvider, maxAbsDiff, maxRelDiff, probeProvider } from '../src-main/node/engine/device.ts';
@@ -25,6 +31,9 @@ import { presetConfig } from '../src-main/common/training/presets.ts';
 import { Rng } from '../src-main/common/engine/rng.ts';
 import type { LlamaConfig } from '../src-main/common/engine/families/llama.ts';
 import path from 'node:path';
+import { parseLlamaConfig } from '../src-main/common/engine/families/llama.ts';
+import { formatOpProbe } from '../src-main/node/engine/op-probe.ts';
+import type { Traffic } from '../src-main/node/engine/runtime.ts';
 import { PyServer, generateWeights, median, qwen2HalfBConfig, roundStep, timed } from './harness.ts';
 import { benchArgs } from './args.ts';
 
@@ -37,9 +46,34 @@ const RANK = 16;
 const ALPHA = 32;
 const THREADS = 2;
 const DEVICES = args.str('devices', 'webgpu,cuda').split(',').filter((d) => d !== '') as GpuProvider[];
+const SMALL = args.has('small');
+
+function benchConfig(layers: number): LlamaConfig {
+  if (!SMALL) return qwen2HalfBConfig(layers);
+  return parseLlamaConfig({
+    architectures: ['Qwen2ForCausalLM'],
+    vocab_size: 2048,
+    hidden_size: 128,
+    intermediate_size: 384,
+    num_hidden_layers: layers,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    rms_norm_eps: 1e-6,
+    rope_theta: 1000000,
+    tie_word_embeddings: true,
+  });
+}
+
+const mib = (b: number): string => `${(b / 2 ** 20).toFixed(2)} MiB`;
+function trafficLine(t: Traffic): string {
+  return `${mib(t.toDevice)} to the device (${mib(t.resident)} of it resident values: weights, tables, LoRA), ${mib(t.toHost)} to the host`;
+}
+
+/** The op types each GPU provider's probe found missing (lowered as compositions, as a round would). */
+const missingOps = new Map<ExecutionProvider, readonly string[]>();
 
 function engineFor(config: LlamaConfig, weights: Map<string, Float32Array>, provider: ExecutionProvider): Engine {
-  return Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ, headChunk: 128, provider });
+  return Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: THREADS, recomputeAbove: SEQ, headChunk: 128, provider, missingOps: missingOps.get(provider) ?? [] });
 }
 
 function adapterOf(engine: Engine) {
@@ -57,7 +91,7 @@ const tokensFor = (V: number, T: number, seed: number): number[] => {
 
 /** The GPU step against the CPU step on the same inputs, on a shallower model of the same width (it runs both). */
 async function numericCheck(provider: GpuProvider): Promise<string> {
-  const config = qwen2HalfBConfig(CHECK_LAYERS);
+  const config = benchConfig(CHECK_LAYERS);
   const weights = generateWeights(config, 0);
   const tokens = tokensFor(config.vocabSize, SEQ, 9);
   const out: { logp: Float64Array; grads: Float64Array[] }[] = [];
@@ -78,13 +112,15 @@ async function numericCheck(provider: GpuProvider): Promise<string> {
 async function stepTimes(config: LlamaConfig, weights: Map<string, Float32Array>, provider: ExecutionProvider): Promise<number[]> {
   const e = engineFor(config, weights, provider);
   const a = adapterOf(e);
+  e.resetTraffic();
   const warm = await timed(() => roundStep(e, a, objectives, tokensFor(config.vocabSize, SEQ, 100)));
-  console.log(`  ${provider}: first step (session creation included) ${warm.wallS.toFixed(2)} s`);
+  const moved = provider === 'cpu' ? '' : `; ${trafficLine(e.resetTraffic())}`;
+  console.log(`  ${provider}: first step (session creation included) ${warm.wallS.toFixed(2)} s${moved}`);
   const t: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const s = await timed(() => roundStep(e, a, objectives, tokensFor(config.vocabSize, SEQ, r)));
     t.push(s.wallS);
-    console.log(`  ${provider} round ${r + 1}: ${s.wallS.toFixed(2)} s, loss ${s.value.loss.toFixed(4)}`);
+    console.log(`  ${provider} round ${r + 1}: ${s.wallS.toFixed(2)} s, loss ${s.value.loss.toFixed(4)}${provider === 'cpu' ? '' : `; ${trafficLine(e.resetTraffic())}`}`);
   }
   await e.close();
   return t;
@@ -109,13 +145,16 @@ async function torchTimes(config: LlamaConfig, device: string): Promise<number[]
 }
 
 async function main(): Promise<void> {
-  const config = qwen2HalfBConfig(LAYERS);
-  console.log(`gpu-step bench: Qwen2-0.5B shape (${LAYERS} layers), seq ${SEQ}, LoRA r=${RANK} on 7 projections; devices ${DEVICES.join(', ')}`);
+  const config = benchConfig(LAYERS);
+  const shape = SMALL ? `small Qwen2 (hidden ${config.hiddenSize}, vocab ${config.vocabSize}` : `Qwen2-0.5B shape (`;
+  console.log(`gpu-step bench: ${shape}, ${LAYERS} layers), seq ${SEQ}, LoRA r=${RANK} on 7 projections; devices ${DEVICES.join(', ')}`);
   const usable: { provider: GpuProvider; adapter: string }[] = [];
   for (const d of DEVICES) {
     const p = await probeProvider(d);
     console.log(`probe ${d}: ${p.ok ? `ok on ${p.adapter} (${p.seconds.toFixed(1)} s)` : `FAILED: ${p.error}`}`);
+    if (p.ops !== null && p.ops.checked.some((c) => c.ok)) console.log(`op listing, ${formatOpProbe(p.ops)}`);
     if (p.ok) usable.push({ provider: d, adapter: p.adapter });
+    missingOps.set(d, p.ops?.missing ?? []);
   }
   const weights = generateWeights(config, 0);
   const tps = (s: number): string => `${(SEQ / s).toFixed(0)} tokens/s`;

@@ -57,6 +57,11 @@ export interface DeviceChoice {
   adapter: string;
   /** With `auto` on the CPU: each GPU provider's probe failure. */
   reason: string | null;
+  /**
+   * On a GPU provider: the ONNX op types of the training graphs its op probe found missing, which the graphs compute
+   * by compositions of other ops instead (node/engine/op-probe.ts, common/engine/substitutes.ts).
+   */
+  missingOps?: readonly string[];
 }
 
 export interface HardwareInfo {

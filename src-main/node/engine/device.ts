@@ -18,6 +18,7 @@ import { modelParams, parseModelConfig } from '../../common/engine/families/regi
 import { numel } from '../../common/engine/families/params.ts';
 import { Rng } from '../../common/engine/rng.ts';
 import { Engine } from './engine.ts';
+import { PROBE_CONFIG, probeOps, type OpProbe } from './op-probe.ts';
 
 export type GpuProvider = Exclude<ExecutionProvider, 'cpu'>;
 
@@ -38,6 +39,8 @@ export interface ProbeResult {
   maxLogprobDiff: number | null;
   /** Largest |g_provider − g_cpu| / max|g_cpu| over the LoRA gradients (null if it did not run). */
   maxGradRelDiff: number | null;
+  /** Each ONNX op type of the training graphs run alone on the provider (op-probe.ts; null if it did not run). */
+  ops: OpProbe | null;
   seconds: number;
 }
 
@@ -57,21 +60,7 @@ export function adapterName(provider: ExecutionProvider): string {
   }
 }
 
-// A one-layer Qwen2 (GQA, q/k/v biases, tied embeddings): the ops every family's layer and head graphs use.
-const PROBE_CONFIG = {
-  architectures: ['Qwen2ForCausalLM'],
-  vocab_size: 96,
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 1,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  rms_norm_eps: 1e-6,
-  rope_theta: 10000,
-  tie_word_embeddings: true,
-};
-
-function probeEngine(provider: ExecutionProvider): Engine {
+function probeEngine(provider: ExecutionProvider, missingOps: readonly string[] = []): Engine {
   const config = parseModelConfig(PROBE_CONFIG);
   const weights = new Map<string, Float32Array>();
   for (const p of modelParams(config)) {
@@ -80,7 +69,7 @@ function probeEngine(provider: ExecutionProvider): Engine {
     else if (p.init === 'normal') new Rng(7).fork(p.hfKey).fillNormal(a, 0.3);
     weights.set(p.hfKey, a);
   }
-  return Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: 1, buckets: [16], headChunk: 16, provider });
+  return Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: 1, buckets: [16], headChunk: 16, provider, missingOps });
 }
 
 function message(e: unknown): string {
@@ -135,7 +124,8 @@ function cudaProviderInstalled(): boolean {
 export async function probeProvider(provider: GpuProvider): Promise<ProbeResult> {
   const t0 = performance.now();
   const adapter = adapterName(provider);
-  const done = (r: Omit<ProbeResult, 'provider' | 'adapter' | 'seconds'>): ProbeResult => ({ provider, adapter, seconds: (performance.now() - t0) / 1000, ...r });
+  let ops: OpProbe | null = null;
+  const done = (r: Omit<ProbeResult, 'provider' | 'adapter' | 'seconds' | 'ops'>): ProbeResult => ({ provider, adapter, ops, seconds: (performance.now() - t0) / 1000, ...r });
   if (!ort.listSupportedBackends().some((b) => b.name === provider)) {
     return done({ ok: false, error: new ProviderUnavailableError(provider, `not built into onnxruntime-node for ${process.platform}/${process.arch}`).message, maxLogprobDiff: null, maxGradRelDiff: null });
   }
@@ -143,7 +133,10 @@ export async function probeProvider(provider: GpuProvider): Promise<ProbeResult>
     const why = "ONNX Runtime's CUDA provider library is not installed (onnxruntime-node adds it when installed with ONNXRUNTIME_NODE_INSTALL_CUDA=v12)";
     return done({ ok: false, error: new ProviderUnavailableError(provider, why).message, maxLogprobDiff: null, maxGradRelDiff: null });
   }
-  const dev = probeEngine(provider);
+  // The op types the provider lacks are lowered as compositions (substitutes.ts), in the probe step as in a round.
+  ops = await probeOps(provider);
+  if (ops.checked.every((c) => !c.ok)) return done({ ok: false, error: `no op of the training graphs ran: ${ops.checked[0]?.error ?? 'none checked'}`, maxLogprobDiff: null, maxGradRelDiff: null });
+  const dev = probeEngine(provider, ops.missing);
   const cpu = probeEngine('cpu');
   try {
     let got: Awaited<ReturnType<typeof probeStep>>;
@@ -186,12 +179,12 @@ export async function chooseDevice(requested: TrainingDevice, probe: (p: GpuProv
   if (requested !== 'auto') {
     const r = await probe(requested);
     if (!r.ok) throw new ProviderUnavailableError(requested, `its probe failed: ${r.error}`);
-    return { requested, provider: requested, adapter: r.adapter, reason: null };
+    return { requested, provider: requested, adapter: r.adapter, reason: null, missingOps: r.ops?.missing ?? [] };
   }
   const failures: string[] = [];
   for (const p of AUTO_ORDER) {
     const r = await probe(p);
-    if (r.ok) return { requested, provider: p, adapter: r.adapter, reason: null };
+    if (r.ok) return { requested, provider: p, adapter: r.adapter, reason: null, missingOps: r.ops?.missing ?? [] };
     failures.push(`${p}: ${r.error}`);
   }
   return { requested, provider: 'cpu', adapter: adapterName('cpu'), reason: `no GPU provider passed its probe (${failures.join('; ')})` };

@@ -14,8 +14,8 @@ import type { FloatDType, HeadGrad } from '../../common/engine/composites.ts';
 import type { LayerLora } from '../../common/engine/lora.ts';
 import type { LoraAdapter } from '../../common/engine/lora.ts';
 import { loraScale } from '../../common/engine/lora.ts';
-import type { Feed, HostTensor, Runtime, SessionConstants } from './runtime.ts';
-import { QUANT_BLOCK, type QuantSpec, type QuantWeight, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
+import { DeviceTensor, Resident, type Feed, type HostTensor, type Runtime, type SessionConstants } from './runtime.ts';
+import { QUANT_BLOCK, type QuantSpec, type QuantWeight, dequantize, dequantizeRows, isQuant, quantFeeds } from '../../common/engine/quant.ts';
 import { SimdDequantizer, simdDequantAvailable } from './dequant-simd.ts';
 import type { QuantLayout } from '../../common/engine/families/llama.ts';
 import { HEAD_TILE_VALUES, headTileName, headTileRanges } from '../../common/engine/head.ts';
@@ -80,7 +80,8 @@ export interface DriverOptions {
    * with fed (not prepacked) weights dequantizes them far slower than this (bench/quant-profile.ts: 0.5B layer forward
    * 367 ms against 130 ms for the f32 graph, and the backward's dequantization another ~250 ms; the JS loop takes
    * ~1.1 ns a value, 17 ms a 0.5B layer, the SIMD one ~0.2 ns).
-   * 0 turns it off; prepack: true does too.
+   * 0 turns it off; prepack: true does too. On a runtime that keeps weights on the device (WebGPU), a layer without
+   * zero points reads its weights through MatMulNBits unless this is given.
    */
   dequantizeLayerMaxBytes?: number;
 }
@@ -112,8 +113,11 @@ export const DEFAULT_BUCKETS = [16, 32, 64, 128, 256, 384, 512, 768, 1024, 1536,
 /** Per-layer LoRA feeds and where each pair's gradients go. */
 interface LoraPlan {
   spec: LayerLora;
-  /** Per layer: input name → array (converted to the driver's dtype once per call). */
-  feeds: Record<string, FArray>[];
+  /**
+   * Per layer: input name → array (converted to the driver's dtype once per call), Resident for the call: under
+   * WebGPU the forward and the backward of one call read one device copy.
+   */
+  feeds: Record<string, Resident>[];
   /** Per layer: [input name, pair index, 'a' | 'b'] for every LoRA input of the layer. */
   slots: { name: string; pair: number; which: 'a' | 'b' }[][];
 }
@@ -143,11 +147,14 @@ export interface PackGrad {
   grads: { a: FArray; b: FArray }[];
 }
 
-/** A layer's RoPE tables and mask, in the driver's dtype. */
+/**
+ * A layer's RoPE tables and mask, in the driver's dtype: Resident for the causal tables of a bucket (uploaded once
+ * under WebGPU), host arrays for a pack's, which change with every pack.
+ */
 interface LayerTables {
-  cos: FArray;
-  sin: FArray;
-  mask: FArray;
+  cos: FArray | Resident;
+  sin: FArray | Resident;
+  mask: FArray | Resident;
 }
 
 export interface SequenceGrad extends SequenceForward {
@@ -176,6 +183,7 @@ export class Driver {
   private readonly logits: Graph;
   private readonly loraGraphs = new Map<string, LoraGraphs>();
   private fullGraphs: { layer: VjpSplit; head: VjpSplit } | null = null;
+  /** Per layer kind and bucket; Resident, so under WebGPU each bucket's tables are uploaded once. */
   private readonly tables = new Map<string, LayerTables>();
   /** The family's graphs and per-layer tables (families/registry.ts). */
   private readonly family: ModelGraphs;
@@ -186,9 +194,15 @@ export class Driver {
   private readonly layerQuant: QuantLayout[];
   private readonly layoutKeys: string[];
   private readonly headQuant: QuantSpec | null;
-  /** Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). */
-  private readonly layerFeeds: Record<string, Feed>[];
-  private readonly headFeeds: Record<string, Feed>;
+  /** The lm_head the head graphs read: weights.lmHead, or its f32 dequantization (see the constructor). */
+  private readonly lmHead: FArray | QuantWeight;
+  /**
+   * Per layer, the weight feeds under the graph's input names (a quantized weight is 2 or 3 inputs). They are
+   * Resident, so under WebGPU each is uploaded once and later layers and steps read the device copy; host arrays once
+   * `weights` has lent them out to be changed.
+   */
+  private layerFeeds: Record<string, Feed>[];
+  private headFeeds: Record<string, Feed>;
   /** Per layer, its quantized weights' feeds to bake into the layer's sessions (DriverOptions.prepack), or undefined. */
   private readonly layerConsts: (SessionConstants | undefined)[];
   /**
@@ -221,19 +235,30 @@ export class Driver {
     this.layerQuant = weights.layers.map(layout);
     const prepack = opts.prepack ?? false;
     const dqMax = prepack ? 0 : (opts.dequantizeLayerMaxBytes ?? DEQUANTIZE_LAYER_MAX_BYTES);
+    // On a runtime that keeps weights on the device, dequantized f32 copies would cross to it at every run: the
+    // block-quantized weights go up once instead, and the layer graphs read them through MatMulNBits. Not with zero
+    // points: ORT 1.30's WebGPU MatMulNBits has no kernel for float zero points (the op probe lists that variant).
+    const onDevice = (q: [string, QuantWeight][]): boolean => runtime.deviceResident && opts.dequantizeLayerMaxBytes === undefined && q.every(([, w]) => !w.spec.zeroPoints);
     this.layerDequant = weights.layers.map((r) => {
       const q = Object.entries(r).filter((e): e is [string, QuantWeight] => isQuant(e[1]));
       const bytes = Object.values(r).reduce((n, v) => n + 4 * (isQuant(v) ? v.rows * v.cols : v.length), 0);
-      return q.length > 0 && bytes <= dqMax && this.dtype === 'float32' ? q : [];
+      return q.length > 0 && bytes <= dqMax && !onDevice(q) && this.dtype === 'float32' ? q : [];
     });
     this.graphQuant = this.layerQuant.map((q, i) => (this.layerDequant[i]!.length > 0 ? {} : q));
     this.layoutKeys = this.graphQuant.map((q) => JSON.stringify(Object.entries(q).sort()));
-    this.headQuant = isQuant(weights.lmHead) ? weights.lmHead.spec : null;
+    // ORT 1.30's WebGPU MatMulNBits has no kernel with float zero points (the op probe lists it): on a runtime that
+    // keeps weights on the device, such an lm_head is dequantized to f32 once and goes up as that.
+    const L0 = weights.lmHead;
+    this.lmHead = runtime.deviceResident && isQuant(L0) && L0.spec.zeroPoints ? dequantize(L0) : L0;
+    this.headQuant = isQuant(this.lmHead) ? this.lmHead.spec : null;
     this.recomputeAbove = opts.recomputeAbove ?? (this.quantized ? RECOMPUTE_ABOVE_QUANT : 512);
     if (this.quantized && this.dtype !== 'float32') throw new BadInputError('driver: quantized weights run in float32 only (MatMulNBits has no float64 kernel)', 'dtype');
     const feeds = (r: Record<string, FArray | QuantWeight>): Record<string, Feed> => {
       const f: Record<string, Feed> = {};
-      for (const [k, v] of Object.entries(r)) Object.assign(f, isQuant(v) ? quantFeeds(k, v) : { [k]: v });
+      for (const [k, v] of Object.entries(r)) {
+        if (isQuant(v)) for (const [n, a] of Object.entries(quantFeeds(k, v))) f[n] = new Resident(a);
+        else f[k] = new Resident(v);
+      }
       return f;
     };
     this.layerFeeds = weights.layers.map((r, i) => (this.layerDequant[i]!.length > 0 ? feeds(Object.fromEntries(Object.entries(r).filter(([, v]) => !isQuant(v)))) : feeds(r)));
@@ -242,12 +267,12 @@ export class Driver {
       for (const [k, v] of Object.entries(r)) if (isQuant(v)) Object.assign(values, quantFeeds(k, v));
       return prepack && Object.keys(values).length > 0 ? { id: `layer${i}`, values } : undefined;
     });
-    this.headFeeds = { norm: weights.norm, ...feeds({ lm_head: weights.lmHead }) };
-    const W = weights.lmHead;
+    this.headFeeds = { norm: new Resident(weights.norm), ...feeds({ lm_head: this.lmHead }) };
+    const W = this.lmHead;
     if (!isQuant(W)) {
       // The tiled head graphs read the f32 lm_head as row tiles: views of the one buffer.
       headTileRanges(config.vocabSize, config.hiddenSize, this.headTileValues).forEach(([r0, r1], k) => {
-        this.headFeeds[headTileName(k)] = W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize);
+        this.headFeeds[headTileName(k)] = new Resident(W.subarray(r0 * config.hiddenSize, r1 * config.hiddenSize));
       });
     }
     this.family = modelGraphs(config);
@@ -261,6 +286,17 @@ export class Driver {
   /** The f32 weights the graphs are fed; pretraining (node/demo) updates them in place. Throws for a quantized base. */
   get weights(): F32Weights {
     if (this.quantized) throw new BadInputError('this base is block-quantized: its weights are frozen (load it with quantized: false to train them all)', 'weights');
+    // The caller may change them in place, which a device copy would not see: from now on they are fed from the host.
+    const host = (f: Record<string, Feed>): Record<string, Feed> => {
+      const out: Record<string, Feed> = {};
+      for (const [k, v] of Object.entries(f)) {
+        if (v instanceof Resident) v.release();
+        out[k] = v instanceof Resident ? v.data : v;
+      }
+      return out;
+    };
+    this.layerFeeds = this.layerFeeds.map(host);
+    this.headFeeds = host(this.headFeeds);
     return this.w as F32Weights;
   }
 
@@ -292,7 +328,7 @@ export class Driver {
     let t = this.tables.get(key);
     if (t === undefined) {
       const { cos, sin, mask } = this.family.tables(kind, T);
-      t = { cos: this.cast(cos), sin: this.cast(sin), mask: this.cast(mask) };
+      t = { cos: new Resident(this.cast(cos)), sin: new Resident(this.cast(sin)), mask: new Resident(this.cast(mask)) };
       this.tables.set(key, t);
     }
     return t;
@@ -324,13 +360,13 @@ export class Driver {
   private loraPlan(adapter: LoraAdapter): LoraPlan {
     const spec: LayerLora = { targets: [...new Set(adapter.pairs.map((p) => p.module))], r: adapter.spec.r, scale: loraScale(adapter.spec) };
     const L = this.config.numLayers;
-    const feeds: Record<string, FArray>[] = Array.from({ length: L }, () => ({}));
+    const feeds: Record<string, Resident>[] = Array.from({ length: L }, () => ({}));
     const slots: LoraPlan['slots'] = Array.from({ length: L }, () => []);
     adapter.pairs.forEach((p, k) => {
       if (p.layer < 0 || p.layer >= L) throw new BadInputError(`adapter pair ${p.baseKey} names layer ${p.layer} of a ${L}-layer model`, 'adapter');
       const n = loraInputNames(p.module);
-      feeds[p.layer]![n.a] = this.cast(p.a);
-      feeds[p.layer]![n.b] = this.cast(p.b);
+      feeds[p.layer]![n.a] = new Resident(this.cast(p.a));
+      feeds[p.layer]![n.b] = new Resident(this.cast(p.b));
       slots[p.layer]!.push({ name: n.a, pair: k, which: 'a' }, { name: n.b, pair: k, which: 'b' });
     });
     // One layer graph serves all layers, so every layer must carry the same modules (PEFT adapters from Rein do).
@@ -367,9 +403,9 @@ export class Driver {
    * Runs a graph of layer i: its weight feeds are added to `feeds` (quantized ones dequantized into a scratch set
    * when the layer's graph is the f32 one), and its prepacked constants passed on.
    */
-  private async runLayer(i: number, graph: Graph, bind: { T: number }, feeds: Record<string, Feed>, outputs?: readonly string[]): Promise<Record<string, HostTensor>> {
+  private async runLayer(i: number, graph: Graph, bind: { T: number }, feeds: Record<string, Feed>, keep: readonly string[], fetch?: readonly string[]): Promise<{ kept: Record<string, Feed>; out: Record<string, HostTensor> }> {
     const dq = this.layerDequant[i]!;
-    if (dq.length === 0) return this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, outputs, this.layerConsts[i]);
+    if (dq.length === 0) return this.rt.runKeep(graph, bind, { ...feeds, ...this.layerFeeds[i]! }, keep, fetch, this.layerConsts[i]);
     const s = this.scratchFree.pop() ?? this.newScratch();
     try {
       const w: Record<string, Float32Array> = {};
@@ -385,7 +421,7 @@ export class Driver {
         }
         s.layer = i;
       }
-      return await this.rt.run(graph, bind, { ...feeds, ...this.layerFeeds[i]!, ...w }, outputs);
+      return await this.rt.runKeep(graph, bind, { ...feeds, ...this.layerFeeds[i]!, ...w }, keep, fetch);
     } finally {
       this.scratchFree.push(s);
     }
@@ -419,16 +455,32 @@ export class Driver {
     return { layer: -1, buffers, simd };
   }
 
-  /** Runs every layer forward; returns the last layer's output [T, H]. `tables`: layer i's (a pack's), else the causal ones. */
+  /**
+   * Runs every layer forward; returns the last layer's output [T, H] on the host. Under WebGPU each layer's output
+   * stays on the device for the next layer. `tables`: layer i's (a pack's), else the causal ones.
+   */
   private async layersForward(x0: FArray, T: number, plan: LoraPlan | null, tables?: (i: number) => LayerTables): Promise<FArray> {
-    let x = x0;
-    for (let i = 0; i < this.config.numLayers; i++) {
+    const L = this.config.numLayers;
+    let x: Feed = x0;
+    for (let i = 0; i < L; i++) {
       const graph = plan === null ? this.baseLayer(i) : this.loraGraphsFor(plan.spec, i).graph;
       const tab = tables?.(i) ?? this.shapeTables(T, i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...(plan?.feeds[i] ?? {}) };
-      x = (await this.runLayer(i, graph, { T }, feeds, ['y']))['y']!.data as FArray;
+      const r = await this.runLayer(i, graph, { T }, feeds, i < L - 1 ? ['y'] : [], i < L - 1 ? [] : ['y']);
+      free(x);
+      x = r.kept['y'] ?? r.out['y']!.data;
     }
-    return x;
+    return x as FArray;
+  }
+
+  /** The embedding and every layer with `adapter`'s LoRA (its device copies, if any, freed after). [T, H] */
+  private async forward(tokens: readonly number[], T: number, adapter: LoraAdapter | null): Promise<FArray> {
+    const plan = adapter === null ? null : this.loraPlan(adapter);
+    try {
+      return await this.layersForward(this.embed(tokens, T), T, plan);
+    } finally {
+      if (plan !== null) releasePlan(plan);
+    }
   }
 
   /** The head over rows [r0, r1) of h, predicting targets[r − r0]; chunked. */
@@ -459,7 +511,7 @@ export class Driver {
   /** The lm_head's rows of targets[r0 .. r0 + n), [C, H] (zero rows past n): what the tiled head reads as W[targets]. */
   private headRowsOf(targets: readonly number[], r0: number, n: number, C: number): FArray {
     const H = this.config.hiddenSize;
-    const W = this.w.lmHead;
+    const W = this.lmHead;
     const out = this.alloc(C * H);
     for (let i = 0; i < n; i++) {
       const t = targets[r0 + i]!;
@@ -480,8 +532,7 @@ export class Driver {
   async logprobs(tokens: readonly number[], start: number, adapter: LoraAdapter | null): Promise<Float64Array> {
     this.checkSpan(tokens, start);
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     // Row t−1 predicts token t.
     return this.headRows(h.subarray((start - 1) * H, (tokens.length - 1) * H) as FArray, tokens.length - start, tokens.slice(start), null);
@@ -492,8 +543,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('nextLogprobs needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     const last = h.slice((tokens.length - 1) * H, tokens.length * H) as FArray;
     return (await this.rt.run(this.logits, { T: 1 }, { h: last, ...this.headFeeds }))['logp_all']!.data as FArray;
@@ -507,8 +557,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('hiddenStates needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     return h.slice(0, tokens.length * this.config.hiddenSize) as FArray;
   }
 
@@ -520,8 +569,7 @@ export class Driver {
     this.checkTokens(tokens);
     if (tokens.length === 0) throw new BadInputError('positionLogprobs needs at least one token', 'tokens');
     const T = this.bucket(tokens.length);
-    const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(tokens, T), T, plan);
+    const h = await this.forward(tokens, T, adapter);
     const H = this.config.hiddenSize;
     const V = this.config.vocabSize;
     const n = tokens.length;
@@ -535,10 +583,19 @@ export class Driver {
    */
   async grad(tokens: readonly number[], start: number, adapter: LoraAdapter, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
     this.checkSpan(tokens, start);
+    const plan = this.loraPlan(adapter);
+    try {
+      return await this.gradWith(tokens, start, adapter, plan, cotangent);
+    } finally {
+      releasePlan(plan);
+    }
+  }
+
+  private async gradWith(tokens: readonly number[], start: number, adapter: LoraAdapter, plan: LoraPlan, cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>): Promise<SequenceGrad> {
     const T = this.bucket(tokens.length);
     // Row t−1 predicts token t.
     const rows = Int32Array.from({ length: tokens.length - start }, (_, r) => start - 1 + r);
-    const r = await this.gradRows(this.embed(tokens, T), T, (i) => this.shapeTables(T, i), rows, tokens.slice(start), adapter, cotangent);
+    const r = await this.gradRows(this.embed(tokens, T), T, (i) => this.shapeTables(T, i), rows, tokens.slice(start), adapter, plan, cotangent);
     return { logp: r.logp, grads: r.grads };
   }
 
@@ -553,24 +610,34 @@ export class Driver {
    */
   async packedGrad(prefix: number, members: readonly PackMember[], adapter: LoraAdapter, cotangent: (logps: Float64Array[]) => Float64Array[] | Promise<Float64Array[]>): Promise<PackGrad> {
     const p = this.pack(prefix, members);
-    const r = await this.gradRows(this.embed(p.tokens, p.T), p.T, p.tables, p.rows, p.targets, adapter, async (logp) => {
-      const d = await cotangent(p.split(logp));
-      if (d.length !== members.length) throw new BadInputError(`the objective gave cotangents for ${d.length} of a pack's ${members.length} sequences`, 'objective');
-      const all = new Float64Array(logp.length);
-      d.forEach((x, k) => {
-        if (x.length !== p.spans[k]![1] - p.spans[k]![0]) throw new BadInputError(`the objective gave ${x.length} cotangents for ${p.spans[k]![1] - p.spans[k]![0]} tokens`, 'objective');
-        all.set(x, p.spans[k]![0]);
+    const plan = this.loraPlan(adapter);
+    try {
+      const r = await this.gradRows(this.embed(p.tokens, p.T), p.T, p.tables, p.rows, p.targets, adapter, plan, async (logp) => {
+        const d = await cotangent(p.split(logp));
+        if (d.length !== members.length) throw new BadInputError(`the objective gave cotangents for ${d.length} of a pack's ${members.length} sequences`, 'objective');
+        const all = new Float64Array(logp.length);
+        d.forEach((x, k) => {
+          if (x.length !== p.spans[k]![1] - p.spans[k]![0]) throw new BadInputError(`the objective gave ${x.length} cotangents for ${p.spans[k]![1] - p.spans[k]![0]} tokens`, 'objective');
+          all.set(x, p.spans[k]![0]);
+        });
+        return all;
       });
-      return all;
-    });
-    return { logps: p.split(r.logp), grads: r.grads };
+      return { logps: p.split(r.logp), grads: r.grads };
+    } finally {
+      releasePlan(plan);
+    }
   }
 
   /** logprobs for the members of a pack, from one forward (see packedGrad): per member, tokens[start..n). */
   async packedLogprobs(prefix: number, members: readonly PackMember[], adapter: LoraAdapter | null): Promise<Float64Array[]> {
     const p = this.pack(prefix, members);
     const plan = adapter === null ? null : this.loraPlan(adapter);
-    const h = await this.layersForward(this.embed(p.tokens, p.T), p.T, plan, p.tables);
+    let h: FArray;
+    try {
+      h = await this.layersForward(this.embed(p.tokens, p.T), p.T, plan, p.tables);
+    } finally {
+      if (plan !== null) releasePlan(plan);
+    }
     const H = this.config.hiddenSize;
     const hRows = this.alloc(p.rows.length * H);
     p.rows.forEach((row, r) => hRows.set(h.subarray(row * H, (row + 1) * H), r * H));
@@ -654,57 +721,61 @@ export class Driver {
     rows: Int32Array,
     targets: readonly number[],
     adapter: LoraAdapter,
+    plan: LoraPlan,
     cotangent: (logp: Float64Array) => Float64Array | Promise<Float64Array>,
   ): Promise<{ logp: Float64Array; grads: { a: FArray; b: FArray }[] }> {
     const H = this.config.hiddenSize;
     const L = this.config.numLayers;
-    const plan = this.loraPlan(adapter);
     const recompute = T > this.recomputeAbove;
     const splitOf = (i: number): VjpSplit => (recompute ? this.loraGraphsFor(plan.spec, i).recompute : this.loraGraphsFor(plan.spec, i).split);
     const bind = { T };
 
     // Forward, keeping per layer what the backward needs: the residuals, or only the layer input when recomputing.
+    // Under WebGPU they stay on the device, with each layer's output; the last layer's output comes to the host.
     const saved: Record<string, Feed>[] = [];
-    let x = x0;
+    let x: Feed = x0;
     for (let i = 0; i < L; i++) {
       const tab = tables(i);
       const feeds: Record<string, Feed> = { x, rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]! };
-      if (recompute) {
-        saved.push({ x });
-        x = (await this.runLayer(i, this.loraGraphsFor(plan.spec, i).graph, bind, feeds, ['y']))['y']!.data as FArray;
-      } else {
-        const split = splitOf(i);
-        const out = await this.runLayer(i, split.forward, bind, feeds);
-        const res: Record<string, Feed> = { x };
-        for (const r of split.residuals) res[r] = out[r]!.data;
-        saved.push(res);
-        x = out['y']!.data as FArray;
-      }
+      const last = i === L - 1;
+      const residuals = recompute ? [] : splitOf(i).residuals;
+      const graph = recompute ? this.loraGraphsFor(plan.spec, i).graph : splitOf(i).forward;
+      const r = await this.runLayer(i, graph, bind, feeds, last ? residuals : ['y', ...residuals], last ? ['y'] : []);
+      saved.push({ x, ...r.kept });
+      delete saved[i]!['y'];
+      x = r.kept['y'] ?? r.out['y']!.data;
     }
+    const h = x as FArray;
 
     const n = rows.length;
     const hRows = this.alloc(n * H);
-    for (let r = 0; r < n; r++) hRows.set(x.subarray(rows[r]! * H, (rows[r]! + 1) * H), r * H);
+    for (let r = 0; r < n; r++) hRows.set(h.subarray(rows[r]! * H, (rows[r]! + 1) * H), r * H);
     const dlogpDh = this.alloc(n * H);
     const logp = await this.headRows(hRows, n, targets, dlogpDh);
     const dlogp = await cotangent(logp);
     if (dlogp.length !== n) throw new BadInputError(`the objective gave ${dlogp.length} cotangents for ${n} tokens`, 'objective');
-    let dy = this.alloc(T * H);
+    const dyTop = this.alloc(T * H);
     for (let r = 0; r < n; r++) {
       const d = dlogp[r]!;
       const o = rows[r]! * H;
-      for (let j = 0; j < H; j++) dy[o + j]! += d * dlogpDh[r * H + j]!;
+      for (let j = 0; j < H; j++) dyTop[o + j]! += d * dlogpDh[r * H + j]!;
     }
 
+    // Backward: the LoRA gradients come to the host (the optimizer runs there); d_x stays on the device for the layer
+    // below, and the first layer's is not computed at all.
     const grads = adapter.pairs.map((p) => ({ a: this.alloc(p.a.length), b: this.alloc(p.b.length) }));
+    let dy: Feed = dyTop;
     for (let i = L - 1; i >= 0; i--) {
       const tab = tables(i);
       const feeds: Record<string, Feed> = { rope_cos: tab.cos, rope_sin: tab.sin, mask: tab.mask, ...plan.feeds[i]!, ...saved[i]!, d_y: dy };
-      saved[i] = {};
       const split = splitOf(i);
-      const out = await this.runLayer(i, split.backward, bind, feeds);
-      for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(out[split.gradients[s.name]!]!.data as FArray);
-      dy = out[split.gradients['x']!]!.data as FArray;
+      const dx = split.gradients['x']!;
+      const r = await this.runLayer(i, split.backward, bind, feeds, i > 0 ? [dx] : [], plan.slots[i]!.map((s) => split.gradients[s.name]!));
+      for (const v of Object.values(saved[i]!)) free(v);
+      saved[i] = {};
+      free(dy);
+      for (const s of plan.slots[i]!) grads[s.pair]![s.which].set(r.out[split.gradients[s.name]!]!.data as FArray);
+      dy = r.kept[dx] ?? dyTop;
     }
     return { logp, grads };
   }
@@ -785,6 +856,15 @@ export class Driver {
     }
     return { logp, grads: { layers: gLayers, embed: gEmbed, norm: gNorm, lmHead: tied ? null : gHead } };
   }
+}
+
+function releasePlan(plan: LoraPlan): void {
+  for (const f of plan.feeds) for (const r of Object.values(f)) r.release();
+}
+
+/** Frees a device tensor the driver is done with now, rather than when the garbage collector finds it. */
+function free(v: Feed): void {
+  if (v instanceof DeviceTensor) v.dispose();
 }
 
 function addInto(acc: Float64Array, a: ArrayLike<number>): void {

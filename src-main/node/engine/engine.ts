@@ -14,7 +14,7 @@ import { pick } from '../../common/engine/sampling.ts';
 import { loadModel } from './hf.ts';
 import type { HfModel } from './hf.ts';
 import type { ReinTokenizer } from './tokenizer.ts';
-import { Runtime, type ExecutionProvider } from './runtime.ts';
+import { Runtime, type ExecutionProvider, type Traffic } from './runtime.ts';
 import { Driver } from './driver.ts';
 import type { DriverOptions, DriverWeights, FArray } from './driver.ts';
 
@@ -25,6 +25,8 @@ export interface EngineOptions extends Partial<Omit<DriverOptions, 'dtype'>> {
   threads?: number;
   /** The ORT execution provider the graphs run on (default cpu; node/engine/device.ts picks one). */
   provider?: ExecutionProvider;
+  /** ONNX op types the provider lacks (its op probe, op-probe.ts): lowered as compositions of other ops instead. */
+  missingOps?: readonly string[];
   /**
    * A GGUF base: round each frozen linear's input as llama.cpp's CPU kernels do for its weight type, so the forward
    * equals what Rein's model server (llama.cpp) computes from the same file (default true; gguf/load.ts).
@@ -77,7 +79,7 @@ export class Engine {
     this.tokenizer = tokenizer;
     // ORT's level-2 fusions turn x·sigmoid(x) into com.microsoft.QuickGelu, which has only a float kernel; float64
     // graphs (gradient checks) therefore run with basic optimisation.
-    this.runtime = new Runtime({ provider: opts.provider, intraOpThreads: opts.threads, optimization: dtype === 'float64' ? 'basic' : 'all' });
+    this.runtime = new Runtime({ provider: opts.provider, intraOpThreads: opts.threads, optimization: dtype === 'float64' ? 'basic' : 'all', missingOps: opts.missingOps });
     this.driver = new Driver(config, weights, this.runtime, { ...opts, dtype });
   }
 
@@ -159,6 +161,11 @@ export class Engine {
       if (stop.has(tok)) break;
     }
     return { tokens: out, logprobs: lps };
+  }
+
+  /** Host↔device bytes moved by the sessions since the last call (none on the CPU; runtime.ts Traffic), and a new count. */
+  resetTraffic(): Traffic {
+    return this.runtime.resetTraffic();
   }
 
   async close(): Promise<void> {

@@ -198,3 +198,27 @@ export function toModelProto(graph: Graph, opts: EmitOptions = {}): onnxProto.on
 export function toOnnx(graph: Graph, opts: EmitOptions = {}): Uint8Array {
   return onnx.ModelProto.encode(onnx.ModelProto.fromObject(toModelProto(graph, opts))).finish();
 }
+
+/** ONNX element types of the values Runtime.upload copies (int32 carries bytes as words: WebGPU has no 8-bit type). */
+export type UploadType = 'float32' | 'float64' | 'int64' | 'int32';
+const UPLOAD_ELEM: Record<UploadType, number> = { float32: 1, float64: 11, int64: 7, int32: 6 };
+
+/** A model of one Identity per input ('x0' → 'y0', …), each a flat [n]: what Runtime.upload runs. */
+export function identityModel(values: readonly { type: UploadType; n: number }[]): Uint8Array {
+  const info = (name: string, v: { type: UploadType; n: number }): onnxProto.onnx.IValueInfoProto => ({
+    name,
+    type: { tensorType: { elemType: UPLOAD_ELEM[v.type], shape: { dim: [{ dimValue: v.n }] } } },
+  });
+  const model: onnxProto.onnx.IModelProto = {
+    irVersion: IR_VERSION,
+    producerName: 'rein',
+    opsetImport: [{ domain: '', version: OPSET }],
+    graph: {
+      name: 'upload',
+      node: values.map((_, k) => ({ name: `copy${k}`, opType: 'Identity', domain: '', input: [`x${k}`], output: [`y${k}`] })),
+      input: values.map((v, k) => info(`x${k}`, v)),
+      output: values.map((v, k) => info(`y${k}`, v)),
+    },
+  };
+  return onnx.ModelProto.encode(onnx.ModelProto.fromObject(model)).finish();
+}

@@ -205,7 +205,7 @@ async function prepare(o: RoundOptions): Promise<Prepared> {
   const replayRatio = settings['training.replayRatio'];
   const device = await chooseDevice(settings['training.device']);
   emit({ phase: 'preparing', step: 0, steps: 0, ...NONE, message: `loading the model (on ${device.provider}: ${device.adapter})` });
-  const engine = Engine.load(dir, { ...baseEngineOptions(settings, o.threads), provider: device.provider });
+  const engine = Engine.load(dir, { ...baseEngineOptions(settings, o.threads), provider: device.provider, missingOps: device.missingOps });
   const objectives = new ObjectiveRunner(cfg);
   try {
     if (engine.tokenizer === null) throw new ReinError('not_available', `model ${dir} has no tokenizer.json, so rated text cannot be encoded`);
