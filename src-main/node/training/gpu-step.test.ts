@@ -8,6 +8,7 @@
 // picks the system's adapter) or with VK_ICD_FILENAMES naming its ICD (a value already set is kept). Dawn loads the
 // Vulkan loader, libvulkan.so.1, by name: where the libvulkan1 package is not installed, Chromium's copy serves, but
 // only if the process starts with it on the library path (LD_LIBRARY_PATH=/usr/lib/chromium npx vitest run ...).
+// `.ci/run` installs libvulkan1, so CI runs this file on SwiftShader (about 2 minutes on two cores).
 // Without any adapter every test is skipped with the probe's error. On two shared cores with SwiftShader this file
 // takes minutes (Dawn compiles each kernel's shader through SwiftShader's LLVM JIT).
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
