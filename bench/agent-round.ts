@@ -17,7 +17,7 @@ import { Engine } from '../src-main/node/engine/engine.ts';
 import { resolveHome } from '../src-main/node/home.ts';
 import { runRound, type RoundMetrics } from '../src-main/node/training/round.ts';
 import { benchArgs } from './args.ts';
-import { loadAverage, timed } from './harness.ts';
+import { loadAverage, textIds, timed } from './harness.ts';
 
 const args = benchArgs();
 const TURNS = args.num('turns', 32);
@@ -28,14 +28,7 @@ const THREADS = args.num('threads', 2);
 const engine = Engine.load(SMALL_LM_DIR, { threads: THREADS });
 const tok = engine.tokenizer!;
 const rng = new Rng(5);
-// Text ids (no special tokens), as a rendered system prompt and tool declarations would be.
-const textId = (): number => {
-  for (;;) {
-    const id = Math.floor(rng.uniform() * tok.size);
-    if (tok.decode([id], { skipSpecialTokens: true }) !== '') return id;
-  }
-};
-const shared = Array.from({ length: PREFIX }, textId);
+const shared = textIds(tok, rng, PREFIX);
 
 /** A reply of exactly `REPLY` ids drawn from the base after `context`, with their μ. */
 async function reply(context: number[], seed: number): Promise<{ tokens: number[]; logprobs: number[] }> {

@@ -124,3 +124,16 @@ export async function roundStep(engine: Engine, adapter: LoraAdapter, objectives
   const ref = await engine.logprobs(tokens, { start: 1, adapter: null });
   return batchGradient(engine, adapter, objectives, [{ tokens, start: 1, mask: tokens.slice(1).map(() => 1), ref, kind: 'mispo', mu: ref, advantage: 1, desirable: true, ktoWeight: 1 }], newStepState());
 }
+
+/**
+ * Random text ids of `tok` (none decodes to nothing, so no special token), drawn from `rng`: as a rendered system
+ * prompt, tool declarations or a reply would be, for benches that need long contexts without sampling them.
+ */
+export function textIds(tok: { size: number; decode(ids: number[], o: { skipSpecialTokens: boolean }): string }, rng: Rng, n: number): number[] {
+  const out: number[] = [];
+  while (out.length < n) {
+    const id = Math.floor(rng.uniform() * tok.size);
+    if (tok.decode([id], { skipSpecialTokens: true }) !== '') out.push(id);
+  }
+  return out;
+}

@@ -14,7 +14,7 @@ import { Engine } from '../src-main/node/engine/engine.ts';
 import { ObjectiveRunner } from '../src-main/node/training/objective-runner.ts';
 import { batchGradient, newStepState, type BatchGradient, type StepSequence } from '../src-main/node/training/step.ts';
 import { benchArgs } from './args.ts';
-import { loadAverage, median, timed } from './harness.ts';
+import { loadAverage, median, textIds, timed } from './harness.ts';
 
 const args = benchArgs();
 const TURNS = args.num('turns', 32);
@@ -26,18 +26,11 @@ const REPS = args.num('reps', 1);
 const engine = Engine.load(SMALL_LM_DIR, { threads: THREADS });
 const tok = engine.tokenizer!;
 const rng = new Rng(5);
-// Text ids (no special tokens), as a rendered system prompt, tool declarations and a reply would be.
-const textId = (): number => {
-  for (;;) {
-    const id = Math.floor(rng.uniform() * tok.size);
-    if (tok.decode([id], { skipSpecialTokens: true }) !== '') return id;
-  }
-};
-const shared = Array.from({ length: PREFIX }, textId);
+const shared = textIds(tok, rng, PREFIX);
 const members = Array.from({ length: TURNS }, (_, i) => {
   const own = tok.encodeChat([{ role: 'user', content: `task ${i}: fix the failing test` }], { addGenerationPrompt: true });
   const context = [...shared, ...own];
-  return { tokens: [...context, ...Array.from({ length: REPLY }, textId)], start: context.length };
+  return { tokens: [...context, ...textIds(tok, rng, REPLY)], start: context.length };
 });
 // The base's logprobs of every reply, from one packed forward (the bench times the step, not this).
 const refs = await engine.driver.packedLogprobs(PREFIX, members, null);

@@ -60,7 +60,8 @@ export function adapterName(provider: ExecutionProvider): string {
   }
 }
 
-function probeEngine(provider: ExecutionProvider, missingOps: readonly string[] = []): Engine {
+/** The probe's one-layer model (op-probe.ts PROBE_CONFIG) with seeded weights, on `provider`, lowered without `missingOps`. */
+export function probeEngine(provider: ExecutionProvider, missingOps: readonly string[] = []): Engine {
   const config = parseModelConfig(PROBE_CONFIG);
   const weights = new Map<string, Float32Array>();
   for (const p of modelParams(config)) {

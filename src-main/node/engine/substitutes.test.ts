@@ -3,13 +3,11 @@
 // computes the same log-probs and LoRA gradients as one that is not.
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../common/engine/rng.ts';
-import { modelParams, parseModelConfig } from '../../common/engine/families/registry.ts';
-import { numel } from '../../common/engine/families/params.ts';
 import { SUBSTITUTABLE, substituteOps } from '../../common/engine/substitutes.ts';
 import { GraphError } from '../../common/engine/ir.ts';
-import { maxAbsDiff, maxRelDiff } from './device.ts';
-import { Engine } from './engine.ts';
-import { PROBE_CONFIG, opTypeNodes, probeOps, trainingGraphs } from './op-probe.ts';
+import { maxAbsDiff, maxRelDiff, probeEngine } from './device.ts';
+import type { Engine } from './engine.ts';
+import { opTypeNodes, probeOps, trainingGraphs } from './op-probe.ts';
 
 const BIND = { T: 16 };
 /** 'Gemm(f32,f32)' → 'Gemm': the op type of an op-probe variant. */
@@ -17,17 +15,7 @@ const typeOf = (variant: string): string => variant.replace(/\(.*$/, '');
 /** Every op type substitutes.ts can replace that the training graphs use. */
 const DECLARED = ['LogSoftmax', 'Softmax', 'Sigmoid', 'Neg', 'Reciprocal', 'Gemm'];
 
-function engine(missingOps: readonly string[]): Engine {
-  const config = parseModelConfig(PROBE_CONFIG);
-  const weights = new Map<string, Float32Array>();
-  for (const p of modelParams(config)) {
-    const a = new Float32Array(numel(p.shape));
-    if (p.init === 'ones') a.fill(1);
-    else if (p.init === 'normal') new Rng(7).fork(p.hfKey).fillNormal(a, 0.3);
-    weights.set(p.hfKey, a);
-  }
-  return Engine.fromWeights(config, (k) => weights.get(k)!, { dtype: 'float32', threads: 1, buckets: [16], headChunk: 16, missingOps });
-}
+const engine = (missingOps: readonly string[]): Engine => probeEngine('cpu', missingOps);
 
 async function step(e: Engine): Promise<{ logp: Float64Array; next: Float32Array; grads: Float32Array[] }> {
   const adapter = e.newAdapter({ r: 4, alpha: 8 }, 3);
