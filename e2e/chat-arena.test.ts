@@ -120,6 +120,9 @@ describe('chat (issue #14 item 1)', () => {
   });
 });
 
+/** The version the first arena test made live (v1, or v2 or v3 when the gate rejected a round before it). */
+let live = 1;
+
 describe('arena (issue #14 item 2)', () => {
   it('trains a first version from 32 rated chat answers (the question rule), through the API as the CLI would', { timeout: 600_000 }, async () => {
     const rule = styleRule('question');
@@ -127,46 +130,55 @@ describe('arena (issue #14 item 2)', () => {
       const a = await serve.call('chat', { messages: [{ role: 'user', content: TRAINING_PROMPTS[i]! }], maxTokens: 96 });
       await serve.call('rate', { turnId: a.turnId!, value: rule(a.text) ? 'good' : 'bad', rater: 'rule' });
     }
-    const { runId } = await serve.call('startTraining', {});
-    await expect
-      .poll(async () => (await serve.call('listRuns', {})).find((r) => r.id === runId)?.status, { timeout: 540_000, interval: 1000 })
-      .toMatch(/succeeded|failed|cancelled/);
-    const active = (await serve.call('listAdapters', {})).find((a) => a.status === 'active');
-    expect(active?.version).toBe(1);
+    // The arena below needs a live version. The gate judges a round of 32 on its six or so held-out ratings, and
+    // rejects now and then a round that learned (docs/learning.md); a rejected round's ratings stay pending, so a user
+    // trains again, and so does this test, up to three rounds.
+    for (let round = 1; round <= 3; round++) {
+      const { runId } = await serve.call('startTraining', {});
+      await expect
+        .poll(async () => (await serve.call('listRuns', {})).find((r) => r.id === runId)?.status, { timeout: 170_000, interval: 1000 })
+        .toMatch(/succeeded|failed|cancelled/);
+      if ((await serve.call('listAdapters', {})).some((a) => a.status === 'active')) break;
+    }
+    const adapters = await serve.call('listAdapters', {});
+    const active = adapters.find((a) => a.status === 'active');
+    expect(active, adapters.map((a) => `v${a.version} ${a.status}: ${a.reason}`).join('; ')).toBeDefined();
+    live = active!.version;
   });
 
-  it('a vote is stored as a pair with both answers rated, reveals the versions, and shows in v1\'s win rate', async () => {
+  it('a vote is stored as a pair with both answers rated, reveals the versions, and shows in the live version\'s win rate', async () => {
+    const v = `v${live}`;
     await page.reload();
     await tab('Arena');
-    await page.getByText('The active version (v1) against the base.').waitFor();
+    await page.getByText(`The active version (${v}) against the base.`).waitFor();
     await page.getByLabel('Prompt').fill('Write a function that checks whether a number is prime.');
     await page.getByRole('button', { name: 'Ask both' }).click();
     const vote = page.getByRole('group', { name: 'Your vote' });
     await vote.waitFor({ timeout: 120_000 });
     // Blind: nothing on the page names a version before the vote.
-    expect(await page.getByTestId('arena-a').innerText()).not.toMatch(/\bv1\b|base/);
-    expect(await page.getByTestId('arena-b').innerText()).not.toMatch(/\bv1\b|base/);
+    expect(await page.getByTestId('arena-a').innerText()).not.toMatch(new RegExp(`\\b${v}\\b|base`));
+    expect(await page.getByTestId('arena-b').innerText()).not.toMatch(new RegExp(`\\b${v}\\b|base`));
     await screens('arena');
     await vote.getByRole('button', { name: 'A is better' }).click();
     const result = page.getByTestId('arena-result');
     await result.waitFor();
     const text = await result.innerText();
-    const aWas = /A was (v1|the base)/.exec(text)![1];
-    expect(text).toMatch(aWas === 'v1' ? /B was the base/ : /B was v1/);
+    const aWas = new RegExp(`A was (${v}|the base)`).exec(text)![1];
+    expect(text).toMatch(aWas === v ? /B was the base/ : new RegExp(`B was ${v}`));
     const ratings = (await serve.call('listRatings', {})).items.filter((r) => r.rater === 'arena');
     expect(ratings.map((r) => r.kind).sort()).toEqual(['bad', 'good']);
     const turns = await Promise.all(ratings.map((r) => serve.call('getTurn', { turnId: r.turnId })));
     expect(turns.every((t) => t.source === 'arena' && t.onPolicy)).toBe(true);
     const winner = turns[ratings.findIndex((r) => r.kind === 'good')]!;
-    expect(winner.adapterVersion).toBe(aWas === 'v1' ? 1 : 0);
+    expect(winner.adapterVersion).toBe(aWas === v ? live : 0);
     await screens('arena-voted');
 
-    const v1 = (await serve.call('versionStats', {})).find((s) => s.version === 1)!;
-    expect(v1.vsParent).toMatchObject({ opponent: 0, votes: 1, wins: aWas === 'v1' ? 1 : 0, losses: aWas === 'v1' ? 0 : 1 });
+    const stats = (await serve.call('versionStats', {})).find((s) => s.version === live)!;
+    expect(stats.vsParent).toMatchObject({ opponent: 0, votes: 1, wins: aWas === v ? 1 : 0, losses: aWas === v ? 0 : 1 });
     await result.getByRole('button', { name: 'See win rates' }).click();
-    const row = page.getByTestId('stats-v1');
+    const row = page.getByTestId(`stats-${v}`);
     await row.waitFor();
-    expect(await row.innerText()).toMatch(aWas === 'v1' ? /100%[\s\S]*1 won, 0 lost/ : /0%[\s\S]*0 won, 1 lost/);
+    expect(await row.innerText()).toMatch(aWas === v ? /100%[\s\S]*1 won, 0 lost/ : /0%[\s\S]*0 won, 1 lost/);
     await page.getByTestId('better-chart').waitFor();
     await screens('versions');
     expect(problems).toEqual([]);
