@@ -3,7 +3,7 @@
 import { readFileSync, statSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { TOOL_MARKER, modelRequests, startFake, startRecorder } from './fake-models.ts';
-import { cleanup, freePort, rein, ratingsOf, run, sandbox, saveArtifact, startRein, turnsOf } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, ratingsOf, rein, run, sandbox, saveArtifact, startRein, turnsOf } from './harness.ts';
 import type { Sandbox } from './harness.ts';
 
 const s = sandbox('claude');
@@ -23,10 +23,7 @@ const claudeEnv = (x: Sandbox) => ({
   ...x.env,
   ANTHROPIC_BASE_URL: fake.url,
   ANTHROPIC_API_KEY: 'dummy',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_AUTOUPDATER: '1',
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_ERROR_REPORTING: '1',
+  ...OFFLINE_CLIENT_ENV,
 });
 const claude = (prompt: string, extra: string[] = []) =>
   run('claude', ['-p', prompt, '--model', 'claude-sonnet-4-5', '--output-format', 'json', ...extra], { env: claudeEnv(s), cwd: s.work, timeoutS: 90 });

@@ -24,6 +24,14 @@ export interface Sandbox {
 }
 
 /** A temporary HOME, Rein home and working directory; PATH has the project's Node 24 first, then the clients. */
+/** What keeps Claude Code and Codex from reaching out on their own (telemetry, updates, error reports; REAL_CLIENTS). */
+export const OFFLINE_CLIENT_ENV = {
+  DISABLE_TELEMETRY: '1',
+  DISABLE_AUTOUPDATER: '1',
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  DISABLE_ERROR_REPORTING: '1',
+} as const;
+
 export function sandbox(name: string): Sandbox {
   const dir = mkdtempSync(path.join(tmpdir(), `rein-agents-${name}-`));
   const home = path.join(dir, 'home');

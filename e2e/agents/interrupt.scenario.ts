@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { SLOW_MARKER, startLocalModel } from './fake-local-model.ts';
-import { cleanup, freePort, REIN_BIN, rein, run, sandbox, startRein, until } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, rein, REIN_BIN, run, sandbox, startRein, until } from './harness.ts';
 
 const s = sandbox('interrupt');
 const model = await startLocalModel();
@@ -17,7 +17,7 @@ const proxyPort = await freePort();
 const codexHome = path.join(s.home, '.codex');
 mkdirSync(codexHome, { recursive: true });
 writeFileSync(path.join(codexHome, 'config.toml'), ['[analytics]', 'enabled = false', '', '[features]', 'plugins = false', ''].join('\n'));
-s.env = { ...s.env, CODEX_HOME: codexHome, DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_ERROR_REPORTING: '1' };
+s.env = { ...s.env, CODEX_HOME: codexHome, ...OFFLINE_CLIENT_ENV };
 
 /** Pieces of this client's slow answer written before it is interrupted: enough that some reached it, far from the end. */
 const BEFORE_INTERRUPT = 15;

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startLocalModel } from './fake-local-model.ts';
 import { TOOL_MARKER } from './fake-models.ts';
-import { cleanup, freePort, REIN_BIN, rein, ratingsOf, run, sandbox, saveArtifact, startRein, until } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, ratingsOf, rein, REIN_BIN, run, sandbox, saveArtifact, startRein, until } from './harness.ts';
 
 const s = sandbox('local-model');
 const model = await startLocalModel();
@@ -23,7 +23,7 @@ const claudeSettings = path.join(s.home, '.claude', 'settings.json');
 mkdirSync(path.dirname(claudeSettings), { recursive: true });
 const userClaudeSettings = JSON.stringify({ theme: 'dark' }, null, 2) + '\n';
 writeFileSync(claudeSettings, userClaudeSettings);
-s.env = { ...s.env, CODEX_HOME: codexHome, DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_ERROR_REPORTING: '1' };
+s.env = { ...s.env, CODEX_HOME: codexHome, ...OFFLINE_CLIENT_ENV };
 
 const out: Record<string, unknown> = {};
 rein(s, ['settings', 'set', `proxy.upstream=${model.url}/v1`, 'proxy.baseModelName=rein-local', `proxy.port=${proxyPort}`]);

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { cleanup, freePort, REIN_BIN, ROOT, rein, run, sandbox, startRein, until } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, rein, REIN_BIN, ROOT, run, sandbox, startRein, until } from './harness.ts';
 import { LOOP_PLAN } from './loop-plan.ts';
 
 const agent = process.argv[2] === 'codex' ? 'codex' : 'claude';
@@ -22,7 +22,7 @@ const port = await freePort();
 const proxyPort = await freePort();
 const codexHome = path.join(s.home, '.codex');
 for (const d of [path.join(s.home, '.claude'), codexHome]) mkdirSync(d, { recursive: true });
-s.env = { ...s.env, CODEX_HOME: codexHome, DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_ERROR_REPORTING: '1' };
+s.env = { ...s.env, CODEX_HOME: codexHome, ...OFFLINE_CLIENT_ENV };
 const instructions = path.join(s.dir, 'instructions.md');
 writeFileSync(instructions, 'You are a helpful assistant. Answer in one short line.\n');
 

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { cleanup, freePort, REIN_BIN, ROOT, rein, run, sandbox, startRein, until } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, rein, REIN_BIN, ROOT, run, sandbox, startRein, until } from './harness.ts';
 
 const s = sandbox('own-model');
 const port = await freePort();
@@ -16,7 +16,7 @@ const proxyPort = await freePort();
 const codexHome = path.join(s.home, '.codex');
 mkdirSync(codexHome, { recursive: true });
 mkdirSync(path.join(s.home, '.claude'), { recursive: true });
-s.env = { ...s.env, CODEX_HOME: codexHome, DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_ERROR_REPORTING: '1' };
+s.env = { ...s.env, CODEX_HOME: codexHome, ...OFFLINE_CLIENT_ENV };
 
 const out: Record<string, unknown> = {};
 rein(s, ['settings', 'set', `model.active=${path.join(ROOT, 'resources/small-lm')}`, 'serving.contextSize=131072', `proxy.port=${proxyPort}`, 'training.auto=false']);

@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CLAIM_MARKER, EDIT_MARKER, EDIT_OLD, startFake, TEST_MARKER } from './fake-models.ts';
-import { cleanup, freePort, rein, run, sandbox, startRein, turnsOf } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, rein, run, sandbox, startRein, turnsOf } from './harness.ts';
 
 const s = sandbox('revert');
 const fake = await startFake('anthropic');
@@ -15,10 +15,7 @@ const env = {
   ...s.env,
   ANTHROPIC_BASE_URL: fake.url,
   ANTHROPIC_API_KEY: 'dummy',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_AUTOUPDATER: '1',
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_ERROR_REPORTING: '1',
+  ...OFFLINE_CLIENT_ENV,
   // The Bash tool's `npm test` inherits this: no registry lookup for an update notice.
   npm_config_update_notifier: 'false',
 };

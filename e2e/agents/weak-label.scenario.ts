@@ -3,7 +3,7 @@
 // turns; the second prompt becomes a signal on the first answer, read as a Bad weak label with its evidence. Prints
 // facts as JSON; weak-label.agents.ts asserts.
 import { startFake } from './fake-models.ts';
-import { cleanup, freePort, rein, run, sandbox, startRein, turnsOf } from './harness.ts';
+import { cleanup, freePort, OFFLINE_CLIENT_ENV, rein, run, sandbox, startRein, turnsOf } from './harness.ts';
 
 const s = sandbox('weak');
 const fake = await startFake('anthropic');
@@ -12,10 +12,7 @@ const env = {
   ...s.env,
   ANTHROPIC_BASE_URL: fake.url,
   ANTHROPIC_API_KEY: 'dummy',
-  DISABLE_TELEMETRY: '1',
-  DISABLE_AUTOUPDATER: '1',
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-  DISABLE_ERROR_REPORTING: '1',
+  ...OFFLINE_CLIENT_ENV,
 };
 const claude = (prompt: string, extra: string[] = []) => run('claude', ['-p', prompt, '--model', 'claude-sonnet-4-5', '--output-format', 'json', ...extra], { env, cwd: s.work, timeoutS: 90 });
 const parse = (stdout: string): { result?: string; session_id?: string } => {
